@@ -1,0 +1,155 @@
+//! The dispatcher: runs the tool calls of one assistant turn, read-parallel and
+//! mutate-serial, and returns exactly one result per call in the model's order.
+//!
+//! Per turn: normalize ids; emit `tool.call` for every call; split the calls into
+//! segments (each maximal run of read-batchable calls is one batch, anything else a
+//! barrier alone); then per segment **prepare** each call serially in call order
+//! (unknown / not-in-mode / permission / PreToolUse), **execute** the prepared ones
+//! (concurrently in a batch, bounded, slots granted in call order, each in its own
+//! task so a panic stays contained), and **finish** them in call order (PostToolUse,
+//! id forcing, output cap, recorder, `tool.result`).
+
+mod asks;
+mod call_ids;
+mod pipeline;
+mod segments;
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use engine_ports::{
+    Clock, PermissionMode, PermissionPolicy, SessionId, ToolCall, ToolCallRecorder, ToolHooks, ToolResult,
+};
+use tokio_util::sync::CancellationToken;
+
+pub use asks::AskRegistry;
+pub use call_ids::normalize_call_ids;
+
+use crate::catalog::Catalog;
+use crate::emitter::EventEmitter;
+use crate::environment::Environment;
+
+/// Dispatcher settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DispatchConfig {
+    /// Most read-only calls of one batch executing at once.
+    pub max_parallel_reads: NonZeroUsize,
+    /// How long in-flight calls get to return after cancellation before their task
+    /// is aborted.
+    pub cancel_grace: Duration,
+}
+
+/// Default `max_parallel_reads`.
+pub const DEFAULT_MAX_PARALLEL_READS: NonZeroUsize = match NonZeroUsize::new(16) {
+    Some(n) => n,
+    None => NonZeroUsize::MIN,
+};
+
+/// Default `cancel_grace`.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+impl Default for DispatchConfig {
+    fn default() -> Self {
+        Self {
+            max_parallel_reads: DEFAULT_MAX_PARALLEL_READS,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+        }
+    }
+}
+
+/// Everything one turn's dispatch needs. Cheap to build: every field is a handle.
+pub struct TurnContext {
+    /// The session.
+    pub session_id: SessionId,
+    /// Session-wide turn number (for generated call ids).
+    pub turn: u64,
+    /// The session's mode (D1: calls resolve through the mode-filtered view).
+    pub mode: PermissionMode,
+    /// The catalog.
+    pub catalog: Arc<Catalog>,
+    /// The execution context given to tools.
+    pub environment: Environment,
+    /// Whether `ToolSearch` resolves (progressive tools on).
+    pub progressive_tools: bool,
+    /// The permission policy.
+    pub policy: Arc<dyn PermissionPolicy>,
+    /// Where asks wait for an operator; `None` = headless (asks become denials).
+    pub asks: Option<Arc<AskRegistry>>,
+    /// Operator hooks.
+    pub hooks: Option<Arc<dyn ToolHooks>>,
+    /// The audit recorder.
+    pub recorder: Option<Arc<dyn ToolCallRecorder>>,
+    /// The clock for queued/took (none: both zero, no reads).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Where events go.
+    pub events: Arc<EventEmitter>,
+    /// Cancels the turn.
+    pub cancel: CancellationToken,
+}
+
+impl TurnContext {
+    /// A context with no asks, hooks, recorder, clock or event output, turn 1 and a
+    /// fresh token.
+    pub fn new(
+        session_id: SessionId,
+        mode: PermissionMode,
+        catalog: Arc<Catalog>,
+        environment: Environment,
+        policy: Arc<dyn PermissionPolicy>,
+    ) -> Self {
+        let events = Arc::new(EventEmitter::new(session_id.clone(), 1));
+        Self {
+            session_id,
+            turn: 1,
+            mode,
+            catalog,
+            environment,
+            progressive_tools: false,
+            policy,
+            asks: None,
+            hooks: None,
+            recorder: None,
+            clock: None,
+            events,
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// What one turn's dispatch produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnOutcome {
+    /// The calls with normalized ids, as the model sent them.
+    pub calls: Vec<ToolCall>,
+    /// One final result per call, in call order, keyed by the normalized ids.
+    pub results: Vec<ToolResult>,
+    /// Disclosable tools a successful `ToolSearch` returned in full (D3).
+    pub hydrated: Vec<String>,
+    /// Whether the turn was cancelled.
+    pub cancelled: bool,
+}
+
+/// Runs the tool calls of one turn.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dispatcher {
+    config: DispatchConfig,
+}
+
+impl Dispatcher {
+    /// A dispatcher with these settings.
+    pub fn new(config: DispatchConfig) -> Self {
+        Self { config }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> DispatchConfig {
+        self.config
+    }
+
+    /// Dispatches one turn's calls. Never fails: every call gets exactly one result,
+    /// in call order, cancelled or not.
+    pub async fn dispatch(&self, ctx: &TurnContext, calls: &[ToolCall]) -> TurnOutcome {
+        pipeline::run_turn(self.config, ctx, calls).await
+    }
+}

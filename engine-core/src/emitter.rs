@@ -1,0 +1,113 @@
+//! [`EventEmitter`]: numbers a session's events and fans them out to the event log,
+//! the live sink and the run's stream.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use engine_ports::{Clock, Event, EventKind, EventLog, EventSink, SessionId, format_rfc3339_micros};
+use tokio::sync::mpsc;
+
+/// Assigns `seq` (strictly increasing) and `time` (with a clock), then delivers each
+/// event to the durable log (a failed append is a WARN), the live sink and the run's
+/// stream, in that order.
+///
+/// One emitter serves one run; events are emitted from one task at a time, so the
+/// order on every output is the `seq` order.
+pub struct EventEmitter {
+    session: SessionId,
+    next_seq: AtomicU64,
+    clock: Option<Arc<dyn Clock>>,
+    log: Option<Arc<dyn EventLog>>,
+    sink: Option<Arc<dyn EventSink>>,
+    channel: Option<mpsc::Sender<Event>>,
+}
+
+impl EventEmitter {
+    /// An emitter for `session` whose first event gets `first_seq`; with no output
+    /// it only counts.
+    pub fn new(session: SessionId, first_seq: u64) -> Self {
+        Self {
+            session,
+            next_seq: AtomicU64::new(first_seq),
+            clock: None,
+            log: None,
+            sink: None,
+            channel: None,
+        }
+    }
+
+    /// Stamps events with this clock's time.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Option<Arc<dyn Clock>>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Appends events to this log.
+    #[must_use]
+    pub fn with_log(mut self, log: Option<Arc<dyn EventLog>>) -> Self {
+        self.log = log;
+        self
+    }
+
+    /// Emits events to this live sink.
+    #[must_use]
+    pub fn with_sink(mut self, sink: Option<Arc<dyn EventSink>>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    /// Sends events to this channel (a closed channel is ignored).
+    #[must_use]
+    pub fn with_channel(mut self, channel: mpsc::Sender<Event>) -> Self {
+        self.channel = Some(channel);
+        self
+    }
+
+    /// Whether any output exists (callers skip building events otherwise).
+    pub fn is_active(&self) -> bool {
+        self.log.is_some() || self.sink.is_some() || self.channel.is_some()
+    }
+
+    /// The `seq` the next event will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq.load(Ordering::SeqCst)
+    }
+
+    /// Reserves the next `seq` without emitting (used to save the session before its
+    /// last event goes out).
+    pub fn reserve_seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Emits one event and returns its `seq`.
+    pub async fn emit(&self, kind: EventKind) -> u64 {
+        let seq = self.reserve_seq();
+        self.emit_with_seq(seq, kind).await;
+        seq
+    }
+
+    /// Emits one event under a `seq` taken from [`EventEmitter::reserve_seq`].
+    pub async fn emit_with_seq(&self, seq: u64, kind: EventKind) {
+        if !self.is_active() {
+            return;
+        }
+        let event = Event {
+            seq,
+            time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
+            kind,
+        };
+        if let Some(log) = &self.log
+            && let Err(error) = log.append(&self.session, &event).await
+        {
+            tracing::warn!(session_id = %self.session, seq, %error, "event log append failed");
+        }
+        if let Some(sink) = &self.sink {
+            sink.emit(&self.session, &event);
+        }
+        if let Some(channel) = &self.channel {
+            // A closed channel means the consumer dropped the run (which cancels it).
+            let _ = channel.send(event).await;
+        }
+    }
+}

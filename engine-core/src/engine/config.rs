@@ -1,0 +1,59 @@
+//! [`EngineConfig`] and [`Limits`].
+
+use std::time::Duration;
+
+use engine_ports::PermissionMode;
+
+use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
+use crate::permission::Approve;
+
+/// Limits checked at turn boundaries; 0 disables a limit (the default disables all).
+/// Counters are per run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most model turns per run.
+    pub max_turns: u64,
+    /// Most tool calls per run (all calls of one turn run even if they overshoot).
+    pub max_tool_calls: u64,
+    /// Most error results in a row.
+    pub max_consecutive_failures: u64,
+}
+
+/// Engine settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Model name sent with every request.
+    pub model: String,
+    /// System prompt.
+    pub system_prompt: String,
+    /// Mode of new sessions.
+    pub mode: PermissionMode,
+    /// Run limits.
+    pub limits: Limits,
+    /// Advertise Disclosable tools light and offer `ToolSearch` (D3).
+    pub progressive_tools: bool,
+    /// An operator answers permission asks (otherwise asks become denials).
+    pub interactive: bool,
+    /// What the default policy approves when headless.
+    pub approve: Approve,
+    /// Most read-only calls of one batch executing at once (≥ 1).
+    pub max_parallel_reads: usize,
+    /// Time in-flight calls get after cancellation.
+    pub cancel_grace: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            model: String::new(),
+            system_prompt: String::new(),
+            mode: PermissionMode::Default,
+            limits: Limits::default(),
+            progressive_tools: false,
+            interactive: false,
+            approve: Approve::ReadOnly,
+            max_parallel_reads: DEFAULT_MAX_PARALLEL_READS.get(),
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+        }
+    }
+}

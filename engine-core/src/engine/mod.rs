@@ -1,0 +1,298 @@
+//! The agent loop: [`Engine`], built from [`Deps`], runs sessions turn by turn and
+//! streams D11 events through a [`Run`].
+
+mod config;
+mod live;
+mod run;
+mod turn_loop;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use engine_ports::{
+    Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy, SessionId,
+    SessionSnapshot, SessionStore, StoreError, ToolCallRecorder, ToolHooks, Verdict,
+};
+use tokio::sync::mpsc;
+
+pub use config::{EngineConfig, Limits};
+pub use run::Run;
+
+use self::live::LiveRun;
+use crate::catalog::Catalog;
+use crate::dispatch::{DispatchConfig, Dispatcher};
+use crate::environment::Environment;
+use crate::memory::MemoryStore;
+use crate::permission::DefaultPolicy;
+use crate::tool_search::TOOL_SEARCH_NAME;
+
+/// What an [`Engine`] is built from. `llm`, `catalog` and `environment` are required;
+/// the rest is optional.
+#[derive(Clone)]
+pub struct Deps {
+    /// The model.
+    pub llm: Arc<dyn LlmProvider>,
+    /// The frozen catalog shared by every session of this engine.
+    pub catalog: Arc<Catalog>,
+    /// The execution context given to tools.
+    pub environment: Environment,
+    /// The permission policy (default: [`DefaultPolicy`] from `interactive` and
+    /// `approve`).
+    pub policy: Option<Arc<dyn PermissionPolicy>>,
+    /// Operator hooks.
+    pub hooks: Option<Arc<dyn ToolHooks>>,
+    /// Session snapshots (default: an in-memory store owned by the engine).
+    pub store: Option<Arc<dyn SessionStore>>,
+    /// The audit recorder.
+    pub recorder: Option<Arc<dyn ToolCallRecorder>>,
+    /// The clock (events carry `time`, records carry timings).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Live event fan-out.
+    pub sink: Option<Arc<dyn EventSink>>,
+    /// Durable event log.
+    pub event_log: Option<Arc<dyn EventLog>>,
+    /// The slash-command expander chain applied to every prompt.
+    pub commands: Option<Arc<dyn CommandExpander>>,
+    /// Settings.
+    pub config: EngineConfig,
+}
+
+impl Deps {
+    /// The required dependencies, with every optional one absent and default settings.
+    pub fn new(llm: Arc<dyn LlmProvider>, catalog: Arc<Catalog>, environment: Environment) -> Self {
+        Self {
+            llm,
+            catalog,
+            environment,
+            policy: None,
+            hooks: None,
+            store: None,
+            recorder: None,
+            clock: None,
+            sink: None,
+            event_log: None,
+            commands: None,
+            config: EngineConfig::default(),
+        }
+    }
+}
+
+/// An engine that cannot be built or cannot do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// Progressive tools are on and the catalog holds a tool named `ToolSearch`.
+    #[error(
+        "the catalog holds a tool named {TOOL_SEARCH_NAME:?}, which the engine reserves for progressive tools"
+    )]
+    ReservedToolName,
+    /// A setting is out of range.
+    #[error("invalid engine configuration: {0}")]
+    InvalidConfig(String),
+    /// The session already has a run in progress.
+    #[error("session {0:?} already has a run in progress")]
+    Busy(SessionId),
+    /// The engine was closed.
+    #[error("the engine is closed")]
+    Closed,
+    /// The session store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The agent loop over one catalog. Cheap to share (`Arc<Engine>`); runs of different
+/// sessions proceed concurrently, one run per session at a time.
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    llm: Arc<dyn LlmProvider>,
+    catalog: Arc<Catalog>,
+    environment: Environment,
+    policy: Arc<dyn PermissionPolicy>,
+    hooks: Option<Arc<dyn ToolHooks>>,
+    store: Arc<dyn SessionStore>,
+    recorder: Option<Arc<dyn ToolCallRecorder>>,
+    clock: Option<Arc<dyn Clock>>,
+    sink: Option<Arc<dyn EventSink>>,
+    event_log: Option<Arc<dyn EventLog>>,
+    commands: Option<Arc<dyn CommandExpander>>,
+    config: EngineConfig,
+    dispatcher: Dispatcher,
+    live: Mutex<HashMap<SessionId, Arc<LiveRun>>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// Bound of a run's event channel (the run waits when the consumer lags).
+const RUN_CHANNEL_BOUND: usize = 256;
+
+impl Engine {
+    /// Builds an engine.
+    ///
+    /// # Errors
+    /// [`EngineError::ReservedToolName`] when progressive tools are on and the catalog
+    /// holds `ToolSearch`; [`EngineError::InvalidConfig`] for `max_parallel_reads == 0`.
+    pub fn new(deps: Deps) -> Result<Self, EngineError> {
+        let config = deps.config;
+        let Some(max_parallel_reads) = std::num::NonZeroUsize::new(config.max_parallel_reads) else {
+            return Err(EngineError::InvalidConfig(
+                "max_parallel_reads must be at least 1".to_owned(),
+            ));
+        };
+        if config.progressive_tools && deps.catalog.lookup(TOOL_SEARCH_NAME).is_some() {
+            return Err(EngineError::ReservedToolName);
+        }
+        let policy = deps
+            .policy
+            .unwrap_or_else(|| Arc::new(DefaultPolicy::new(config.interactive, config.approve)));
+        let store = deps.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let dispatcher = Dispatcher::new(DispatchConfig {
+            max_parallel_reads,
+            cancel_grace: config.cancel_grace,
+        });
+        Ok(Self {
+            inner: Arc::new(Inner {
+                llm: deps.llm,
+                catalog: deps.catalog,
+                environment: deps.environment,
+                policy,
+                hooks: deps.hooks,
+                store,
+                recorder: deps.recorder,
+                clock: deps.clock,
+                sink: deps.sink,
+                event_log: deps.event_log,
+                commands: deps.commands,
+                config,
+                dispatcher,
+                live: Mutex::default(),
+                closed: std::sync::atomic::AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.inner.catalog
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// The session store (the engine's own in-memory store when none was given).
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// The command expander chain, if any.
+    pub fn commands(&self) -> Option<&Arc<dyn CommandExpander>> {
+        self.inner.commands.as_ref()
+    }
+
+    /// Starts a run of `session` with `prompt`, creating the session (in
+    /// `config.mode`) when the store does not hold it. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// [`EngineError::Busy`] when the session has a run in progress,
+    /// [`EngineError::Closed`] after [`Engine::close`].
+    pub fn run(&self, session: &SessionId, prompt: impl Into<String>) -> Result<Run, EngineError> {
+        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(EngineError::Closed);
+        }
+        let live = {
+            let mut runs = self.inner.lock_live();
+            if runs.contains_key(session) {
+                return Err(EngineError::Busy(session.clone()));
+            }
+            let live = Arc::new(LiveRun::new());
+            runs.insert(session.clone(), Arc::clone(&live));
+            live
+        };
+        let (tx, rx) = mpsc::channel(RUN_CHANNEL_BOUND);
+        let cancel = live.cancel.clone();
+        let task = turn_loop::RunTask {
+            inner: Arc::clone(&self.inner),
+            live,
+            session: session.clone(),
+            prompt: prompt.into(),
+            channel: tx,
+        };
+        tokio::spawn(task.run());
+        Ok(Run::new(session.clone(), rx, cancel))
+    }
+
+    /// Creates a session before its first prompt.
+    ///
+    /// # Errors
+    /// The store's error ([`StoreError::AlreadyExists`] for a known id).
+    pub async fn create_session(&self, session: &SessionId, mode: PermissionMode) -> Result<(), EngineError> {
+        let snapshot = SessionSnapshot::new(session.clone(), mode);
+        self.inner.store.create(&snapshot).await?;
+        Ok(())
+    }
+
+    /// Cancels the session's run; `false` when none is in progress.
+    pub fn cancel(&self, session: &SessionId) -> bool {
+        match self.inner.lock_live().get(session) {
+            Some(live) => {
+                live.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Answers a permission ask; `false` for an unknown or already answered ask.
+    pub fn approve(&self, session: &SessionId, ask_id: &str, verdict: Verdict) -> bool {
+        let live = self.inner.lock_live().get(session).cloned();
+        live.is_some_and(|live| live.asks.answer(ask_id, verdict))
+    }
+
+    /// The open asks of the session's run, sorted.
+    pub fn pending_asks(&self, session: &SessionId) -> Vec<String> {
+        let live = self.inner.lock_live().get(session).cloned();
+        live.map(|live| live.asks.open_ids()).unwrap_or_default()
+    }
+
+    /// Whether the session has a run in progress.
+    pub fn is_running(&self, session: &SessionId) -> bool {
+        self.inner.lock_live().contains_key(session)
+    }
+
+    /// Changes the session's mode (creating the session when unknown).
+    ///
+    /// # Errors
+    /// [`EngineError::Busy`] during a run; the store's errors.
+    pub async fn set_mode(&self, session: &SessionId, mode: PermissionMode) -> Result<(), EngineError> {
+        if self.is_running(session) {
+            return Err(EngineError::Busy(session.clone()));
+        }
+        let mut snapshot = match self.inner.store.load(session).await {
+            Ok(snapshot) => snapshot,
+            Err(error) if error.is_not_found() => SessionSnapshot::new(session.clone(), mode),
+            Err(error) => return Err(error.into()),
+        };
+        snapshot.mode = mode;
+        self.inner.store.save(&snapshot).await?;
+        Ok(())
+    }
+
+    /// Cancels every run and refuses new ones. Idempotent.
+    pub fn close(&self) {
+        self.inner.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        for live in self.inner.lock_live().values() {
+            live.cancel.cancel();
+        }
+    }
+}
+
+impl Inner {
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<LiveRun>>> {
+        self.live
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

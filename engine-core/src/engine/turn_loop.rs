@@ -1,0 +1,329 @@
+//! The turn loop of one run: load, `session.init`, command expansion, then turns of
+//! model stream → dispatch → save until a stop reason, then `result`.
+
+use std::sync::Arc;
+
+use engine_ports::{
+    Chunk, Event, EventKind, Expansion, LlmError, LlmRequest, Message, SessionId, SessionSnapshot,
+    StopReason, ToolCall, Usage,
+};
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+
+use super::Inner;
+use super::live::LiveRun;
+use crate::disclosure::turn_specs;
+use crate::dispatch::{TurnContext, normalize_call_ids};
+use crate::emitter::EventEmitter;
+
+/// One run, moved into its own task.
+pub(super) struct RunTask {
+    pub(super) inner: Arc<Inner>,
+    pub(super) live: Arc<LiveRun>,
+    pub(super) session: SessionId,
+    pub(super) prompt: String,
+    pub(super) channel: mpsc::Sender<Event>,
+}
+
+/// Counters of this run (limits are per run).
+#[derive(Default)]
+struct RunCounters {
+    turns: u64,
+    tool_calls: u64,
+    consecutive_failures: u64,
+    usage: Usage,
+}
+
+/// How the loop ended.
+struct Ending {
+    stop: StopReason,
+    error: Option<String>,
+}
+
+impl Ending {
+    fn stop(stop: StopReason) -> Self {
+        Self { stop, error: None }
+    }
+
+    fn error(message: impl Into<String>) -> Self {
+        Self {
+            stop: StopReason::Error,
+            error: Some(message.into()),
+        }
+    }
+}
+
+/// One model turn as streamed.
+struct Streamed {
+    text: String,
+    calls: Vec<ToolCall>,
+    usage: Usage,
+    failure: Option<Ending>,
+}
+
+impl RunTask {
+    pub(super) async fn run(self) {
+        let inner = Arc::clone(&self.inner);
+        let (snapshot, load_error) = match inner.store.load(&self.session).await {
+            Ok(snapshot) => (snapshot, None),
+            Err(error) if error.is_not_found() => (
+                SessionSnapshot::new(self.session.clone(), inner.config.mode),
+                None,
+            ),
+            Err(error) => (
+                SessionSnapshot::new(self.session.clone(), inner.config.mode),
+                Some(format!("loading the session failed: {error}")),
+            ),
+        };
+        let emitter = Arc::new(
+            EventEmitter::new(self.session.clone(), snapshot.next_seq.max(1))
+                .with_clock(inner.clock.clone())
+                .with_log(inner.event_log.clone())
+                .with_sink(inner.sink.clone())
+                .with_channel(self.channel.clone()),
+        );
+        let mut snapshot = snapshot;
+        let mut counters = RunCounters::default();
+        let mut final_text = String::new();
+
+        let advertised = turn_specs(
+            &inner.catalog,
+            snapshot.mode,
+            &snapshot.hydrated,
+            inner.config.progressive_tools,
+        );
+        emitter
+            .emit(EventKind::SessionInit {
+                session_id: self.session.clone(),
+                mode: snapshot.mode,
+                model: inner.config.model.clone(),
+                tools: advertised.iter().map(|s| s.name().to_owned()).collect(),
+            })
+            .await;
+
+        // A session that failed to load is never saved over: its file stays as it was.
+        let persist = load_error.is_none();
+        let ending = match load_error {
+            Some(message) => Ending::error(message),
+            None => {
+                self.turns(&emitter, &mut snapshot, &mut counters, &mut final_text)
+                    .await
+            }
+        };
+        self.finish(
+            &emitter,
+            persist.then_some(snapshot),
+            counters,
+            final_text,
+            ending,
+        )
+        .await;
+    }
+
+    async fn turns(
+        &self,
+        emitter: &Arc<EventEmitter>,
+        snapshot: &mut SessionSnapshot,
+        counters: &mut RunCounters,
+        final_text: &mut String,
+    ) -> Ending {
+        let inner = &self.inner;
+        let cancel = &self.live.cancel;
+        let prompt = match &inner.commands {
+            None => self.prompt.clone(),
+            Some(commands) => match commands.expand(&self.prompt).await {
+                Ok(Expansion::Expanded(text)) => text,
+                Ok(Expansion::NotExpanded) => self.prompt.clone(),
+                Err(error) => return Ending::error(error.to_string()),
+            },
+        };
+        snapshot.conversation.push(Message::User { text: prompt });
+        let limits = inner.config.limits;
+        loop {
+            if cancel.is_cancelled() {
+                return Ending::stop(StopReason::Cancelled);
+            }
+            if limits.max_turns > 0 && counters.turns >= limits.max_turns {
+                return Ending::stop(StopReason::MaxTurns);
+            }
+            if limits.max_tool_calls > 0 && counters.tool_calls >= limits.max_tool_calls {
+                return Ending::stop(StopReason::MaxToolCalls);
+            }
+            if limits.max_consecutive_failures > 0
+                && counters.consecutive_failures >= limits.max_consecutive_failures
+            {
+                return Ending::stop(StopReason::MaxConsecutiveFailures);
+            }
+
+            counters.turns += 1;
+            snapshot.turns += 1;
+            let turn = counters.turns;
+            emitter.emit(EventKind::TurnStart { turn }).await;
+            let request = LlmRequest {
+                model: inner.config.model.clone(),
+                system: inner.config.system_prompt.clone(),
+                messages: snapshot.conversation.clone(),
+                tools: turn_specs(
+                    &inner.catalog,
+                    snapshot.mode,
+                    &snapshot.hydrated,
+                    inner.config.progressive_tools,
+                ),
+            };
+            let streamed = self.stream(emitter, request).await;
+            counters.usage += streamed.usage;
+            snapshot.usage += streamed.usage;
+            emitter
+                .emit(EventKind::TurnEnd {
+                    turn,
+                    usage: streamed.usage,
+                })
+                .await;
+            if let Some(failure) = streamed.failure {
+                return failure;
+            }
+
+            let calls = normalize_call_ids(&streamed.calls, snapshot.turns);
+            snapshot.conversation.push(Message::Assistant {
+                text: streamed.text.clone(),
+                tool_calls: calls.clone(),
+            });
+            *final_text = streamed.text;
+            if calls.is_empty() {
+                return Ending::stop(StopReason::EndTurn);
+            }
+
+            let ctx = TurnContext {
+                session_id: self.session.clone(),
+                turn: snapshot.turns,
+                mode: snapshot.mode,
+                catalog: Arc::clone(&inner.catalog),
+                environment: inner.environment.clone(),
+                progressive_tools: inner.config.progressive_tools,
+                policy: Arc::clone(&inner.policy),
+                asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
+                hooks: inner.hooks.clone(),
+                recorder: inner.recorder.clone(),
+                clock: inner.clock.clone(),
+                events: Arc::clone(emitter),
+                cancel: cancel.clone(),
+            };
+            let outcome = inner.dispatcher.dispatch(&ctx, &calls).await;
+            let n = outcome.results.len() as u64;
+            counters.tool_calls += n;
+            snapshot.tool_calls += n;
+            for result in outcome.results {
+                if result.is_error() {
+                    counters.consecutive_failures += 1;
+                } else {
+                    counters.consecutive_failures = 0;
+                }
+                snapshot.conversation.push(Message::Tool { result });
+            }
+            snapshot.hydrated.extend(outcome.hydrated);
+            snapshot.next_seq = emitter.next_seq();
+            if let Err(error) = inner.store.save(snapshot).await {
+                return Ending::error(format!("saving the session failed: {error}"));
+            }
+            if outcome.cancelled {
+                return Ending::stop(StopReason::Cancelled);
+            }
+        }
+    }
+
+    /// Streams one model turn; text and reasoning go out as deltas, calls are
+    /// collected whole (D12). A cancelled or failed turn is discarded.
+    async fn stream(&self, emitter: &EventEmitter, request: LlmRequest) -> Streamed {
+        let cancel = &self.live.cancel;
+        let mut out = Streamed {
+            text: String::new(),
+            calls: Vec::new(),
+            usage: Usage::default(),
+            failure: None,
+        };
+        let failed = |error: LlmError| {
+            if cancel.is_cancelled() || matches!(error, LlmError::Cancelled) {
+                Ending::stop(StopReason::Cancelled)
+            } else {
+                Ending::error(error.to_string())
+            }
+        };
+        let mut stream = match self.inner.llm.stream(request, cancel.child_token()).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                out.failure = Some(failed(error));
+                return out;
+            }
+        };
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    out.failure = Some(Ending::stop(StopReason::Cancelled));
+                    return out;
+                }
+                item = stream.next() => item,
+            };
+            match item {
+                None | Some(Ok(Chunk::Done)) => return out,
+                Some(Ok(Chunk::Text(text))) => {
+                    out.text.push_str(&text);
+                    emitter.emit(EventKind::MessageDelta { text }).await;
+                }
+                Some(Ok(Chunk::Reasoning(text))) => {
+                    emitter.emit(EventKind::ReasoningDelta { text }).await;
+                }
+                Some(Ok(Chunk::ToolCall(call))) => out.calls.push(call),
+                Some(Ok(Chunk::Usage(usage))) => out.usage += usage,
+                Some(Err(error)) => {
+                    out.failure = Some(failed(error));
+                    return out;
+                }
+            }
+        }
+    }
+
+    async fn finish(
+        self,
+        emitter: &EventEmitter,
+        snapshot: Option<SessionSnapshot>,
+        counters: RunCounters,
+        final_text: String,
+        mut ending: Ending,
+    ) {
+        let result_seq = emitter.reserve_seq();
+        if let Some(mut snapshot) = snapshot {
+            snapshot.next_seq = result_seq + 1;
+            if let Err(error) = self.inner.store.save(&snapshot).await {
+                tracing::warn!(session_id = %self.session, %error, "saving the session at the end of the run failed");
+                if ending.stop != StopReason::Error {
+                    ending = Ending::error(format!("saving the session failed: {error}"));
+                }
+            }
+        }
+        // The run is over before its last event goes out, so a host that starts the
+        // next run on seeing `result` never gets `Busy`.
+        {
+            let mut live = self.inner.lock_live();
+            if live
+                .get(&self.session)
+                .is_some_and(|l| Arc::ptr_eq(l, &self.live))
+            {
+                live.remove(&self.session);
+            }
+        }
+        emitter
+            .emit_with_seq(
+                result_seq,
+                EventKind::Result {
+                    stop: ending.stop,
+                    text: final_text,
+                    usage: counters.usage,
+                    turns: counters.turns,
+                    tool_calls: counters.tool_calls,
+                    error: ending.error,
+                },
+            )
+            .await;
+    }
+}

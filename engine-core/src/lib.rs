@@ -1,0 +1,85 @@
+//! The Mecatl domain: tools, the catalog, progressive disclosure, the dispatcher and
+//! the agent loop.
+//!
+//! A [`Catalog`] holds [`Tool`]s keyed by name and projects them per
+//! [`PermissionMode`](engine_ports::PermissionMode) (plan mode keeps read-only tools:
+//! D1). The [`Dispatcher`] runs one assistant turn's calls read-parallel and
+//! mutate-serial, contains panics (D2) and gives every call exactly one result in
+//! call order. The [`Engine`] is the loop around it: model stream → whole tool calls
+//! (D12) → dispatch → results, with limits, permissions, hooks, progressive
+//! disclosure ([`ToolSearch`], D3/D4), persistence through the
+//! [`SessionStore`](engine_ports::SessionStore) port and the D11 event stream.
+//!
+//! This crate performs no I/O of its own except through ports; it knows no transport,
+//! no file format and no CLI. Start with [`Catalog`] and [`Tool`], then [`Engine`].
+//!
+//! Build a catalog and dispatch one call:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use async_trait::async_trait;
+//! use engine_core::{Catalog, DefaultPolicy, Approve, Dispatcher, Environment, Tool, ToolError, TurnContext};
+//! use engine_ports::{CancellationToken, PermissionMode, SessionId, ToolCall, ToolResult, ToolSpec};
+//!
+//! struct Echo;
+//!
+//! #[async_trait]
+//! impl Tool for Echo {
+//!     fn spec(&self) -> ToolSpec {
+//!         ToolSpec::new("Echo", "Returns its arguments.")
+//!     }
+//!     fn read_only(&self) -> bool {
+//!         true
+//!     }
+//!     async fn execute(&self, _: &CancellationToken, call: &ToolCall, _: &Environment)
+//!         -> Result<ToolResult, ToolError>
+//!     {
+//!         Ok(ToolResult::text(call.id().clone(), call.args()))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut catalog = Catalog::new();
+//! catalog.must_register(Arc::new(Echo));
+//! let ctx = TurnContext::new(
+//!     SessionId::from("s1"),
+//!     PermissionMode::Default,
+//!     Arc::new(catalog),
+//!     Environment::new("/tmp").unwrap(),
+//!     Arc::new(DefaultPolicy::new(false, Approve::ReadOnly)),
+//! );
+//! let outcome = Dispatcher::default()
+//!     .dispatch(&ctx, &[ToolCall::new("c1", "Echo", "hi"), ToolCall::new("c2", "Nope", "")])
+//!     .await;
+//! assert_eq!(outcome.results[0].content(), "hi");
+//! assert!(outcome.results[1].is_error());
+//! # });
+//! ```
+
+mod catalog;
+mod disclosure;
+mod dispatch;
+mod emitter;
+mod engine;
+mod environment;
+pub mod memory;
+mod output_cap;
+mod permission;
+mod tool;
+mod tool_search;
+
+// The public surface, in one place.
+pub use catalog::{Catalog, CatalogError, NameSet, Resolved, available_in};
+pub use disclosure::turn_specs;
+pub use dispatch::{
+    AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher, TurnContext,
+    TurnOutcome, normalize_call_ids,
+};
+pub use emitter::EventEmitter;
+pub use engine::{Deps, Engine, EngineConfig, EngineError, Limits, Run};
+pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
+pub use memory::MemoryStore;
+pub use output_cap::{DEFAULT_OUTPUT_CAP, OutputCap, floor_char_boundary, truncation_marker};
+pub use permission::{Approve, DefaultPolicy, ParseApproveError};
+pub use tool::{Tool, ToolError};
+pub use tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names, tool_search_spec};

@@ -1,0 +1,132 @@
+//! [`MemoryStore`]: the in-memory session store, event log and recorder used when no
+//! store directory is configured (and by tests).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use engine_ports::{
+    Event, EventLog, RecorderError, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError,
+    ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+};
+
+/// Sessions, events and audit records held in memory; nothing survives the process.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    sessions: Mutex<HashMap<SessionId, (SessionSnapshot, SystemTime)>>,
+    events: Mutex<HashMap<SessionId, Vec<Event>>>,
+    records: Mutex<HashMap<SessionId, Vec<ToolCallRecord>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn check_id(id: &SessionId) -> Result<(), StoreError> {
+    if id.is_empty() {
+        return Err(StoreError::InvalidId {
+            reason: "the session id is empty".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The audit records of a session, in recording order.
+    pub fn records(&self, session: &SessionId) -> Vec<ToolCallRecord> {
+        lock(&self.records).get(session).cloned().unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl SessionStore for MemoryStore {
+    async fn create(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
+        check_id(&snapshot.id)?;
+        let mut sessions = lock(&self.sessions);
+        if sessions.contains_key(&snapshot.id) {
+            return Err(StoreError::AlreadyExists {
+                id: snapshot.id.clone(),
+            });
+        }
+        sessions.insert(snapshot.id.clone(), (snapshot.clone(), SystemTime::now()));
+        Ok(())
+    }
+
+    async fn load(&self, id: &SessionId) -> Result<SessionSnapshot, StoreError> {
+        check_id(id)?;
+        lock(&self.sessions)
+            .get(id)
+            .map(|(snapshot, _)| snapshot.clone())
+            .ok_or_else(|| StoreError::NotFound { id: id.clone() })
+    }
+
+    async fn save(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
+        check_id(&snapshot.id)?;
+        lock(&self.sessions).insert(snapshot.id.clone(), (snapshot.clone(), SystemTime::now()));
+        Ok(())
+    }
+
+    async fn list(&self) -> Result<Vec<SessionListing>, StoreError> {
+        let mut out: Vec<SessionListing> = lock(&self.sessions)
+            .iter()
+            .map(|(id, (_, modified_at))| SessionListing {
+                id: id.clone(),
+                modified_at: *modified_at,
+            })
+            .collect();
+        out.sort_by(|a, b| a.id.as_str().as_bytes().cmp(b.id.as_str().as_bytes()));
+        Ok(out)
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
+        check_id(id)?;
+        lock(&self.records).remove(id);
+        lock(&self.events).remove(id);
+        lock(&self.sessions).remove(id);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl EventLog for MemoryStore {
+    async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
+        check_id(session)?;
+        lock(&self.events)
+            .entry(session.clone())
+            .or_default()
+            .push(event.clone());
+        Ok(())
+    }
+
+    async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
+        Ok(lock(&self.events).get(session).cloned().unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl ToolCallRecorder for MemoryStore {
+    async fn record(
+        &self,
+        session: &SessionId,
+        call: &ToolCall,
+        result: &ToolResult,
+        queued: Duration,
+        took: Duration,
+    ) -> Result<(), RecorderError> {
+        if session.is_empty() {
+            return Err(RecorderError::failed(session, call, "the session id is empty"));
+        }
+        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+        lock(&self.records)
+            .entry(session.clone())
+            .or_default()
+            .push(record);
+        Ok(())
+    }
+}

@@ -1,0 +1,76 @@
+//! The [`Tool`] trait every catalog entry implements, and [`ToolError`].
+
+use async_trait::async_trait;
+use engine_ports::{ToolCall, ToolResult, ToolSpec};
+use tokio_util::sync::CancellationToken;
+
+use crate::environment::Environment;
+
+/// A tool the model can call.
+///
+/// One tool object serves every session, concurrently with itself: per-session state
+/// comes from the [`Environment`], never from fields mutated per call.
+///
+/// # Contract
+/// - `read_only` is a correctness promise: `true` lets calls overlap other read-only
+///   calls and keeps the tool available in plan mode. A tool that mutates anything a
+///   session can observe MUST return `false`. There is no default.
+/// - Failures the model can act on (bad arguments, a missing file) are
+///   `Ok(ToolResult::error(..))`; `Err(ToolError)` is for harness-level faults.
+/// - `execute` MUST observe `cancel` and return promptly once it fires (the dispatcher
+///   abandons it after a grace period).
+/// - The result should answer `call.id()`; the dispatcher forces it otherwise.
+///
+/// Optional capabilities are provided methods with the safe default:
+/// [`Tool::advertised_spec`] (Disclosable), [`Tool::plan_only`] and
+/// [`Tool::dispatch_serial`].
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The full spec. Its name is read once, at registration, as the catalog key.
+    fn spec(&self) -> ToolSpec;
+
+    /// Whether the tool never mutates anything a session can observe.
+    fn read_only(&self) -> bool;
+
+    /// Runs one call.
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError>;
+
+    /// `Some(light spec)` makes the tool Disclosable: it is advertised with this spec
+    /// until `ToolSearch` returns its full spec in a session (D3).
+    fn advertised_spec(&self) -> Option<ToolSpec> {
+        None
+    }
+
+    /// Whether the tool is projected only in plan mode.
+    fn plan_only(&self) -> bool {
+        false
+    }
+
+    /// Whether calls of this (read-only) tool are kept out of concurrent batches.
+    fn dispatch_serial(&self) -> bool {
+        false
+    }
+}
+
+/// A harness-level tool failure (not something the model can act on).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The tool observed cancellation.
+    #[error("cancelled")]
+    Cancelled,
+    /// An I/O error.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Any other error.
+    #[error("{0}")]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}

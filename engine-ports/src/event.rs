@@ -1,0 +1,258 @@
+//! The one event schema (D11): [`Event`] and [`EventKind`].
+//!
+//! The same values feed the JSONL event log, `run --output jsonl`, ACP
+//! `session/update` notifications and HTTP SSE. The JSON is flat:
+//! `{"seq":3,"type":"tool.call","call_id":"c1","name":"Read","args":{…}}`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::content::ContentPart;
+use crate::ids::{SessionId, ToolCallId};
+use crate::mode::PermissionMode;
+use crate::usage::Usage;
+
+/// One event of a session.
+///
+/// `seq` strictly increases within a session (from 1, across runs); `time`
+/// (RFC 3339) is present only when the engine has a clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the session's event sequence.
+    pub seq: u64,
+    /// Wall-clock time of the event (RFC 3339), when a clock is injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What an [`Event`] reports, tagged by `"type"`. An unknown type fails to
+/// deserialize; fields never change meaning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// First event of every run.
+    #[serde(rename = "session.init")]
+    SessionInit {
+        /// The session.
+        session_id: SessionId,
+        /// Its mode at the start of the run.
+        mode: PermissionMode,
+        /// The model name.
+        model: String,
+        /// Names of the tools advertised for the run's first turn.
+        tools: Vec<String>,
+    },
+    /// A model turn starts.
+    #[serde(rename = "turn.start")]
+    TurnStart {
+        /// 1-based within the run.
+        turn: u64,
+    },
+    /// Assistant text.
+    #[serde(rename = "message.delta")]
+    MessageDelta {
+        /// The text fragment.
+        text: String,
+    },
+    /// Model reasoning text.
+    #[serde(rename = "reasoning.delta")]
+    ReasoningDelta {
+        /// The text fragment.
+        text: String,
+    },
+    /// A model turn ended.
+    #[serde(rename = "turn.end")]
+    TurnEnd {
+        /// 1-based within the run.
+        turn: u64,
+        /// Usage of this turn.
+        usage: Usage,
+    },
+    /// The model called a tool (emitted for every call, before any gate).
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        /// Normalized call id.
+        call_id: ToolCallId,
+        /// Tool name (the real catalog name).
+        name: String,
+        /// `ToolCall::args_value()`.
+        args: serde_json::Value,
+    },
+    /// The policy asks an operator to approve a call.
+    #[serde(rename = "permission.ask")]
+    PermissionAsk {
+        /// Opaque, unique within the session.
+        ask_id: String,
+        /// The call.
+        call_id: ToolCallId,
+        /// Tool name.
+        name: String,
+        /// `ToolCall::args_value()`.
+        args: serde_json::Value,
+        /// Why approval is needed.
+        reason: String,
+    },
+    /// The operator answered an ask.
+    #[serde(rename = "permission.verdict")]
+    PermissionVerdict {
+        /// The ask.
+        ask_id: String,
+        /// The call.
+        call_id: ToolCallId,
+        /// The answer.
+        verdict: Verdict,
+    },
+    /// A hook did something other than a plain allow/keep.
+    #[serde(rename = "hook")]
+    Hook {
+        /// Which hook.
+        phase: HookPhase,
+        /// The call.
+        call_id: ToolCallId,
+        /// Tool name.
+        name: String,
+        /// What it did.
+        action: HookAction,
+        /// Human-readable detail.
+        message: String,
+    },
+    /// The final result of a call.
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        /// The call.
+        call_id: ToolCallId,
+        /// Tool name.
+        name: String,
+        /// Plain-text summary.
+        content: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// Typed parts, omitted when empty.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<ContentPart>,
+    },
+    /// Last event of every run.
+    #[serde(rename = "result")]
+    Result {
+        /// Why the run stopped.
+        stop: StopReason,
+        /// The final assistant text.
+        text: String,
+        /// Usage summed over the run.
+        usage: Usage,
+        /// Turns in this run.
+        turns: u64,
+        /// Tool calls in this run.
+        tool_calls: u64,
+        /// What went wrong, when `stop` is `error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+impl EventKind {
+    /// The `type` tag of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::SessionInit { .. } => "session.init",
+            Self::TurnStart { .. } => "turn.start",
+            Self::MessageDelta { .. } => "message.delta",
+            Self::ReasoningDelta { .. } => "reasoning.delta",
+            Self::TurnEnd { .. } => "turn.end",
+            Self::ToolCall { .. } => "tool.call",
+            Self::PermissionAsk { .. } => "permission.ask",
+            Self::PermissionVerdict { .. } => "permission.verdict",
+            Self::Hook { .. } => "hook",
+            Self::ToolResult { .. } => "tool.result",
+            Self::Result { .. } => "result",
+        }
+    }
+}
+
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without tool calls.
+    EndTurn,
+    /// The run reached its turn limit.
+    MaxTurns,
+    /// The run reached its tool-call limit.
+    MaxToolCalls,
+    /// Too many tool calls failed in a row.
+    MaxConsecutiveFailures,
+    /// The run was cancelled.
+    Cancelled,
+    /// The model, the store or the command chain failed.
+    Error,
+}
+
+impl StopReason {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::MaxTurns => "max_turns",
+            Self::MaxToolCalls => "max_tool_calls",
+            Self::MaxConsecutiveFailures => "max_consecutive_failures",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// An operator's answer to a permission ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call and every later call of the tool in this session.
+    AllowAlways,
+    /// Do not run it.
+    Deny,
+}
+
+impl Verdict {
+    /// Whether the call may run.
+    pub fn allows(self) -> bool {
+        !matches!(self, Self::Deny)
+    }
+}
+
+/// Which hook produced a [`EventKind::Hook`] event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookPhase {
+    /// Before execution.
+    PreToolUse,
+    /// After execution.
+    PostToolUse,
+}
+
+/// What a hook did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookAction {
+    /// The call was blocked.
+    Deny,
+    /// The arguments were replaced.
+    RewriteArgs,
+    /// The result was replaced.
+    RewriteResult,
+    /// A malformed rewrite was ignored.
+    Ignored,
+    /// The hook failed.
+    Error,
+}
+
+/// Live fan-out of events (terminal, ACP, SSE).
+///
+/// # Contract
+/// `emit` MUST NOT block: implementations buffer or drop; the engine calls it inline.
+pub trait EventSink: Send + Sync {
+    /// Delivers one event of `session`.
+    fn emit(&self, session: &SessionId, event: &Event);
+}

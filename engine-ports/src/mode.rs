@@ -1,0 +1,69 @@
+//! [`PermissionMode`]: the session mode that shapes the catalog projection.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The mode of a session.
+///
+/// Only [`PermissionMode::Plan`] changes the catalog projection (read-only tools
+/// only, D1); [`PermissionMode::AcceptEdits`] only loosens the default permission
+/// policy. Serde, [`FromStr`] and [`fmt::Display`] use exactly `default`, `plan` and
+/// `acceptEdits`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionMode {
+    /// Every tool that is not plan-only.
+    #[default]
+    #[serde(rename = "default")]
+    Default,
+    /// Read-only tools only; plan-only tools appear.
+    #[serde(rename = "plan")]
+    Plan,
+    /// As `Default`, with edits auto-approved by the default policy.
+    #[serde(rename = "acceptEdits")]
+    AcceptEdits,
+}
+
+impl PermissionMode {
+    /// Every mode, in display order.
+    pub const ALL: [PermissionMode; 3] = [Self::Default, Self::Plan, Self::AcceptEdits];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Plan => "plan",
+            Self::AcceptEdits => "acceptEdits",
+        }
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that is not one of `default`, `plan`, `acceptEdits`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid mode {value:?}: expected one of default, plan, acceptEdits")]
+pub struct ParseModeError {
+    /// The rejected text.
+    pub value: String,
+}
+
+impl FromStr for PermissionMode {
+    type Err = ParseModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "default" => Ok(Self::Default),
+            "plan" => Ok(Self::Plan),
+            "acceptEdits" => Ok(Self::AcceptEdits),
+            other => Err(ParseModeError {
+                value: other.to_owned(),
+            }),
+        }
+    }
+}

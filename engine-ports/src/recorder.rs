@@ -1,0 +1,123 @@
+//! The audit port: [`ToolCallRecorder`] and the [`ToolCallRecord`] it writes.
+
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::call::ToolCall;
+use crate::clock::format_rfc3339_micros;
+use crate::ids::{SessionId, ToolCallId};
+use crate::result::ToolResult;
+
+/// The per-call audit seam, distinct from events and diagnostics.
+///
+/// The engine calls `record` once per **executed** call, after the PostToolUse hook,
+/// with the effective call (rewritten arguments included), the final result and the
+/// queue and execution times. It never records unknown, plan-refused, denied or
+/// hook-blocked calls.
+///
+/// # Contract
+/// - Records of one session keep the order of `record` calls; sessions never mix.
+/// - A failure returns [`RecorderError`] naming the session, the call, the tool and
+///   the cause; it never panics. The engine logs it at WARN and changes nothing else,
+///   so a recorder must never block a run beyond its own bounded timeout.
+#[async_trait]
+pub trait ToolCallRecorder: Send + Sync {
+    /// Records one executed call.
+    async fn record(
+        &self,
+        session: &SessionId,
+        call: &ToolCall,
+        result: &ToolResult,
+        queued: Duration,
+        took: Duration,
+    ) -> Result<(), RecorderError>;
+}
+
+/// A record the recorder could not write (the record is dropped).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecorderError {
+    /// Writing the record failed.
+    #[error("dropped audit record of call {call_id} ({tool}) in session {session_id:?}: {cause}")]
+    Failed {
+        /// The session.
+        session_id: SessionId,
+        /// The call.
+        call_id: ToolCallId,
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        cause: String,
+    },
+}
+
+impl RecorderError {
+    /// A failure recording `call` of `session`.
+    pub fn failed(session: &SessionId, call: &ToolCall, cause: impl Into<String>) -> Self {
+        Self::Failed {
+            session_id: session.clone(),
+            call_id: call.id().clone(),
+            tool: call.name().to_owned(),
+            cause: cause.into(),
+        }
+    }
+}
+
+/// One audit record, in the field order of a `.tools.jsonl` line:
+/// `{"type":"tool_call","time","session_id","call_id","tool","args","result",
+/// "is_error","queued_micros","took_micros"}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// Always `tool_call`.
+    #[serde(rename = "type")]
+    pub record_type: String,
+    /// Write time, UTC RFC 3339 with fractional seconds.
+    pub time: String,
+    /// The real session id.
+    pub session_id: SessionId,
+    /// The (normalized) call id.
+    pub call_id: ToolCallId,
+    /// The real catalog name (never a wire-encoded name).
+    pub tool: String,
+    /// `ToolCall::args_value()`, the value the `tool.call` event carries.
+    pub args: serde_json::Value,
+    /// The final result content.
+    pub result: String,
+    /// Whether the result is an error.
+    pub is_error: bool,
+    /// Time between the turn's enqueue instant and the start of execution.
+    pub queued_micros: u64,
+    /// Execution time.
+    pub took_micros: u64,
+}
+
+impl ToolCallRecord {
+    /// The record of one executed call, written at `time`.
+    pub fn new(
+        session: &SessionId,
+        call: &ToolCall,
+        result: &ToolResult,
+        queued: Duration,
+        took: Duration,
+        time: SystemTime,
+    ) -> Self {
+        Self {
+            record_type: "tool_call".to_owned(),
+            time: format_rfc3339_micros(time),
+            session_id: session.clone(),
+            call_id: call.id().clone(),
+            tool: call.name().to_owned(),
+            args: call.args_value(),
+            result: result.content().to_owned(),
+            is_error: result.is_error(),
+            queued_micros: micros(queued),
+            took_micros: micros(took),
+        }
+    }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}

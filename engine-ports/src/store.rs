@@ -1,0 +1,185 @@
+//! The persistence ports: [`SessionStore`] (snapshots) and [`EventLog`] (events).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::event::Event;
+use crate::ids::SessionId;
+use crate::llm::Message;
+use crate::mode::PermissionMode;
+use crate::usage::Usage;
+
+/// Everything a session resumes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionSnapshot {
+    /// The session id (authoritative: stores never derive it from file names).
+    pub id: SessionId,
+    /// Current mode.
+    pub mode: PermissionMode,
+    /// The conversation, tool results included.
+    pub conversation: Vec<Message>,
+    /// Disclosable tools whose full spec `ToolSearch` returned (D3), sorted.
+    #[serde(default)]
+    pub hydrated: BTreeSet<String>,
+    /// The `seq` of the next event.
+    pub next_seq: u64,
+    /// Session-wide turn count.
+    #[serde(default)]
+    pub turns: u64,
+    /// Session-wide tool-call count.
+    #[serde(default)]
+    pub tool_calls: u64,
+    /// Session-wide usage.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+impl SessionSnapshot {
+    /// A fresh session: empty conversation, nothing hydrated, next `seq` 1.
+    pub fn new(id: impl Into<SessionId>, mode: PermissionMode) -> Self {
+        Self {
+            id: id.into(),
+            mode,
+            conversation: Vec::new(),
+            hydrated: BTreeSet::new(),
+            next_seq: 1,
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        }
+    }
+}
+
+/// One entry of [`SessionStore::list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionListing {
+    /// The id as stored inside the snapshot.
+    pub id: SessionId,
+    /// When the snapshot was last written.
+    pub modified_at: SystemTime,
+}
+
+/// Session snapshots.
+///
+/// # Contract
+/// - `create` is an atomic first write: an existing id gives
+///   [`StoreError::AlreadyExists`] and changes nothing; of two racing creates exactly
+///   one wins.
+/// - `save` creates or replaces; the last save wins; once it returns `Ok`, `load`
+///   returns an equal value (argument text and binary parts byte for byte), and later
+///   changes to the caller's value never show.
+/// - `load` is a pure reader; an unknown id is [`StoreError::NotFound`], whose message
+///   contains the id Debug-quoted.
+/// - `list` returns the exact ids, sorted by id bytes, skipping undecodable entries.
+/// - `delete` is idempotent: an unknown id is `Ok(())`.
+/// - An empty id is [`StoreError::InvalidId`] for every operation.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Writes a new session; fails if the id exists.
+    async fn create(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError>;
+    /// Reads the latest snapshot.
+    async fn load(&self, id: &SessionId) -> Result<SessionSnapshot, StoreError>;
+    /// Creates or replaces the snapshot.
+    async fn save(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError>;
+    /// Every stored session.
+    async fn list(&self) -> Result<Vec<SessionListing>, StoreError>;
+    /// Removes a session with its sidecars.
+    async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
+}
+
+/// The durable event stream of each session.
+///
+/// # Contract
+/// - `read` returns events in append order (not sorted by `seq`); an unknown id gives
+///   an empty list.
+/// - A corrupt record gives [`StoreError::Corrupt`] whose `prefix` holds every good
+///   event before it.
+/// - Appends to different sessions never mix; appends to one session keep their order.
+#[async_trait]
+pub trait EventLog: Send + Sync {
+    /// Appends one event.
+    async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError>;
+    /// Every event of the session, in append order.
+    async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError>;
+}
+
+/// A store operation that failed. Messages name the session id and, for I/O, the
+/// path; they never include record contents.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No session with this id.
+    #[error("session {id:?} not found")]
+    NotFound {
+        /// The requested id.
+        id: SessionId,
+    },
+    /// `create` of an id that exists.
+    #[error("session {id:?} already exists")]
+    AlreadyExists {
+        /// The id.
+        id: SessionId,
+    },
+    /// The id cannot be stored.
+    #[error("invalid session id: {reason}")]
+    InvalidId {
+        /// Why.
+        reason: String,
+    },
+    /// Stored data does not decode.
+    #[error("session {id:?}: corrupt {file}{}: {reason}", line.map(|l| format!(" at line {l}")).unwrap_or_default())]
+    Corrupt {
+        /// The session.
+        id: SessionId,
+        /// Which file (or logical part) is corrupt.
+        file: String,
+        /// 1-based line, for line-oriented files.
+        line: Option<u64>,
+        /// What is wrong.
+        reason: String,
+        /// Good events before the bad record (event reads only).
+        prefix: Vec<Event>,
+    },
+    /// A record or snapshot over a size limit.
+    #[error("session {id:?}: {bytes} bytes exceed the {limit}-byte limit")]
+    TooLarge {
+        /// The session.
+        id: SessionId,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The session lock was not acquired in time.
+    #[error("session {id:?}: lock not acquired within {waited:?}")]
+    LockTimeout {
+        /// The session.
+        id: SessionId,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// An I/O operation failed.
+    #[error("session {id:?}: {op} {} failed: {source}", path.display())]
+    Io {
+        /// The session.
+        id: SessionId,
+        /// The operation.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    /// Whether this is [`StoreError::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+}

@@ -1,0 +1,252 @@
+//! Conformance suite for [`ToolCallRecorder`] implementations.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::call::ToolCall;
+use crate::ids::SessionId;
+use crate::recorder::{ToolCallRecord, ToolCallRecorder};
+use crate::result::ToolResult;
+
+/// Reads every record of a session back, in the order written.
+pub type ReadBack = Box<dyn Fn(&SessionId) -> Vec<ToolCallRecord> + Send + Sync>;
+
+/// A recorder under test plus a way to read its records back.
+pub struct RecorderUnderTest {
+    /// The recorder.
+    pub recorder: Arc<dyn ToolCallRecorder>,
+    /// Every record of a session, in the order written.
+    pub read_back: ReadBack,
+}
+
+/// Runs every recorder case, each against a fresh recorder from `make`.
+///
+/// # Panics
+/// When a case fails; the message names the case.
+pub async fn run(make: impl Fn() -> RecorderUnderTest) {
+    fields_and_units(make()).await;
+    error_results_keep_is_error(make()).await;
+    args_follow_args_value(make()).await;
+    order_is_kept(make()).await;
+    sessions_never_mix(make()).await;
+}
+
+/// Checks that a recorder whose backing write fails returns an error (naming the
+/// session, call and tool) and does not panic.
+///
+/// # Panics
+/// When the recorder reports success or the error lacks a name.
+pub async fn run_failing(recorder: Arc<dyn ToolCallRecorder>) {
+    let session = SessionId::from("sess-fail");
+    let call = ToolCall::new("call-9", "Write", r#"{"path":"x"}"#);
+    let result = ToolResult::text("call-9", "ok");
+    let outcome = recorder
+        .record(&session, &call, &result, Duration::ZERO, Duration::ZERO)
+        .await;
+    let Err(error) = outcome else {
+        panic!("tool_call_recorder::failing_write_is_an_error: the record was accepted");
+    };
+    let text = error.to_string();
+    for needle in ["sess-fail", "call-9", "Write"] {
+        assert!(
+            text.contains(needle),
+            "tool_call_recorder::failing_write_is_an_error: {text:?} does not name {needle}"
+        );
+    }
+}
+
+async fn record(
+    sut: &RecorderUnderTest,
+    session: &str,
+    call: &ToolCall,
+    result: &ToolResult,
+    queued_micros: u64,
+    took_micros: u64,
+) {
+    let outcome = sut
+        .recorder
+        .record(
+            &SessionId::from(session),
+            call,
+            result,
+            Duration::from_micros(queued_micros),
+            Duration::from_micros(took_micros),
+        )
+        .await;
+    assert!(outcome.is_ok(), "tool_call_recorder: record failed: {outcome:?}");
+}
+
+async fn fields_and_units(sut: RecorderUnderTest) {
+    let call = ToolCall::new("call-7", "Shell", r#"{"command":"ls"}"#);
+    record(
+        &sut,
+        "sess-1",
+        &call,
+        &ToolResult::text("call-7", "file.txt"),
+        800,
+        1500,
+    )
+    .await;
+    let records = (sut.read_back)(&SessionId::from("sess-1"));
+    assert_eq!(
+        records.len(),
+        1,
+        "tool_call_recorder::fields_and_units: one record"
+    );
+    let r = &records[0];
+    assert_eq!(
+        r.record_type, "tool_call",
+        "tool_call_recorder::fields_and_units: type"
+    );
+    assert_eq!(
+        r.session_id, "sess-1",
+        "tool_call_recorder::fields_and_units: session_id"
+    );
+    assert_eq!(
+        r.call_id, "call-7",
+        "tool_call_recorder::fields_and_units: call_id"
+    );
+    assert_eq!(r.tool, "Shell", "tool_call_recorder::fields_and_units: tool");
+    assert_eq!(
+        r.args,
+        serde_json::json!({"command": "ls"}),
+        "tool_call_recorder::fields_and_units: args is the object"
+    );
+    assert_eq!(
+        r.result, "file.txt",
+        "tool_call_recorder::fields_and_units: result"
+    );
+    assert!(!r.is_error, "tool_call_recorder::fields_and_units: is_error");
+    assert_eq!(
+        r.queued_micros, 800,
+        "tool_call_recorder::fields_and_units: queued_micros"
+    );
+    assert_eq!(
+        r.took_micros, 1500,
+        "tool_call_recorder::fields_and_units: took_micros"
+    );
+    assert!(
+        humantime::parse_rfc3339(&r.time).is_ok(),
+        "tool_call_recorder::fields_and_units: time {:?} is RFC 3339",
+        r.time
+    );
+}
+
+async fn error_results_keep_is_error(sut: RecorderUnderTest) {
+    let call = ToolCall::new("call-8", "Read", r#"{"path":"nope"}"#);
+    record(&sut, "sess-1", &call, &ToolResult::error("call-8", "nope"), 0, 42).await;
+    let records = (sut.read_back)(&SessionId::from("sess-1"));
+    assert_eq!(
+        records.len(),
+        1,
+        "tool_call_recorder::error_results_keep_is_error"
+    );
+    assert!(
+        records[0].is_error,
+        "tool_call_recorder::error_results_keep_is_error"
+    );
+    assert_eq!(
+        records[0].result, "nope",
+        "tool_call_recorder::error_results_keep_is_error"
+    );
+    assert_eq!(
+        records[0].took_micros, 42,
+        "tool_call_recorder::error_results_keep_is_error"
+    );
+}
+
+async fn args_follow_args_value(sut: RecorderUnderTest) {
+    let calls = [
+        ToolCall::new("a", "Edit", "{\n  \"z\": 1,\n  \"a\": [true, null]\n}"),
+        ToolCall::new("b", "Edit", "{not json"),
+        ToolCall::new("c", "Edit", ""),
+    ];
+    for call in &calls {
+        record(
+            &sut,
+            "sess-args",
+            call,
+            &ToolResult::text(call.id().clone(), "ok"),
+            0,
+            0,
+        )
+        .await;
+    }
+    let records = (sut.read_back)(&SessionId::from("sess-args"));
+    assert_eq!(records.len(), 3, "tool_call_recorder::args_follow_args_value");
+    for (record, call) in records.iter().zip(&calls) {
+        assert_eq!(
+            record.args,
+            call.args_value(),
+            "tool_call_recorder::args_follow_args_value: call {}",
+            call.id()
+        );
+    }
+    let keys: Vec<&String> = records[0]
+        .args
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        ["z", "a"],
+        "tool_call_recorder::args_follow_args_value: key order"
+    );
+}
+
+async fn order_is_kept(sut: RecorderUnderTest) {
+    for i in 0..20 {
+        let id = format!("call-{i}");
+        let call = ToolCall::new(id.as_str(), "Read", "{}");
+        record(
+            &sut,
+            "sess-order",
+            &call,
+            &ToolResult::text(id.as_str(), "ok"),
+            0,
+            0,
+        )
+        .await;
+    }
+    let ids: Vec<String> = (sut.read_back)(&SessionId::from("sess-order"))
+        .into_iter()
+        .map(|r| r.call_id.to_string())
+        .collect();
+    let expected: Vec<String> = (0..20).map(|i| format!("call-{i}")).collect();
+    assert_eq!(ids, expected, "tool_call_recorder::order_is_kept");
+}
+
+async fn sessions_never_mix(sut: RecorderUnderTest) {
+    for i in 0..10 {
+        let session = if i % 2 == 0 {
+            "team-abc/lead"
+        } else {
+            "team-abc/other"
+        };
+        let id = format!("c{i}");
+        let call = ToolCall::new(id.as_str(), "Grep", "{}");
+        record(&sut, session, &call, &ToolResult::text(id.as_str(), "ok"), 0, 0).await;
+    }
+    let lead: Vec<String> = (sut.read_back)(&SessionId::from("team-abc/lead"))
+        .into_iter()
+        .map(|r| r.call_id.to_string())
+        .collect();
+    let other: Vec<String> = (sut.read_back)(&SessionId::from("team-abc/other"))
+        .into_iter()
+        .map(|r| r.call_id.to_string())
+        .collect();
+    assert_eq!(
+        lead,
+        ["c0", "c2", "c4", "c6", "c8"],
+        "tool_call_recorder::sessions_never_mix"
+    );
+    assert_eq!(
+        other,
+        ["c1", "c3", "c5", "c7", "c9"],
+        "tool_call_recorder::sessions_never_mix"
+    );
+    assert!(
+        (sut.read_back)(&SessionId::from("team-abc")).is_empty(),
+        "tool_call_recorder::sessions_never_mix: a prefix id has no records"
+    );
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The one test command (README, CI): installs the test peers, then runs the quality
+# gates and the whole test suite. Under CI=true a missing peer fails its tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+jobs="${CARGO_BUILD_JOBS:-2}"
+
+step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)" >&2; }
+
+step "install test peers"
+tests/peers/install.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -D warnings"
+cargo clippy --workspace --all-targets --all-features --locked -j "$jobs" -- -D warnings
+
+step "cargo test"
+cargo test --workspace --all-features --locked -j "$jobs"
+
+step "cargo doc -D warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --locked -j "$jobs" --quiet
+
+step "done"

@@ -1,0 +1,212 @@
+//! Dev-only helpers for tests that talk to real third-party peers.
+//!
+//! Peers are installed into `.peers/` by `tests/peers/install.sh` (the test command
+//! runs it). A test asks for a peer with [`require`]: a missing peer **fails** the
+//! test, naming the path and the install script; locally, `MECATED_SKIP_PEERS=1`
+//! turns that into a skip announced on stderr with a `PEER-SKIP` line — except under
+//! `CI=true`, where nothing is ever skipped. [`PeerProcess`] starts a peer on a free
+//! loopback port, waits until it accepts connections and kills its whole process
+//! group on drop. This crate depends on no workspace crate.
+
+// Test support: failing loudly is the point.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the peers are installed: `MECATED_PEERS_DIR`, else `.peers/` at the
+/// repository root.
+pub fn peers_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MECATED_PEERS_DIR") {
+        return PathBuf::from(dir);
+    }
+    repo_root().join(".peers")
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Whether a missing peer may be skipped: `MECATED_SKIP_PEERS=1` and not `CI=true`.
+pub fn skipping_allowed() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let skip = std::env::var("MECATED_SKIP_PEERS").is_ok_and(|v| v == "1" || v == "true");
+    skip && !ci
+}
+
+/// The installed peer at `relative` (inside [`peers_dir`]).
+///
+/// Returns `None` only when the peer is missing and [`skipping_allowed`]; then a
+/// `PEER-SKIP <test> <peer>` line goes straight to stderr (not through the test
+/// harness's capture).
+///
+/// # Panics
+/// When the peer is missing and skipping is not allowed, naming the missing path and
+/// the install script.
+pub fn require(test: &str, relative: &str) -> Option<PathBuf> {
+    let path = peers_dir().join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    if skipping_allowed() {
+        let line = format!("PEER-SKIP {test} {relative}\n");
+        let _ = std::io::stderr().write_all(line.as_bytes());
+        return None;
+    }
+    panic!(
+        "test {test} needs the peer {} which is missing: run tests/peers/install.sh \
+         (or set MECATED_SKIP_PEERS=1 locally to skip; never under CI=true)",
+        path.display()
+    );
+}
+
+/// Node 22 shipped with the npm peers (`.peers/npm/node_modules/.bin/node`).
+pub fn node(test: &str) -> Option<PathBuf> {
+    require(test, "npm/node_modules/.bin/node")
+}
+
+/// A file of an npm package (`.peers/npm/node_modules/<package>/<file>`).
+pub fn npm_file(test: &str, package_file: &str) -> Option<PathBuf> {
+    require(test, &format!("npm/node_modules/{package_file}"))
+}
+
+/// An executable of the Python venv (`.peers/venv/bin/<name>`).
+pub fn venv_bin(test: &str, name: &str) -> Option<PathBuf> {
+    require(test, &format!("venv/bin/{name}"))
+}
+
+/// A loopback port that was free a moment ago (bind `127.0.0.1:0`, read, close).
+///
+/// # Panics
+/// When no port can be bound at all.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// A running peer: its own process group, stderr kept in a file, killed on drop.
+pub struct PeerProcess {
+    child: Child,
+    port: u16,
+    stderr: tempfile::NamedTempFile,
+}
+
+/// How long a peer gets to accept connections (Node start-up is slow on 2 cores).
+pub const READY_DEADLINE: Duration = Duration::from_secs(20);
+
+impl PeerProcess {
+    /// Starts `make(port)` on a free port and waits until `127.0.0.1:port` accepts
+    /// TCP connections. If the child exits before it is ready (someone took the
+    /// port), retries with a new port, at most 3 times.
+    ///
+    /// # Errors
+    /// The child's exit status and stderr when it never became ready.
+    pub fn start(mut make: impl FnMut(u16) -> Command) -> Result<Self, String> {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let mut command = make(port);
+            match Self::spawn_ready(&mut command, port) {
+                Ok(peer) => return Ok(peer),
+                Err(error) => last_error = error,
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Starts a peer that does not listen (stdio peers); it still dies on drop.
+    ///
+    /// # Errors
+    /// When it cannot be spawned.
+    pub fn spawn(command: &mut Command) -> Result<Self, String> {
+        let stderr = tempfile::NamedTempFile::new().map_err(|e| format!("temp file: {e}"))?;
+        let child = Self::spawn_child(command, &stderr)?;
+        Ok(Self {
+            child,
+            port: 0,
+            stderr,
+        })
+    }
+
+    fn spawn_child(command: &mut Command, stderr: &tempfile::NamedTempFile) -> Result<Child, String> {
+        use std::os::unix::process::CommandExt as _;
+        let err_file = stderr.reopen().map_err(|e| format!("temp file: {e}"))?;
+        command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err_file))
+            .spawn()
+            .map_err(|e| format!("cannot start {command:?}: {e}"))
+    }
+
+    fn spawn_ready(command: &mut Command, port: u16) -> Result<Self, String> {
+        let stderr = tempfile::NamedTempFile::new().map_err(|e| format!("temp file: {e}"))?;
+        let child = Self::spawn_child(command, &stderr)?;
+        let mut peer = Self { child, port, stderr };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            if let Ok(Some(status)) = peer.child.try_wait() {
+                return Err(format!(
+                    "peer {command:?} exited ({status}) before listening on {port}; stderr:\n{}",
+                    peer.stderr_text()
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(peer);
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "peer {command:?} did not listen on {port} within {READY_DEADLINE:?}; stderr:\n{}",
+                    peer.stderr_text()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The loopback port it listens on (0 for stdio peers).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The OS process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What the peer wrote to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
+    }
+
+    /// Kills the peer's process group and waits for it (the port is free afterwards).
+    pub fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let pid = i32::try_from(self.child.id()).unwrap_or(i32::MAX);
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

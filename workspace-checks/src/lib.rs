@@ -1,0 +1,263 @@
+//! Repository rules checked as ordinary tests: which workspace crate may depend on
+//! which (the table of the overview), third-party crates `engine-ports` must never
+//! pull, and source-tree conventions. The rules are plain functions over data so the
+//! tests can also prove that each rule fails when broken.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How a dependency is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DepKind {
+    /// `[dependencies]`.
+    Normal,
+    /// `[dev-dependencies]`.
+    Dev,
+    /// `[build-dependencies]`.
+    Build,
+}
+
+/// One edge between two workspace crates.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Edge {
+    /// The dependent crate.
+    pub from: String,
+    /// The dependency.
+    pub to: String,
+    /// How it is used.
+    pub kind: DepKind,
+}
+
+/// What `cargo metadata` says about the workspace.
+#[derive(Clone, Debug, Default)]
+pub struct Workspace {
+    /// Workspace member names.
+    pub members: BTreeSet<String>,
+    /// Edges between members.
+    pub edges: Vec<Edge>,
+    /// Every package name reachable from each member through normal and build
+    /// dependencies (third-party ones included).
+    pub closures: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Crates that exist only for tests and tooling; they may depend on no workspace
+/// crate and any crate may use them as a dev-dependency.
+pub const DEV_ONLY: &[&str] = &["workspace-checks", "test-peers"];
+
+/// Third-party crates `engine-ports` must never pull, directly or transitively.
+pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
+
+/// The workspace crates `crate_name` may depend on, per the overview's table, or
+/// `None` for a crate the table does not know (a rule violation by itself).
+pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Option<BTreeSet<String>> {
+    let set = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+    match crate_name {
+        "engine-ports" => Some(BTreeSet::new()),
+        "engine-core" => Some(set(&["engine-ports"])),
+        "adapter-skillfs" | "adapter-jsonlstore" => Some(set(&["engine-ports"])),
+        name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core"])),
+        "app" => Some(
+            members
+                .iter()
+                .filter(|m| m.as_str() != "app" && !DEV_ONLY.contains(&m.as_str()))
+                .cloned()
+                .collect(),
+        ),
+        name if DEV_ONLY.contains(&name) => Some(BTreeSet::new()),
+        _ => None,
+    }
+}
+
+/// Every breach of the dependency rules, as readable lines (empty when clean).
+pub fn arrow_violations(workspace: &Workspace) -> Vec<String> {
+    let mut out = Vec::new();
+    for member in &workspace.members {
+        if allowed_dependencies(member, &workspace.members).is_none() {
+            out.push(format!(
+                "crate `{member}` is not in the dependency table of workspace-checks; add its allowed arrows"
+            ));
+        }
+    }
+    for edge in &workspace.edges {
+        let Some(allowed) = allowed_dependencies(&edge.from, &workspace.members) else {
+            continue;
+        };
+        let dev_only_target = DEV_ONLY.contains(&edge.to.as_str());
+        let ok = allowed.contains(&edge.to) || (edge.kind == DepKind::Dev && dev_only_target);
+        if !ok {
+            out.push(format!(
+                "`{}` depends on `{}` ({:?}), which points the wrong way; allowed: {:?}",
+                edge.from, edge.to, edge.kind, allowed
+            ));
+        }
+    }
+    if let Some(closure) = workspace.closures.get("engine-ports") {
+        for banned in BANNED_FROM_PORTS {
+            if closure.contains(*banned) {
+                out.push(format!(
+                    "`engine-ports` pulls `{banned}`, which must stay outside the ports crate"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Reads the workspace graph with `cargo metadata`.
+///
+/// # Errors
+/// When cargo cannot run or its output does not parse.
+pub fn load_workspace(root: &Path) -> Result<Workspace, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata output: {e}"))?;
+    parse_metadata(&json)
+}
+
+/// Builds a [`Workspace`] from `cargo metadata --format-version 1` JSON.
+///
+/// # Errors
+/// When the JSON lacks the expected fields.
+pub fn parse_metadata(json: &serde_json::Value) -> Result<Workspace, String> {
+    let packages = json["packages"].as_array().ok_or("no packages")?;
+    let member_ids: BTreeSet<&str> = json["workspace_members"]
+        .as_array()
+        .ok_or("no workspace_members")?
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let name_of: BTreeMap<&str, &str> = packages
+        .iter()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let members: BTreeSet<String> = member_ids
+        .iter()
+        .filter_map(|id| name_of.get(id).map(|n| (*n).to_owned()))
+        .collect();
+
+    let mut edges = Vec::new();
+    for package in packages {
+        let Some(from) = package["name"].as_str() else {
+            continue;
+        };
+        if !members.contains(from) || !member_ids.contains(package["id"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let Some(to) = dep["name"].as_str() else { continue };
+            if !members.contains(to) || dep["path"].is_null() {
+                continue;
+            }
+            let kind = match dep["kind"].as_str() {
+                Some("dev") => DepKind::Dev,
+                Some("build") => DepKind::Build,
+                _ => DepKind::Normal,
+            };
+            edges.push(Edge {
+                from: from.to_owned(),
+                to: to.to_owned(),
+                kind,
+            });
+        }
+    }
+    edges.sort();
+    edges.dedup();
+
+    let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in json["resolve"]["nodes"].as_array().into_iter().flatten() {
+        let Some(id) = node["id"].as_str() else { continue };
+        let deps = node["deps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].as_str() != Some("dev"))
+            })
+            .filter_map(|d| d["pkg"].as_str())
+            .collect();
+        graph.insert(id, deps);
+    }
+    let mut closures = BTreeMap::new();
+    for id in &member_ids {
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut stack: Vec<&str> = graph.get(id).cloned().unwrap_or_default();
+        while let Some(next) = stack.pop() {
+            if seen.insert(next) {
+                stack.extend(graph.get(next).cloned().unwrap_or_default());
+            }
+        }
+        let names = seen
+            .iter()
+            .filter_map(|pid| name_of.get(pid).map(|n| (*n).to_owned()))
+            .collect();
+        if let Some(name) = name_of.get(id) {
+            closures.insert((*name).to_owned(), names);
+        }
+    }
+    Ok(Workspace {
+        members,
+        edges,
+        closures,
+    })
+}
+
+/// The repository root (the parent of this crate's directory).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Rust files of the workspace (members' `src`, `tests`, `benches`, `examples`),
+/// sorted, skipping build outputs and installed peers.
+pub fn rust_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "target" || name == "node_modules" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether a Rust source opens with a `//!` module doc line (blank lines and
+/// `#![...]` attributes may precede it).
+pub fn opens_with_module_doc(source: &str) -> bool {
+    source
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with("#!["))
+        .is_some_and(|line| line.starts_with("//!"))
+}

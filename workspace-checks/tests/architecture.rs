@@ -1,0 +1,152 @@
+//! Dependency direction and repository conventions, checked on the real workspace.
+
+use std::collections::BTreeSet;
+
+use workspace_checks::{
+    DepKind, Edge, Workspace, arrow_violations, load_workspace, opens_with_module_doc, repo_root, rust_files,
+};
+
+#[test]
+fn dependency_arrows_point_inward() {
+    let workspace = load_workspace(&repo_root()).expect("cargo metadata");
+    for expected in ["engine-ports", "engine-core"] {
+        assert!(workspace.members.contains(expected), "missing member {expected}");
+    }
+    let violations = arrow_violations(&workspace);
+    assert!(
+        violations.is_empty(),
+        "dependency rules broken:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn engine_ports_pulls_no_transport_crate() {
+    let workspace = load_workspace(&repo_root()).expect("cargo metadata");
+    let closure = workspace
+        .closures
+        .get("engine-ports")
+        .expect("engine-ports closure");
+    assert!(
+        closure.contains("serde"),
+        "the closure walk must see third-party crates"
+    );
+    for banned in workspace_checks::BANNED_FROM_PORTS {
+        assert!(!closure.contains(*banned), "engine-ports pulls {banned}");
+    }
+}
+
+fn members(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn edge(from: &str, to: &str, kind: DepKind) -> Edge {
+    Edge {
+        from: from.to_owned(),
+        to: to.to_owned(),
+        kind,
+    }
+}
+
+#[test]
+fn wrong_arrows_are_reported() {
+    let all = members(&[
+        "engine-ports",
+        "engine-core",
+        "adapter-jsonlstore",
+        "adapter-mcp",
+        "app",
+        "test-peers",
+    ]);
+    let cases = [
+        (
+            edge("engine-ports", "engine-core", DepKind::Normal),
+            "engine-ports",
+        ),
+        (edge("engine-core", "adapter-mcp", DepKind::Normal), "engine-core"),
+        (
+            edge("adapter-jsonlstore", "engine-core", DepKind::Normal),
+            "adapter-jsonlstore",
+        ),
+        (edge("adapter-mcp", "app", DepKind::Dev), "adapter-mcp"),
+        (
+            edge("adapter-mcp", "adapter-jsonlstore", DepKind::Normal),
+            "adapter-mcp",
+        ),
+        (edge("test-peers", "engine-ports", DepKind::Normal), "test-peers"),
+    ];
+    for (bad, from) in cases {
+        let workspace = Workspace {
+            members: all.clone(),
+            edges: vec![bad.clone()],
+            closures: Default::default(),
+        };
+        let violations = arrow_violations(&workspace);
+        assert_eq!(
+            violations.len(),
+            1,
+            "{bad:?} must be reported once: {violations:?}"
+        );
+        assert!(violations[0].contains(from), "{violations:?}");
+    }
+    let fine = Workspace {
+        members: all.clone(),
+        edges: vec![
+            edge("engine-core", "engine-ports", DepKind::Normal),
+            edge("adapter-mcp", "engine-core", DepKind::Normal),
+            edge("adapter-mcp", "test-peers", DepKind::Dev),
+            edge("app", "adapter-mcp", DepKind::Normal),
+        ],
+        closures: Default::default(),
+    };
+    assert!(arrow_violations(&fine).is_empty());
+}
+
+#[test]
+fn unknown_crates_and_banned_pulls_are_reported() {
+    let mut workspace = Workspace {
+        members: members(&["engine-ports", "mystery"]),
+        edges: Vec::new(),
+        closures: Default::default(),
+    };
+    workspace
+        .closures
+        .insert("engine-ports".to_owned(), members(&["serde", "reqwest"]));
+    let violations = arrow_violations(&workspace);
+    assert!(violations.iter().any(|v| v.contains("mystery")), "{violations:?}");
+    assert!(violations.iter().any(|v| v.contains("reqwest")), "{violations:?}");
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc() {
+    let files = rust_files(&repo_root());
+    assert!(files.len() > 10, "the walk found too few files: {files:?}");
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let source = std::fs::read_to_string(path).unwrap_or_default();
+            !opens_with_module_doc(&source)
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "files without a leading `//!` line:\n{}",
+        missing.join("\n")
+    );
+    assert!(opens_with_module_doc("//! doc\nfn x() {}"));
+    assert!(opens_with_module_doc("#![allow(x)]\n\n//! doc"));
+    assert!(!opens_with_module_doc("use std::fs;\n//! late"));
+}
+
+#[test]
+fn no_profile_aborts_on_panic() {
+    // D2: a tool's panic is contained by the dispatcher; `panic = "abort"` would kill
+    // the process instead.
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("root manifest");
+    let compact: String = manifest.chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(
+        !compact.contains("panic=\"abort\""),
+        "the workspace must not set panic = \"abort\""
+    );
+}
