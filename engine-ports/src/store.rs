@@ -175,6 +175,18 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The store directory itself is unusable (opening the store, listing it); no
+    /// session is involved.
+    #[error("store directory {path:?}: {reason}")]
+    StoreDir {
+        /// The directory (empty when none was given).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+        /// The OS error, when there is one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
 }
 
 impl StoreError {

@@ -1,0 +1,410 @@
+//! Lazy readers of the JSONL sidecars (§6): newline framing over the committed
+//! window, the record decoders, and the public [`EventIter`] / [`ToolCallIter`].
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Take};
+use std::path::PathBuf;
+
+use engine_ports::{Event, SessionId, StoreError, ToolCallRecord};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+/// The version tag of an `.events.jsonl` line.
+pub(crate) const EVENTS_TAG: &str = "mecated-events/1";
+/// The `type` of every `.tools.jsonl` line.
+const TOOL_CALL_TYPE: &str = "tool_call";
+/// Read buffer of the streaming readers.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// One `.events.jsonl` line as written: `{"v":"mecated-events/1","ev":{…}}`.
+#[derive(Serialize)]
+pub(crate) struct EventLine<'a> {
+    v: &'static str,
+    ev: &'a Event,
+}
+
+impl<'a> EventLine<'a> {
+    /// The line of `event`.
+    pub(crate) fn new(event: &'a Event) -> Self {
+        Self {
+            v: EVENTS_TAG,
+            ev: event,
+        }
+    }
+}
+
+/// Lines of the committed window `[0, C)` of a sidecar, read lazily.
+pub(crate) struct LineReader {
+    reader: BufReader<Take<File>>,
+    max_record_bytes: usize,
+    line_no: u64,
+    offset: u64,
+    buf: Vec<u8>,
+}
+
+/// One framed line.
+enum RawLine {
+    /// A terminated line (without its `\n`), in `LineReader::buf`.
+    Line,
+    /// A terminated line longer than `max_record_bytes`.
+    TooLong,
+}
+
+impl LineReader {
+    /// Reads `file` from offset 0 up to `window` (exclusive).
+    pub(crate) fn new(file: File, window: u64, max_record_bytes: usize) -> Self {
+        Self {
+            reader: BufReader::with_capacity(READ_BUFFER, file.take(window)),
+            max_record_bytes,
+            line_no: 0,
+            offset: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The next terminated line; `None` at the end of the window (an unterminated
+    /// piece there is a torn write and is ignored). Memory stays bounded by
+    /// `max_record_bytes`: an over-long line is skipped, not buffered.
+    fn next_line(&mut self) -> io::Result<Option<RawLine>> {
+        self.buf.clear();
+        let mut too_long = false;
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                return Ok(None);
+            }
+            let (take, terminated) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (available.len(), false),
+            };
+            if !too_long {
+                // The record limit counts the terminating newline.
+                if self.buf.len() + take + 1 > self.max_record_bytes {
+                    too_long = true;
+                    self.buf.clear();
+                } else {
+                    self.buf.extend_from_slice(&available[..take]);
+                }
+            }
+            let consumed = take + usize::from(terminated);
+            self.reader.consume(consumed);
+            self.offset += consumed as u64;
+            if terminated {
+                self.line_no += 1;
+                return Ok(Some(if too_long { RawLine::TooLong } else { RawLine::Line }));
+            }
+        }
+    }
+}
+
+/// Decodes one line; `Err` is the reason, never quoting record contents.
+type Decode<T> = fn(&[u8]) -> Result<T, String>;
+
+/// The shared iterator behind [`EventIter`] and [`ToolCallIter`].
+struct Records<T> {
+    lines: Option<LineReader>,
+    id: SessionId,
+    path: PathBuf,
+    decode: Decode<T>,
+}
+
+impl<T> Records<T> {
+    fn next_record(&mut self) -> Option<Result<T, StoreError>> {
+        let lines = self.lines.as_mut()?;
+        let start = lines.offset;
+        let failure = match lines.next_line() {
+            Ok(None) => None,
+            Ok(Some(RawLine::Line)) => match (self.decode)(&lines.buf) {
+                Ok(record) => return Some(Ok(record)),
+                Err(reason) => Some(Failure::Corrupt(lines.line_no, reason)),
+            },
+            Ok(Some(RawLine::TooLong)) => Some(Failure::Corrupt(
+                lines.line_no,
+                format!("the line is longer than {} bytes", lines.max_record_bytes),
+            )),
+            Err(source) => Some(Failure::Io(source)),
+        };
+        // After the end or the first error the iterator is done.
+        self.lines = None;
+        let error = match failure? {
+            Failure::Corrupt(line, reason) => StoreError::Corrupt {
+                id: self.id.clone(),
+                file: self.path.display().to_string(),
+                line: Some(line),
+                reason: format!("byte offset {start}: {reason}"),
+                prefix: Vec::new(),
+            },
+            Failure::Io(source) => StoreError::Io {
+                id: self.id.clone(),
+                op: "read",
+                path: self.path.clone(),
+                source,
+            },
+        };
+        Some(Err(error))
+    }
+}
+
+enum Failure {
+    Corrupt(u64, String),
+    Io(io::Error),
+}
+
+/// The events of one session in append order, read lazily
+/// ([`JsonlStore::read_events`](crate::JsonlStore::read_events)).
+///
+/// Yields every good event, then at most one `Err` for the first bad line (naming
+/// the session, the 1-based line, the byte offset and the reason), then ends. Holds
+/// no lock: appends go on while it is paused, and it only sees the records that
+/// were committed when it was created. Each `next` may block on file I/O.
+pub struct EventIter {
+    records: Records<Event>,
+}
+
+impl EventIter {
+    pub(crate) fn new(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
+        Self {
+            records: Records {
+                lines,
+                id,
+                path,
+                decode: decode_event_line,
+            },
+        }
+    }
+}
+
+impl Iterator for EventIter {
+    type Item = Result<Event, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.records.next_record()
+    }
+}
+
+impl fmt::Debug for EventIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventIter")
+            .field("session", &self.records.id)
+            .field("path", &self.records.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The audit records of one session in append order, read lazily
+/// ([`JsonlStore::read_tool_calls`](crate::JsonlStore::read_tool_calls)); the same
+/// framing and error rules as [`EventIter`].
+pub struct ToolCallIter {
+    records: Records<ToolCallRecord>,
+}
+
+impl ToolCallIter {
+    pub(crate) fn new(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
+        Self {
+            records: Records {
+                lines,
+                id,
+                path,
+                decode: decode_tool_call_line,
+            },
+        }
+    }
+}
+
+impl Iterator for ToolCallIter {
+    type Item = Result<ToolCallRecord, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.records.next_record()
+    }
+}
+
+impl fmt::Debug for ToolCallIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCallIter")
+            .field("session", &self.records.id)
+            .field("path", &self.records.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+fn decode_event_line(bytes: &[u8]) -> Result<Event, String> {
+    if is_blank(bytes) {
+        return Err("blank line".to_owned());
+    }
+    let mut unknown_tag = None;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let decoded = EventLineSeed {
+        unknown_tag: &mut unknown_tag,
+    }
+    .deserialize(&mut de)
+    .and_then(|event| de.end().map(|()| event));
+    match (decoded, unknown_tag) {
+        (Ok(event), _) => Ok(event),
+        (Err(_), Some(tag)) => Err(format!(
+            "unknown record version {tag:?} (expected {EVENTS_TAG:?}; written by a newer version?)"
+        )),
+        (Err(error), None) => Err(describe_json_error(&error, "an event record")),
+    }
+}
+
+fn decode_tool_call_line(bytes: &[u8]) -> Result<ToolCallRecord, String> {
+    if is_blank(bytes) {
+        return Err("blank line".to_owned());
+    }
+    let record: ToolCallRecord =
+        serde_json::from_slice(bytes).map_err(|e| describe_json_error(&e, "a tool-call record"))?;
+    if record.record_type != TOOL_CALL_TYPE {
+        return Err(format!(
+            "unknown record type {:?} (expected {TOOL_CALL_TYPE:?})",
+            truncate(&record.record_type, 64)
+        ));
+    }
+    Ok(record)
+}
+
+/// Why a line does not decode, without quoting its contents (serde's data errors
+/// can embed values, so only schema-level messages are kept).
+pub(crate) fn describe_json_error(error: &serde_json::Error, what: &str) -> String {
+    match error.classify() {
+        serde_json::error::Category::Syntax => format!("not valid JSON (column {})", error.column()),
+        serde_json::error::Category::Eof => "not valid JSON (ends early)".to_owned(),
+        serde_json::error::Category::Io => format!("read failed: {error}"),
+        serde_json::error::Category::Data => {
+            let text = error.to_string();
+            let schema_level = ["missing field", "unknown variant", "duplicate field"]
+                .iter()
+                .any(|p| text.starts_with(p));
+            if schema_level {
+                let message = text.split(" at line ").next().unwrap_or(&text);
+                format!("not {what}: {}", truncate(message, 160))
+            } else {
+                format!("not {what} (column {})", error.column())
+            }
+        }
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        text.to_owned()
+    } else {
+        let mut cut: String = text.chars().take(max_chars).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// Decodes `{"v","ev"}` in one pass, checking the tag before the event (so an
+/// unknown version is reported as such even when its event would not decode).
+struct EventLineSeed<'a> {
+    unknown_tag: &'a mut Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum EventLineField {
+    V,
+    Ev,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> DeserializeSeed<'de> for EventLineSeed<'_> {
+    type Value = Event;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Event, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventLineSeed<'_> {
+    type Value = Event;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event record {\"v\", \"ev\"}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
+        let mut tag_seen = false;
+        let mut event = None;
+        let mut early_event: Option<serde_json::Value> = None;
+        while let Some(field) = map.next_key::<EventLineField>()? {
+            match field {
+                EventLineField::V => {
+                    let tag: String = map.next_value()?;
+                    if tag != EVENTS_TAG {
+                        *self.unknown_tag = Some(truncate(&tag, 64));
+                        return Err(de::Error::custom("unknown record version"));
+                    }
+                    tag_seen = true;
+                    if let Some(value) = early_event.take() {
+                        event = Some(Event::deserialize(value).map_err(de::Error::custom)?);
+                    }
+                }
+                EventLineField::Ev if tag_seen => event = Some(map.next_value()?),
+                // Not our field order: keep the value until the tag is known.
+                EventLineField::Ev => early_event = Some(map.next_value()?),
+                EventLineField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !tag_seen {
+            return Err(de::Error::missing_field("v"));
+        }
+        event.ok_or_else(|| de::Error::missing_field("ev"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine_ports::EventKind;
+
+    fn event(seq: u64) -> Event {
+        Event {
+            seq,
+            time: None,
+            kind: EventKind::MessageDelta { text: "hi".into() },
+        }
+    }
+
+    #[test]
+    fn event_lines_round_trip() {
+        let line = serde_json::to_vec(&EventLine::new(&event(3))).unwrap();
+        assert!(line.starts_with(br#"{"v":"mecated-events/1","ev":{"seq":3"#));
+        assert_eq!(decode_event_line(&line).unwrap(), event(3));
+    }
+
+    #[test]
+    fn the_tag_is_checked_before_the_event() {
+        let reason = decode_event_line(br#"{"v":"mecated-events/999","ev":{"nope":1}}"#).unwrap_err();
+        assert!(reason.contains("\"mecated-events/999\""), "{reason}");
+        let reason = decode_event_line(br#"{"ev":{"seq":1,"type":"message.delta","text":"x"},"v":"x/2"}"#)
+            .unwrap_err();
+        assert!(reason.contains("\"x/2\""), "{reason}");
+        let early = br#"{"ev":{"seq":1,"type":"message.delta","text":"hi"},"v":"mecated-events/1"}"#;
+        assert_eq!(decode_event_line(early).unwrap(), Event { seq: 1, ..event(1) });
+    }
+
+    #[test]
+    fn reasons_never_quote_contents() {
+        let reason = decode_event_line(br#"{"v":"mecated-events/1","ev":{"seq":"SECRET"}}"#).unwrap_err();
+        assert!(!reason.contains("SECRET"), "{reason}");
+        for bad in [
+            &b"{not-json"[..],
+            b"   ",
+            b"",
+            b"42",
+            br#"{"v":"mecated-events/1"}"#,
+        ] {
+            assert!(decode_event_line(bad).is_err(), "{bad:?}");
+        }
+    }
+}
