@@ -1,1 +1,233 @@
-//! x
+//! Criterion benches of the JSONL store (§11): append throughput per sync policy,
+//! recorder overhead per call (p50/p99), Load of a long history vs a fresh session,
+//! event read throughput and List of 1,000 sessions.
+//!
+//! Fixture sizes follow the spec; `JSONLSTORE_BENCH_SAVES` lowers the 10,000 saves
+//! of the long-history fixture on slow disks.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use adapter_jsonlstore::{JsonlStore, StoreOptions, SyncPolicy};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use engine_ports::{
+    Event, EventKind, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore, ToolCall,
+    ToolCallRecord, ToolCallRecorder, ToolResult,
+};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap()
+}
+
+fn store(root: &Path, sync: SyncPolicy) -> Arc<JsonlStore> {
+    Arc::new(
+        JsonlStore::open(
+            root,
+            StoreOptions {
+                sync,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap(),
+    )
+}
+
+/// A `message.delta` event whose events.jsonl line is about 512 bytes.
+fn event_512(seq: u64) -> Event {
+    Event {
+        seq,
+        time: Some("2026-11-30T09:55:35.123456Z".into()),
+        kind: EventKind::MessageDelta {
+            text: "x".repeat(420),
+        },
+    }
+}
+
+fn snapshot_of(id: &str, bytes: usize) -> SessionSnapshot {
+    let mut snapshot = SessionSnapshot::new(id, PermissionMode::Default);
+    let chunk = 1024;
+    snapshot.conversation = (0..bytes / chunk)
+        .map(|i| Message::User {
+            text: format!("{i:06} {}", "m".repeat(chunk - 40)),
+        })
+        .collect();
+    snapshot
+}
+
+fn append_throughput(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("append_512B");
+    group.throughput(Throughput::Elements(1));
+    let policies = [
+        ("never", SyncPolicy::Never),
+        ("batched_100ms", SyncPolicy::default()),
+        ("always", SyncPolicy::Always),
+    ];
+    for (name, policy) in policies {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), policy);
+        let id = SessionId::from("bench/append");
+        let event = event_512(1);
+        group.bench_function(name, |b| {
+            b.iter(|| rt.block_on(store.append(&id, &event)).unwrap());
+        });
+        store.close().unwrap();
+    }
+    group.finish();
+}
+
+fn recorder_overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), SyncPolicy::default());
+    let id = SessionId::from("bench/recorder");
+    let call = ToolCall::new("call-1", "Read", r#"{"path":"src/lib.rs"}"#);
+    let result = ToolResult::text("call-1", "r".repeat(800));
+    let line = serde_json::to_vec(&ToolCallRecord::new(
+        &id,
+        &call,
+        &result,
+        Duration::ZERO,
+        Duration::ZERO,
+        std::time::SystemTime::now(),
+    ))
+    .unwrap();
+    // Percentiles of the time inside `record`, one call at a time.
+    let mut samples: Vec<Duration> = (0..20_000)
+        .map(|_| {
+            let start = Instant::now();
+            rt.block_on(store.record(&id, &call, &result, Duration::ZERO, Duration::ZERO))
+                .unwrap();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    let pct = |p: usize| samples[samples.len() * p / 100];
+    println!(
+        "recorder/record ({} B line, Batched): p50 {:?}, p99 {:?}, max {:?} over {} calls",
+        line.len() + 1,
+        pct(50),
+        pct(99),
+        samples[samples.len() - 1],
+        samples.len()
+    );
+    c.bench_function("recorder/record_1KiB_batched", |b| {
+        b.iter(|| {
+            rt.block_on(store.record(&id, &call, &result, Duration::ZERO, Duration::ZERO))
+                .unwrap();
+        });
+    });
+    store.close().unwrap();
+}
+
+fn load_latest(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), SyncPolicy::Never);
+    let saves: usize = std::env::var("JSONLSTORE_BENCH_SAVES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let long = SessionId::from("bench/long-history");
+    let fresh = SessionId::from("bench/fresh");
+    let mut snapshot = snapshot_of("bench/long-history", 100 * 1024);
+    let started = Instant::now();
+    for turn in 0..saves {
+        snapshot.turns = turn as u64;
+        rt.block_on(store.save(&snapshot)).unwrap();
+    }
+    let saving = started.elapsed();
+    // 100 MiB of events and 10 MiB of audit records beside the long history.
+    let paths = store.paths(&long);
+    let events =
+        (0..200_000u64).map(|seq| serde_json::json!({"v": "mecated-events/1", "ev": event_512(seq)}));
+    serde_jsonlines::write_json_lines(&paths.events, events).unwrap();
+    let call = ToolCall::new("call-1", "Read", "{}");
+    let result = ToolResult::text("call-1", "r".repeat(800));
+    let records = (0..10_000).map(|_| {
+        ToolCallRecord::new(
+            &long,
+            &call,
+            &result,
+            Duration::ZERO,
+            Duration::ZERO,
+            std::time::SystemTime::now(),
+        )
+    });
+    serde_jsonlines::write_json_lines(&paths.tools, records).unwrap();
+    let mut same = snapshot.clone();
+    same.id = fresh.clone();
+    rt.block_on(store.create(&same)).unwrap();
+    println!(
+        "load fixture: {saves} saves of a {} KiB snapshot in {saving:?} ({:?}/save); events file {} MiB, tools file {} MiB",
+        std::fs::metadata(&paths.snapshot).unwrap().len() / 1024,
+        saving / saves as u32,
+        std::fs::metadata(&paths.events).unwrap().len() >> 20,
+        std::fs::metadata(&paths.tools).unwrap().len() >> 20,
+    );
+    let mut group = c.benchmark_group("load_100KiB");
+    group.bench_function("long_history", |b| {
+        b.iter(|| black_box(rt.block_on(store.load(&long)).unwrap()));
+    });
+    group.bench_function("fresh", |b| {
+        b.iter(|| black_box(rt.block_on(store.load(&fresh)).unwrap()));
+    });
+    group.finish();
+}
+
+fn event_read(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), SyncPolicy::Never);
+    let id = SessionId::from("bench/read");
+    let events =
+        (0..100_000u64).map(|seq| serde_json::json!({"v": "mecated-events/1", "ev": event_512(seq)}));
+    serde_jsonlines::write_json_lines(store.paths(&id).events, events).unwrap();
+    let mut group = c.benchmark_group("read_events");
+    group.throughput(Throughput::Elements(100_000));
+    group.bench_function("100k_events_512B", |b| {
+        b.iter(|| {
+            let mut last = 0;
+            for event in store.read_events(&id).unwrap() {
+                last = black_box(event.unwrap().seq);
+            }
+            assert_eq!(last, 99_999);
+        });
+    });
+    group.finish();
+}
+
+fn list_sessions(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), SyncPolicy::Never);
+    for i in 0..1_000 {
+        rt.block_on(store.save(&snapshot_of(&format!("bench/session-{i:04}"), 64 * 1024)))
+            .unwrap();
+    }
+    c.bench_function("list/1000_sessions_64KiB", |b| {
+        b.iter(|| {
+            let listed = rt.block_on(store.list()).unwrap();
+            assert_eq!(listed.len(), 1_000);
+        });
+    });
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = append_throughput, recorder_overhead, load_latest, event_read, list_sessions
+}
+criterion_main!(benches);

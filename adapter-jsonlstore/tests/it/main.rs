@@ -1,1 +1,17 @@
-//! x
+//! Integration tests of `adapter-jsonlstore`: the `engine-ports` conformance suites,
+//! every scenario of the store spec (§10), crash, concurrency and torn-tail tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod concurrency;
+mod conformance;
+mod crash;
+mod delete;
+mod events;
+mod hostile_files;
+mod layout;
+mod locking;
+mod recorder;
+mod snapshots;
+mod torn_tail;

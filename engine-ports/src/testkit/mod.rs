@@ -1,7 +1,8 @@
 //! Test doubles and conformance suites (feature `testkit`).
 //!
 //! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`].
-//! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`]);
+//! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
+//! [`session_store`], [`event_log`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
 //! case name when the implementation breaks the contract. Adapters run the suites
 //! of the ports they implement from their own tests.
@@ -12,7 +13,9 @@ mod memory_recorder;
 mod scripted_llm;
 
 pub mod clock;
+pub mod event_log;
 pub mod llm_stream;
+pub mod session_store;
 pub mod tool_call_recorder;
 
 pub use collecting_sink::CollectingSink;

@@ -29,6 +29,8 @@ pub async fn run(make: impl Fn() -> RecorderUnderTest) {
     args_follow_args_value(make()).await;
     order_is_kept(make()).await;
     sessions_never_mix(make()).await;
+    results_keep_their_text(make()).await;
+    long_and_path_like_session_ids(make()).await;
 }
 
 /// Checks that a recorder whose backing write fails returns an error (naming the
@@ -249,4 +251,52 @@ async fn sessions_never_mix(sut: RecorderUnderTest) {
         (sut.read_back)(&SessionId::from("team-abc")).is_empty(),
         "tool_call_recorder::sessions_never_mix: a prefix id has no records"
     );
+}
+
+async fn results_keep_their_text(sut: RecorderUnderTest) {
+    let text = "line 1\nline 2\r\n\t\"quoted\" \\ ünïcode 🦀 \u{0}";
+    let call = ToolCall::new("call-txt", "Read", r#"{"path":"a.txt"}"#);
+    record(
+        &sut,
+        "sess-text",
+        &call,
+        &ToolResult::text("call-txt", text),
+        1,
+        2,
+    )
+    .await;
+    let records = (sut.read_back)(&SessionId::from("sess-text"));
+    assert_eq!(records.len(), 1, "tool_call_recorder::results_keep_their_text");
+    assert_eq!(
+        records[0].result, text,
+        "tool_call_recorder::results_keep_their_text: result text"
+    );
+}
+
+async fn long_and_path_like_session_ids(sut: RecorderUnderTest) {
+    let ids = [
+        "../escape/../x".to_owned(),
+        "ééé".to_owned(),
+        format!("long-{}", "x/".repeat(600)),
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        let call_id = format!("c{i}");
+        let call = ToolCall::new(call_id.as_str(), "Grep", "{}");
+        record(&sut, id, &call, &ToolResult::text(call_id.as_str(), "ok"), 0, 0).await;
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let records = (sut.read_back)(&SessionId::from(id.as_str()));
+        let call_ids: Vec<String> = records.iter().map(|r| r.call_id.to_string()).collect();
+        assert_eq!(
+            call_ids,
+            [format!("c{i}")],
+            "tool_call_recorder::long_and_path_like_session_ids: {} bytes",
+            id.len()
+        );
+        assert_eq!(
+            records[0].session_id,
+            id.as_str(),
+            "tool_call_recorder::long_and_path_like_session_ids: session_id"
+        );
+    }
 }

@@ -1,0 +1,51 @@
+//! The `engine-ports` conformance suites run against the in-memory store.
+
+use std::sync::Arc;
+
+use engine_core::MemoryStore;
+use engine_ports::testkit::tool_call_recorder::RecorderUnderTest;
+use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
+use engine_ports::{EventLog, SessionStore, ToolCallRecorder};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_store_is_a_session_store() {
+    session_store::run(|| Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_store_is_an_event_log() {
+    event_log::run(|| Arc::new(MemoryStore::new()) as Arc<dyn EventLog>).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_store_is_a_tool_call_recorder() {
+    tool_call_recorder::run(|| {
+        let store = Arc::new(MemoryStore::new());
+        let reader = Arc::clone(&store);
+        RecorderUnderTest {
+            recorder: store as Arc<dyn ToolCallRecorder>,
+            read_back: Box::new(move |id| reader.records(id)),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_store_refuses_records_of_an_empty_session_id() {
+    // The in-memory store has no backing write that can fail; an invalid session id
+    // is its one recorder failure, and it must be an error naming the call.
+    let store = MemoryStore::new();
+    let call = engine_ports::ToolCall::new("call-9", "Write", "{}");
+    let result = engine_ports::ToolResult::text("call-9", "ok");
+    let error = store
+        .record(
+            &engine_ports::SessionId::from(""),
+            &call,
+            &result,
+            std::time::Duration::ZERO,
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("call-9") && error.to_string().contains("Write"));
+}
