@@ -204,3 +204,48 @@ fn sync_now(shared: &Shared, session: Option<&SessionId>) -> Result<(), SyncFail
     }
     first_failure.map_or(Ok(()), Err)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(flusher: &Flusher) -> usize {
+        lock(&flusher.shared.state).pending.len()
+    }
+
+    #[test]
+    fn a_pass_syncs_what_was_registered_and_stop_is_final() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.jsonl");
+        let file = File::create(&path).unwrap();
+        let flusher = Flusher::start(Duration::from_millis(5)).unwrap();
+        let session = SessionId::from("s");
+        assert!(flusher.register(&session, &path, (1, 1), &file).unwrap());
+        assert!(flusher.register(&session, &path, (1, 1), &file).unwrap());
+        assert!(pending(&flusher) <= 1, "one entry per file");
+        // The background pass empties the queue on its own (bounded wait).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pending(&flusher) > 0 {
+            assert!(Instant::now() < deadline, "no background pass happened");
+            std::thread::yield_now();
+        }
+        flusher.sync_pending(None).unwrap();
+        flusher.stop().unwrap();
+        flusher.stop().unwrap();
+        assert!(!flusher.register(&session, &path, (1, 1), &file).unwrap());
+    }
+
+    #[test]
+    fn session_syncs_take_only_that_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("x")).unwrap();
+        let flusher = Flusher::start(Duration::from_secs(3600)).unwrap();
+        let (a, b) = (SessionId::from("a"), SessionId::from("b"));
+        flusher.register(&a, dir.path(), (1, 1), &file).unwrap();
+        flusher.register(&b, dir.path(), (1, 2), &file).unwrap();
+        flusher.sync_pending(Some(&a)).unwrap();
+        assert_eq!(pending(&flusher), 1);
+        flusher.sync_pending(None).unwrap();
+        assert_eq!(pending(&flusher), 0);
+    }
+}

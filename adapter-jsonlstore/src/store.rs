@@ -330,18 +330,18 @@ impl Inner {
         drop(file);
         // 4. Into place: rename (Save) or hard link (Create).
         let placed = written.and_then(|()| {
-            if create {
-                std::fs::hard_link(&temp, &paths.snapshot).map_err(|error| {
-                    if error.kind() == io::ErrorKind::AlreadyExists {
-                        StoreError::AlreadyExists { id: id.clone() }
+            place(&temp, &paths.snapshot, create).map_err(|error| {
+                if create && error.kind() == io::ErrorKind::AlreadyExists {
+                    StoreError::AlreadyExists { id: id.clone() }
+                } else {
+                    let op = if create {
+                        "link the temp file to"
                     } else {
-                        io_error("link the temp file to", &paths.snapshot)(error)
-                    }
-                })
-            } else {
-                std::fs::rename(&temp, &paths.snapshot)
-                    .map_err(io_error("rename the temp file to", &paths.snapshot))
-            }
+                        "rename the temp file to"
+                    };
+                    io_error(op, &paths.snapshot)(error)
+                }
+            })
         });
         // 5. The temp name goes in every case (after a link it is a second name).
         let removed = std::fs::remove_file(&temp);
@@ -659,6 +659,17 @@ impl Inner {
     }
 }
 
+/// Puts a fully written temp file in place: `rename` over the target (Save), or
+/// `hard_link` to it (Create), which fails with `AlreadyExists` if the target exists,
+/// even when a writer that ignores the lock created it a moment ago.
+fn place(temp: &Path, target: &Path, create: bool) -> io::Result<()> {
+    if create {
+        std::fs::hard_link(temp, target)
+    } else {
+        std::fs::rename(temp, target)
+    }
+}
+
 fn check_id(id: &SessionId) -> Result<(), StoreError> {
     if id.is_empty() {
         return Err(StoreError::InvalidId {
@@ -867,6 +878,20 @@ mod tests {
         store.append(&id, &event(3)).await.unwrap();
         let seqs: Vec<u64> = store.read(&id).await.unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 3]);
+    }
+
+    #[test]
+    fn create_placement_never_replaces_an_existing_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join("temp");
+        let target = dir.path().join("target");
+        std::fs::write(&temp, b"new").unwrap();
+        std::fs::write(&target, b"old").unwrap();
+        let error = place(&temp, &target, true).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        place(&temp, &target, false).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
     }
 
     /// Scenario 21 (temp file): created 0600 even under umask 000. The umask is set

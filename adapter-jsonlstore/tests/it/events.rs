@@ -273,3 +273,35 @@ fn a_paused_reader_never_blocks_appends() {
     );
     assert_eq!(good_seqs(&store, "sess-22").len(), 1003);
 }
+
+/// A paused reader reads only the committed window `[0, C)`: a torn fragment
+/// beyond C that an appender later cuts and overwrites never reaches it, even when
+/// the reader had already buffered the fragment's first bytes (the fragment here
+/// straddles the reader's 64 KiB buffer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_reader_never_sees_a_fragment_that_is_cut_later() {
+    let dir = support::tempdir();
+    let store = open(dir.path());
+    let id = sid("sess-window");
+    let committed: Vec<Event> = (1..=100).map(|seq| delta(seq, "c".repeat(560))).collect();
+    let mut bytes: String = committed.iter().map(line).collect();
+    assert!(
+        bytes.len() < 64 * 1024 && bytes.len() > 56 * 1024,
+        "{}",
+        bytes.len()
+    );
+    bytes.push_str(&"T".repeat(16 * 1024));
+    std::fs::write(store.paths(&id).events, bytes).unwrap();
+
+    let mut reader = store.read_events(&id).unwrap();
+    assert_eq!(reader.next().unwrap().unwrap().seq, 1);
+    for seq in 101..=200 {
+        store.append(&id, &delta(seq, "n".repeat(40))).await.unwrap();
+    }
+    let rest: Vec<Event> = reader.map(Result::unwrap).collect();
+    assert!(
+        rest == committed[1..],
+        "the reader saw bytes outside its committed window"
+    );
+    assert_eq!(good_seqs(&store, "sess-window").len(), 200);
+}

@@ -118,24 +118,33 @@ async fn an_escaping_id_stays_inside_sid_v1() {
     assert_eq!(entries(dir.path()), ["store"], "nothing escaped the root");
 }
 
-/// Scenario 21: every file 0600 and every directory 0700 under umask 000 (the temp
-/// file's mode is checked by the unit test `temp_files_are_0600_under_umask_000`).
+/// Scenario 21: every file 0600 and every directory 0700 whatever the umask: 000
+/// (nothing masked) and 277 (owner bits masked, so only an explicit chmod gives
+/// 0600/0700). The temp file's mode is checked by the unit test
+/// `temp_files_are_0600_under_umask_000`.
 #[test]
-fn files_are_0600_under_umask_000() {
-    let dir = support::tempdir();
-    let root = dir.path().join("store");
-    let control = dir.path().join("control");
-    child::spawn_with_umask_000(
-        "umask-files",
-        &[&root.to_string_lossy(), &control.to_string_lossy()],
-    )
-    .wait_success();
-    assert_eq!(mode(&control), 0o666, "the child really ran under umask 000");
-    assert_eq!(mode(&root), 0o700);
-    assert_eq!(mode(&root.join("sid-v1")), 0o700);
-    let store = open(&root);
-    let paths = store.paths(&sid("sess-umask"));
-    for path in [&paths.snapshot, &paths.tools, &paths.events, &paths.lock] {
-        assert_eq!(mode(path), 0o600, "{}", path.display());
+fn files_are_0600_and_directories_0700_whatever_the_umask() {
+    for (umask, control_mode) in [("000", 0o666), ("277", 0o400)] {
+        let dir = support::tempdir();
+        let root = dir.path().join("store");
+        let control = dir.path().join("control");
+        child::spawn_with_umask(
+            umask,
+            "umask-files",
+            &[&root.to_string_lossy(), &control.to_string_lossy()],
+        )
+        .wait_success();
+        assert_eq!(
+            mode(&control),
+            control_mode,
+            "the child really ran under umask {umask}"
+        );
+        assert_eq!(mode(&root), 0o700, "umask {umask}");
+        assert_eq!(mode(&root.join("sid-v1")), 0o700, "umask {umask}");
+        let store = open(&root);
+        let paths = store.paths(&sid("sess-umask"));
+        for path in [&paths.snapshot, &paths.tools, &paths.events, &paths.lock] {
+            assert_eq!(mode(path), 0o600, "umask {umask}: {}", path.display());
+        }
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use adapter_jsonlstore::StoreOptions;
 use engine_ports::{EventLog, StoreError, ToolCall, ToolCallRecorder, ToolResult};
 
 use crate::support::{self, child, delta, good_seqs, logs, open_with, runtime, sid, within};
@@ -12,7 +13,22 @@ use crate::support::{self, child, delta, good_seqs, logs, open_with, runtime, si
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
     let dir = support::tempdir();
-    let store = open_with(dir.path(), support::short_timeouts());
+    // Only the recorder timeout is short here: the recorder must not use the
+    // 30-second lock timeout.
+    let store = open_with(
+        dir.path(),
+        StoreOptions {
+            recorder_lock_timeout: Duration::from_millis(200),
+            ..StoreOptions::default()
+        },
+    );
+    let appender = open_with(
+        dir.path(),
+        StoreOptions {
+            lock_timeout: Duration::from_millis(200),
+            ..StoreOptions::default()
+        },
+    );
     let id = sid("sess-locked-19");
     let lock = store.paths(&id).lock;
     let mut holder = child::spawn("hold-lock", &[&lock.to_string_lossy()]);
@@ -44,7 +60,13 @@ async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
     let warnings = logs::warnings_mentioning("sess-locked-19");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
 
-    let error = store.append(&id, &delta(1, "x")).await.unwrap_err();
+    let started = Instant::now();
+    let error = appender.append(&id, &delta(1, "x")).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(matches!(error, StoreError::LockTimeout { .. }), "{error:?}");
     assert!(error.to_string().contains("\"sess-locked-19\""), "{error}");
 

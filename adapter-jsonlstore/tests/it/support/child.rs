@@ -50,15 +50,15 @@ pub(crate) struct ChildProc {
 
 /// Starts the test binary as a child in `mode` with `args`.
 pub(crate) fn spawn(mode: &str, args: &[&str]) -> ChildProc {
-    spawn_inner(mode, args, false)
+    spawn_inner(mode, args, None)
 }
 
-/// As [`spawn`], with the child's umask set to `000`.
-pub(crate) fn spawn_with_umask_000(mode: &str, args: &[&str]) -> ChildProc {
-    spawn_inner(mode, args, true)
+/// As [`spawn`], with the child's umask set to `umask` (octal digits).
+pub(crate) fn spawn_with_umask(umask: &str, mode: &str, args: &[&str]) -> ChildProc {
+    spawn_inner(mode, args, Some(umask))
 }
 
-fn spawn_inner(mode: &str, args: &[&str], umask_000: bool) -> ChildProc {
+fn spawn_inner(mode: &str, args: &[&str], umask: Option<&str>) -> ChildProc {
     let exe = std::env::current_exe().unwrap();
     let harness = [
         "--exact",
@@ -68,10 +68,10 @@ fn spawn_inner(mode: &str, args: &[&str], umask_000: bool) -> ChildProc {
         "1",
         "-q",
     ];
-    let mut command = if umask_000 {
+    let mut command = if let Some(umask) = umask {
         let mut c = Command::new("sh");
         c.arg("-c")
-            .arg("umask 000 && exec \"$0\" \"$@\"")
+            .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
             .arg(exe)
             .args(harness);
         c
@@ -282,8 +282,8 @@ fn writer(args: &[String]) {
     }
 }
 
-/// Under umask 000: opens a fresh store and writes every kind of file; writes the
-/// control file `args[1]` with default permissions.
+/// Under a test umask: opens a fresh store and writes every kind of file; writes
+/// the control file `args[1]` with default permissions.
 fn umask_files(args: &[String]) {
     let store = JsonlStore::open(&args[0], StoreOptions::default()).unwrap();
     let rt = runtime();

@@ -37,15 +37,6 @@ pub(crate) fn never() -> StoreOptions {
     }
 }
 
-/// Options with short lock timeouts.
-pub(crate) fn short_timeouts() -> StoreOptions {
-    StoreOptions {
-        lock_timeout: Duration::from_millis(200),
-        recorder_lock_timeout: Duration::from_millis(200),
-        ..StoreOptions::default()
-    }
-}
-
 /// A session id.
 pub(crate) fn sid(id: &str) -> SessionId {
     SessionId::from(id)
