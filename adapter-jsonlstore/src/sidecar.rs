@@ -3,7 +3,7 @@
 //! exclusive lock and applies the sync policy.
 
 use std::fs::{File, Metadata};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use crate::fsio;
@@ -90,22 +90,36 @@ pub(crate) fn append_record(path: &Path, buf: &[u8]) -> Result<Appended, AppendE
     }
 }
 
-fn last_byte(mut file: &File, len: u64) -> io::Result<u8> {
+fn last_byte(file: &File, len: u64) -> io::Result<u8> {
     let mut byte = [0u8; 1];
-    file.seek(SeekFrom::Start(len - 1))?;
-    file.read_exact(&mut byte)?;
+    read_exact_at(file, &mut byte, len - 1)?;
     Ok(byte[0])
 }
 
+/// A positioned read (`pread` on Unix) that leaves the file offset alone.
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)?;
+    file.seek(SeekFrom::Start(0)).map(drop)
+}
+
 /// The committed length of a file of `len` bytes: the offset just past its last
-/// `\n` (0 when it holds none).
+/// `\n` (0 when it holds none). Positioned reads only: the file offset stays put.
 ///
 /// With `bound`, at most `bound` bytes are scanned; when no `\n` is found in them the
 /// scan stops at the lowest scanned offset `p`, and every byte in `[p, len)` is known
 /// not to be a newline. A reader that stops at `p` and ignores an unterminated last
 /// piece then reads exactly the committed lines, so the bound costs nothing in
 /// correctness.
-pub(crate) fn committed_len(mut file: &File, len: u64, bound: Option<u64>) -> io::Result<u64> {
+pub(crate) fn committed_len(file: &File, len: u64, bound: Option<u64>) -> io::Result<u64> {
     let mut pos = len;
     let mut scanned = 0u64;
     let mut chunk = vec![0u8; usize::try_from(SCAN_CHUNK.min(len)).unwrap_or(0)];
@@ -119,8 +133,7 @@ pub(crate) fn committed_len(mut file: &File, len: u64, bound: Option<u64>) -> io
         }
         let n_usize = usize::try_from(n).map_err(io::Error::other)?;
         let window = &mut chunk[..n_usize];
-        file.seek(SeekFrom::Start(pos - n))?;
-        file.read_exact(window)?;
+        read_exact_at(file, window, pos - n)?;
         if let Some(i) = window.iter().rposition(|&b| b == b'\n') {
             return Ok(pos - n + i as u64 + 1);
         }

@@ -2,7 +2,7 @@
 //! Delete, Append, Read) and the three port implementations.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -626,7 +626,7 @@ impl Inner {
         let bound = (self.opts.max_record_bytes as u64).saturating_add(1);
         let window = sidecar::committed_len(&file, len, Some(bound)).map_err(io_error("read the tail of"))?;
         drop(lock);
-        (&file).seek(SeekFrom::Start(0)).map_err(io_error("seek"))?;
+        // The probe used positioned reads: the offset is still 0.
         Ok(Some(LineReader::new(file, window, self.opts.max_record_bytes)))
     }
 
