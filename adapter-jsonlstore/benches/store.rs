@@ -1,5 +1,5 @@
-//! Criterion benches of the JSONL store (§11): append throughput per sync policy,
-//! recorder overhead per call (p50/p99), Load of a long history vs a fresh session,
+//! Criterion benches of the JSONL store (§11): append throughput per sync policy
+//! (one session, and 8 sessions from 8 threads), recorder overhead per call (p50/p99), Load of a long history vs a fresh session,
 //! event read throughput and List of 1,000 sessions.
 //!
 //! Fixture sizes follow the spec; `JSONLSTORE_BENCH_SAVES` lowers the 10,000 saves
@@ -79,6 +79,37 @@ fn append_throughput(c: &mut Criterion) {
         });
         store.close().unwrap();
     }
+    group.finish();
+}
+
+/// Aggregate append throughput: 8 threads, each on its own session (`Never`).
+fn append_parallel_sessions(c: &mut Criterion) {
+    const THREADS: u64 = 8;
+    const PER_THREAD: u64 = 500;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), SyncPolicy::Never);
+    let mut group = c.benchmark_group("append_512B_8_sessions_8_threads");
+    group.throughput(Throughput::Elements(THREADS * PER_THREAD));
+    group.bench_function("never", |b| {
+        b.iter(|| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let store = Arc::clone(&store);
+                    std::thread::spawn(move || {
+                        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                        let id = SessionId::from(format!("bench/parallel-{t}"));
+                        let event = event_512(t);
+                        for _ in 0..PER_THREAD {
+                            rt.block_on(store.append(&id, &event)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().unwrap();
+            }
+        });
+    });
     group.finish();
 }
 
@@ -228,6 +259,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = append_throughput, recorder_overhead, load_latest, event_read, list_sessions
+    targets = append_throughput, append_parallel_sessions, recorder_overhead, load_latest, event_read, list_sessions
 }
 criterion_main!(benches);
