@@ -188,7 +188,10 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::join_absolute_paths, reason = "what confine does with an absolute given path")]
+    #[allow(
+        clippy::join_absolute_paths,
+        reason = "what confine does with an absolute given path"
+    )]
     fn an_absolute_given_path_replaces_the_root() {
         assert_eq!(
             normalize(&Path::new("/ws").join("/etc/passwd")),
