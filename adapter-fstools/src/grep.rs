@@ -1,6 +1,5 @@
 //! `Grep`: lines matching a regex, as `path:line:text`, sorted by path then line.
 
-use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::Path;
 
@@ -13,7 +12,7 @@ use serde::Deserialize;
 
 use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
-use crate::read::BINARY_PROBE_BYTES;
+use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
 use crate::reply::{self, Reply};
 use crate::walk;
 
@@ -204,7 +203,10 @@ fn search_file(
     hits: &mut Vec<String>,
     cancel: &CancellationToken,
 ) -> io::Result<bool> {
-    let mut file = File::open(path)?;
+    let mut file = open_for_reading(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(false);
+    }
     let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
     (&mut file)
         .take(BINARY_PROBE_BYTES as u64)

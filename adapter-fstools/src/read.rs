@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
@@ -104,13 +105,16 @@ fn read_window(
     cancel: &CancellationToken,
 ) -> Reply {
     let confined = workspace.confine_or_explain(given)?;
-    let meta = match std::fs::metadata(&confined.resolved) {
-        Ok(meta) => meta,
+    let file = match open_for_reading(&confined.resolved) {
+        Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!("file not found: {given:?}"));
         }
         Err(error) => return Err(format!("cannot read {given:?}: {error}")),
     };
+    let meta = file
+        .metadata()
+        .map_err(|error| format!("cannot read {given:?}: {error}"))?;
     if meta.is_dir() {
         return Err(format!(
             "{given:?} is a directory, not a file; use ListDir to list its entries"
@@ -119,7 +123,6 @@ fn read_window(
     if !meta.is_file() {
         return Err(format!("cannot read {given:?}: it is not a regular file"));
     }
-    let file = File::open(&confined.resolved).map_err(|error| format!("cannot read {given:?}: {error}"))?;
     let window = Window::new(offset, limit, cap);
     let scanned = scan(file, window, cancel).map_err(|error| format!("cannot read {given:?}: {error}"))?;
     let Scanned::Text(window) = scanned else {
@@ -129,6 +132,15 @@ fn read_window(
         ));
     };
     window.render(given)
+}
+
+/// Opens `path` for reading with `O_NONBLOCK`, so a FIFO cannot block the open; the
+/// caller checks the type on the open file.
+pub(crate) fn open_for_reading(path: &std::path::Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// What a scan found.

@@ -51,7 +51,7 @@ const CHUNK_BYTES: usize = 8 * 1024;
 ///
 /// This is no sandbox: the command runs with the harness's user and file-system
 /// access. The permission policy decides whether it runs at all.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ShellRunner {
     shell: PathBuf,
     env_source: EnvSource,
@@ -59,7 +59,7 @@ pub struct ShellRunner {
 }
 
 /// Where the child's environment starts from.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 enum EnvSource {
     /// This process's environment, read at each run.
     Inherit,
@@ -116,6 +116,21 @@ impl ShellRunner {
             EnvSource::Inherit => std::env::vars_os().filter(keep).collect(),
             EnvSource::Fixed(vars) => vars.iter().filter(|pair| keep(pair)).cloned().collect(),
         }
+    }
+}
+
+impl std::fmt::Debug for ShellRunner {
+    /// Never shows variable values (an injected source may hold secrets).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env_source = match &self.env_source {
+            EnvSource::Inherit => "inherit".to_owned(),
+            EnvSource::Fixed(vars) => format!("fixed ({} variables)", vars.len()),
+        };
+        f.debug_struct("ShellRunner")
+            .field("shell", &self.shell)
+            .field("env_source", &env_source)
+            .field("capture_limit", &self.capture_limit)
+            .finish()
     }
 }
 

@@ -115,3 +115,29 @@ async fn invalid_arguments_get_the_uniform_message() {
     let result = call_raw(&Read, &ws.env, r#"{"path": "a", "bogus": 1}"#).await;
     assert!(err(&result).contains("bogus"));
 }
+
+#[tokio::test]
+async fn a_fifo_is_refused_without_blocking() {
+    let ws = Ws::new();
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let text = err(&call(&Read, &ws.env, json!({"path": "pipe"})).await).to_owned();
+    assert!(
+        text.contains("\"pipe\"") && text.contains("not a regular file"),
+        "{text}"
+    );
+    let text = err(&call(
+        &adapter_fstools::Write,
+        &ws.env,
+        json!({"path": "pipe", "content": "x"}),
+    )
+    .await)
+    .to_owned();
+    assert!(text.contains("not a regular file"), "{text}");
+    ws.file("text.txt", "needle\n");
+    let result = call(&adapter_fstools::Grep, &ws.env, json!({"pattern": "needle"})).await;
+    assert_eq!(ok(&result), "text.txt:1:needle");
+}

@@ -255,3 +255,14 @@ async fn a_shell_that_cannot_start_is_a_runner_error_and_a_tool_error_result() {
         "{text}"
     );
 }
+
+#[test]
+fn the_runner_debug_form_shows_no_variable_values() {
+    let runner = ShellRunner::new("/bin/bash").with_env_source([("OPENAI_API_KEY", "sk-secret")]);
+    let shown = format!("{runner:?}");
+    assert!(
+        shown.contains("/bin/bash") && shown.contains("1 variables"),
+        "{shown}"
+    );
+    assert!(!shown.contains("sk-secret"), "{shown}");
+}
