@@ -71,8 +71,16 @@ impl Tool for Glob {
     }
 }
 
+/// `pattern` without leading `./` (paths are matched without one).
+pub(crate) fn without_dot_slash(mut pattern: &str) -> &str {
+    while let Some(rest) = pattern.strip_prefix("./") {
+        pattern = rest;
+    }
+    pattern
+}
+
 fn glob(workspace: &Workspace, args: &Args, cancel: &CancellationToken) -> Reply {
-    let matcher = GlobBuilder::new(&args.pattern)
+    let matcher = GlobBuilder::new(without_dot_slash(&args.pattern))
         .literal_separator(true)
         .build()
         .map_err(|error| format!("invalid glob pattern {:?}: {}", args.pattern, error.kind()))?

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
+use crate::glob::without_dot_slash;
 use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
 use crate::reply::{self, Reply};
 use crate::walk;
@@ -111,6 +112,7 @@ impl FileFilter {
         let Some(glob) = glob else {
             return Ok(Self::All);
         };
+        let glob = without_dot_slash(glob);
         let matcher = GlobBuilder::new(glob)
             .literal_separator(true)
             .build()

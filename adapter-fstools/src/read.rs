@@ -239,7 +239,7 @@ impl Window {
         if self.out.ends_with('\n') {
             self.out.pop();
         }
-        let last_shown = (self.offset + self.limit - 1).min(self.total_lines);
+        let last_shown = self.offset.saturating_add(self.limit - 1).min(self.total_lines);
         if last_shown < self.total_lines && !self.full {
             self.out.push_str(&format!(
                 "\n[showing lines {}-{last_shown} of {}; use offset={} to read more]",

@@ -43,6 +43,10 @@ async fn the_pattern_is_relative_to_the_search_dir_and_results_to_the_root() {
         ok(&call(&Glob, &ws.env, json!({"pattern": "lib/*", "path": "src"})).await),
         "src/lib/util.rs"
     );
+    assert_eq!(
+        ok(&call(&Glob, &ws.env, json!({"pattern": "./lib/*", "path": "./src/"})).await),
+        "src/lib/util.rs"
+    );
 }
 
 #[tokio::test]

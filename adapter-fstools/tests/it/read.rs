@@ -30,6 +30,13 @@ async fn offset_and_limit_select_a_window_and_a_note_tells_how_to_go_on() {
     );
     let result = call(&Read, &ws.env, json!({"path": "ten.txt", "offset": 9})).await;
     assert_eq!(ok(&result), "9\tline 9\n10\tline 10");
+    let result = call(
+        &Read,
+        &ws.env,
+        json!({"path": "ten.txt", "offset": 10, "limit": u64::MAX}),
+    )
+    .await;
+    assert_eq!(ok(&result), "10\tline 10");
 }
 
 #[tokio::test]
