@@ -85,6 +85,9 @@ impl Tool for Shell {
                 "no shell is available in this session (the harness runs without a shell, e.g. --no-shell); use the file tools instead".to_owned(),
             ));
         };
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
         let ran = runner
             .run(
                 &args.command,
