@@ -172,8 +172,10 @@ impl RetryPolicy {
 }
 
 /// Settings of an HTTP provider. `api_key` is required; everything else has the
-/// kind's defaults.
+/// kind's defaults. Build it with [`HttpProviderConfig::new`] and the `with_*`
+/// methods (or set the public fields); more settings may be added.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct HttpProviderConfig {
     /// `--base-url`; `None` uses [`ProviderKind::default_base_url`].
     pub base_url: Option<String>,

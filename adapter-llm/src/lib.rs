@@ -1,5 +1,5 @@
 //! LLM providers for the Mecatl engine: implementations of the
-//! [`LlmProvider`](engine_ports::LlmProvider) port.
+//! [`LlmProvider`] port.
 //!
 //! Three providers: [`MockProvider`] (offline: `--mock` answers one canned text turn,
 //! `--mock-script` replays a [`MockScript`] per session), [`OpenAiChatProvider`]

@@ -23,6 +23,9 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// Most bytes of a non-streamed answer.
 const MAX_WHOLE_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Bytes of a streamed body kept to explain a body that held no events.
+const MAX_HEAD_BYTES: usize = 4096;
+
 /// What one provider's wire format does with the response body.
 pub(crate) trait Decoder: Send + 'static {
     /// Handles one server-sent event, appending chunks to `out`.
@@ -110,7 +113,7 @@ impl Who {
         match failure {
             Failure::Protocol(message) => self.protocol(message),
             Failure::Provider { message, .. } => {
-                self.protocol(format!("the provider reported an error: {message}"))
+                self.transport(format!("the provider reported an error mid-stream: {message}"))
             }
         }
     }
@@ -229,6 +232,8 @@ impl HttpCore {
             got_byte: false,
             sse: SseParser::default(),
             whole: Vec::new(),
+            head: Vec::new(),
+            saw_event: false,
             pending: VecDeque::new(),
             emitted: false,
             finished: false,
@@ -401,6 +406,11 @@ struct Driver<D> {
     got_byte: bool,
     sse: SseParser,
     whole: Vec<u8>,
+    /// The first bytes of a streamed body (see `saw_event`).
+    head: Vec<u8>,
+    /// Whether the streamed body held any event; without one, an error quotes `head`
+    /// (a JSON error sent with a success status, say).
+    saw_event: bool,
     pending: VecDeque<Result<Chunk, LlmError>>,
     emitted: bool,
     finished: bool,
@@ -499,8 +509,14 @@ impl<D: Decoder> Driver<D> {
             self.whole.extend_from_slice(bytes);
             return None;
         }
+        if self.head.len() < MAX_HEAD_BYTES {
+            let room = MAX_HEAD_BYTES - self.head.len();
+            self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
         let mut out = Vec::new();
-        for event in self.sse.push(bytes) {
+        let events = self.sse.push(bytes);
+        self.saw_event |= !events.is_empty();
+        for event in events {
             match self.decoder.event(event, &mut out) {
                 Ok(Step::Continue) => {}
                 Ok(Step::Complete) => {
@@ -520,11 +536,20 @@ impl<D: Decoder> Driver<D> {
         let result = if self.core.streaming {
             let mut step = Ok(Step::Continue);
             if let Some(event) = self.sse.finish() {
+                self.saw_event = true;
                 step = self.decoder.event(event, &mut out);
             }
             match step {
                 Ok(Step::Complete) => Ok(()),
-                Ok(Step::Continue) => self.decoder.end(&mut out),
+                Ok(Step::Continue) => self.decoder.end(&mut out).map_err(|failure| match failure {
+                    Failure::Protocol(message) if !self.saw_event && !self.head.is_empty() => {
+                        Failure::Protocol(format!(
+                            "{message}; the body held no server-sent events: {}",
+                            provider_message(&self.head)
+                        ))
+                    }
+                    other => other,
+                }),
                 Err(failure) => Err(failure),
             }
         } else {
@@ -587,6 +612,8 @@ impl<D: Decoder> Driver<D> {
                 self.got_byte = false;
                 self.sse = SseParser::default();
                 self.whole.clear();
+                self.head.clear();
+                self.saw_event = false;
                 self.decoder.reset();
             }
             Err(error) => self.pending.push_back(Err(error)),

@@ -265,6 +265,8 @@ async fn a_dropped_connection_after_text_is_an_error_after_one_request() {
 #[tokio::test]
 async fn capabilities_and_defaults() {
     let provider = AnthropicProvider::new(config("http://127.0.0.1:9".to_owned())).unwrap();
+    let shown = format!("{provider:?}");
+    assert!(!shown.contains(crate::support::TEST_KEY), "{shown}");
     assert!(provider.capabilities().image);
     assert_eq!(ProviderKind::Anthropic.default_model(), "claude-sonnet-4-6");
     assert_eq!(

@@ -258,6 +258,8 @@ async fn a_non_streamed_answer_is_delivered_as_chunks() {
 #[tokio::test]
 async fn capabilities_and_defaults() {
     let provider = OpenAiChatProvider::new(config("http://127.0.0.1:9/v1".to_owned())).unwrap();
+    let shown = format!("{provider:?}");
+    assert!(!shown.contains(crate::support::TEST_KEY), "{shown}");
     assert_eq!(provider.capabilities(), engine_ports::Capabilities::default());
     assert_eq!(ProviderKind::OpenAiChat.default_model(), "gpt-5");
     assert_eq!(
@@ -267,6 +269,22 @@ async fn capabilities_and_defaults() {
     let error = OpenAiChatProvider::new(config("ftp://example.invalid".to_owned())).unwrap_err();
     assert!(
         matches!(error, LlmError::Config { .. }) && error.to_string().contains("ftp://"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_json_error_with_a_success_status_is_quoted() {
+    let server = FixtureServer::start(vec![Reply::json(
+        200,
+        &json!({"error": {"message": "model overloaded, try later", "type": "server_error"}}),
+    )])
+    .await;
+    let provider = provider_for(&server).await;
+    let items = collect(&provider, request(&[])).await.unwrap();
+    let error = final_error(&items).unwrap();
+    assert!(
+        error.to_string().contains("model overloaded, try later"),
         "{error}"
     );
 }

@@ -111,8 +111,15 @@ pub(crate) struct FixtureServer {
 impl FixtureServer {
     /// Serves `replies` in order (one per request); later requests get a 599 saying so.
     pub(crate) async fn start(replies: Vec<Reply>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
+        Self::start_now(replies)
+    }
+
+    /// [`FixtureServer::start`] from synchronous code running inside a tokio runtime.
+    pub(crate) fn start_now(replies: Vec<Reply>) -> Self {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let port = std_listener.local_addr().unwrap().port();
+        let listener = TcpListener::from_std(std_listener).unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let replies = Arc::new(replies);
         let next = Arc::new(AtomicUsize::new(0));
