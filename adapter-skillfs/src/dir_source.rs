@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use engine_ports::{SkillMeta, SkillOrigin};
 
-use crate::discovery::{DiscoveredSkill, Discover, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};
+use crate::discovery::{
+    Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic,
+};
 use crate::skill_md::{DEFAULT_OUTPUT_CAP, ParsedSkill, parse_skill_md};
 
 /// The skills of one directory: exactly one level deep, `<dir>/<name>/SKILL.md`.
@@ -76,7 +78,8 @@ impl DirSource {
                 .push(SkipDiagnostic::new(&manifest, format!("skill skipped: {error}"))),
             Ok(parsed) => {
                 for note in &parsed.notes {
-                    out.diagnostics.push(SkipDiagnostic::new(&manifest, note.to_string()));
+                    out.diagnostics
+                        .push(SkipDiagnostic::new(&manifest, note.to_string()));
                 }
                 out.skills.push(self.discovered(parsed, skill_dir.to_path_buf()));
             }
@@ -107,7 +110,12 @@ impl Discover for DirSource {
         if dir.as_os_str().is_empty() {
             return Ok(Discovery::default());
         }
-        let fatal = |kind| DiscoveryFailure::from(DiscoveryError::UnreadableDir { dir: dir.clone(), kind });
+        let fatal = |kind| {
+            DiscoveryFailure::from(DiscoveryError::UnreadableDir {
+                dir: dir.clone(),
+                kind,
+            })
+        };
         let reader = match std::fs::read_dir(&dir) {
             Ok(reader) => reader,
             Err(error) if error.kind() == ErrorKind::NotFound => return Ok(Discovery::default()),

@@ -63,7 +63,10 @@ impl QuarantineDrafter {
         self
     }
 
-    fn prepare(&self, request: &SkillDraftRequest) -> Result<(String, String, String, Vec<String>), DraftError> {
+    fn prepare(
+        &self,
+        request: &SkillDraftRequest,
+    ) -> Result<(String, String, String, Vec<String>), DraftError> {
         let name = request.name.trim();
         if name.is_empty() {
             return Err(DraftError::Invalid(
@@ -180,9 +183,11 @@ fn push_double_quoted(out: &mut String, text: &str) {
 
 /// Steps 6 and 7: confinement, then the atomic write. Returns the written path.
 fn write_draft(quarantine: &Path, name: &str, text: &str) -> Result<PathBuf, DraftError> {
-    let storage = |what: &str, error: std::io::Error| DraftError::Storage(format!("{what}: {}", error.kind()));
+    let storage =
+        |what: &str, error: std::io::Error| DraftError::Storage(format!("{what}: {}", error.kind()));
     create_private_dir_all(quarantine).map_err(|e| storage("the quarantine cannot be created", e))?;
-    let root = std::fs::canonicalize(quarantine).map_err(|e| storage("the quarantine cannot be resolved", e))?;
+    let root =
+        std::fs::canonicalize(quarantine).map_err(|e| storage("the quarantine cannot be resolved", e))?;
     let dir = root.join(name);
     match std::fs::symlink_metadata(&dir) {
         Ok(metadata) if metadata.is_dir() => {}
@@ -196,7 +201,8 @@ fn write_draft(quarantine: &Path, name: &str, text: &str) -> Result<PathBuf, Dra
         }
         Err(error) => return Err(storage("the draft directory cannot be inspected", error)),
     }
-    let resolved = std::fs::canonicalize(&dir).map_err(|e| storage("the draft directory cannot be resolved", e))?;
+    let resolved =
+        std::fs::canonicalize(&dir).map_err(|e| storage("the draft directory cannot be resolved", e))?;
     if resolved.parent() != Some(root.as_path()) {
         return Err(DraftError::Storage(
             "the draft location resolves outside the quarantine".into(),
@@ -210,7 +216,8 @@ fn write_draft(quarantine: &Path, name: &str, text: &str) -> Result<PathBuf, Dra
     temp.write_all(text.as_bytes())
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|e| storage("the draft cannot be written", e))?;
-    crate::fs_util::make_private_file(temp.as_file()).map_err(|e| storage("the draft cannot be written", e))?;
+    crate::fs_util::make_private_file(temp.as_file())
+        .map_err(|e| storage("the draft cannot be written", e))?;
     let target = resolved.join("SKILL.md");
     temp.persist(&target)
         .map_err(|e| storage("the draft cannot be written", e.error))?;

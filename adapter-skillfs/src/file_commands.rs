@@ -5,7 +5,9 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use engine_ports::{CommandBody, CommandError, CommandInfo, CommandSource, Diagnostic, Diagnostics, valid_command_name};
+use engine_ports::{
+    CommandBody, CommandError, CommandInfo, CommandSource, Diagnostic, Diagnostics, valid_command_name,
+};
 
 use crate::tiers::{HostEnv, ProjectTrust, non_empty};
 
@@ -26,7 +28,10 @@ pub struct CommandDirsOptions {
 /// The workspace's project command directories: `<ws>/.mecatl/commands`, then
 /// `<ws>/.claude/commands`.
 pub fn project_command_dirs(workspace: &Path) -> [PathBuf; 2] {
-    [workspace.join(".mecatl/commands"), workspace.join(".claude/commands")]
+    [
+        workspace.join(".mecatl/commands"),
+        workspace.join(".claude/commands"),
+    ]
 }
 
 /// Command templates from files: `/name` reads `<dir>/<name>.md` from the first
@@ -131,7 +136,9 @@ fn lookup(dirs: &[PathBuf], name: &str) -> Result<Option<Vec<u8>>, ErrorKind> {
 fn list(dirs: &[PathBuf]) -> Vec<CommandInfo> {
     let mut found: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     for dir in dirs {
-        let Ok(reader) = std::fs::read_dir(dir) else { continue };
+        let Ok(reader) = std::fs::read_dir(dir) else {
+            continue;
+        };
         for entry in reader.flatten() {
             let path = entry.path();
             let Some(name) = path
@@ -144,7 +151,9 @@ fn list(dirs: &[PathBuf]) -> Vec<CommandInfo> {
             if !valid_command_name(name) || found.contains_key(name) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
             found.insert(name.to_owned(), describe(&text));
         }
     }
@@ -223,10 +232,19 @@ mod tests {
 
     #[test]
     fn descriptions_come_from_frontmatter_or_the_first_line() {
-        assert_eq!(describe("---\ndescription: Review a pull request\n---\nx"), "Review a pull request");
+        assert_eq!(
+            describe("---\ndescription: Review a pull request\n---\nx"),
+            "Review a pull request"
+        );
         assert_eq!(describe("---\ndescription: \"Quoted\"\n---\nx"), "Quoted");
-        assert_eq!(describe("---\ntitle: t\n---\n\n  first line  \nsecond"), "first line");
-        assert_eq!(describe("\n\nFix the failing test in $1\n"), "Fix the failing test in $1");
+        assert_eq!(
+            describe("---\ntitle: t\n---\n\n  first line  \nsecond"),
+            "first line"
+        );
+        assert_eq!(
+            describe("\n\nFix the failing test in $1\n"),
+            "Fix the failing test in $1"
+        );
         assert_eq!(describe("---\r\ndescription: crlf\r\n---\r\nx"), "crlf");
         assert_eq!(describe(""), "");
         let long = describe(&"é".repeat(100));

@@ -58,7 +58,10 @@ mod tests {
         );
         assert_eq!(parts("---\n---\n"), Some((String::new(), String::new())));
         assert_eq!(parts("---\na: 1\n---"), Some(("a: 1\n".into(), String::new())));
-        assert_eq!(parts("---\na\n---\n\nbody"), Some(("a\n".into(), "\nbody".into())));
+        assert_eq!(
+            parts("---\na\n---\n\nbody"),
+            Some(("a\n".into(), "\nbody".into()))
+        );
     }
 
     #[test]

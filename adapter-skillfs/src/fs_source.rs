@@ -83,7 +83,11 @@ impl FsSource {
                 Err(error) => {
                     diagnostics.push(SkipDiagnostic::new(
                         &skill.dir,
-                        format!("skill {:?} skipped: its directory cannot be resolved: {}", skill.meta.name, error.kind()),
+                        format!(
+                            "skill {:?} skipped: its directory cannot be resolved: {}",
+                            skill.meta.name,
+                            error.kind()
+                        ),
                     ));
                     continue;
                 }
@@ -102,7 +106,11 @@ impl FsSource {
             });
         }
         Ok(FsBuild {
-            source: Self { skills, metas, config },
+            source: Self {
+                skills,
+                metas,
+                config,
+            },
             diagnostics,
         })
     }
@@ -131,12 +139,16 @@ impl SkillSource for FsSource {
     async fn skill_body(&self, name: &str) -> Result<Arc<str>, SkillSourceError> {
         self.find(name)
             .map(|index| Arc::clone(&self.skills[index].body))
-            .ok_or_else(|| SkillSourceError::SkillNotFound { skill: name.to_owned() })
+            .ok_or_else(|| SkillSourceError::SkillNotFound {
+                skill: name.to_owned(),
+            })
     }
 
     async fn list_skill_assets(&self, name: &str) -> Result<Vec<SkillAsset>, SkillSourceError> {
         let Some(index) = self.find(name) else {
-            return Err(SkillSourceError::SkillNotFound { skill: name.to_owned() });
+            return Err(SkillSourceError::SkillNotFound {
+                skill: name.to_owned(),
+            });
         };
         let dir = Arc::clone(&self.skills[index].dir);
         let skill = name.to_owned();
@@ -146,7 +158,9 @@ impl SkillSource for FsSource {
 
     async fn read_skill_asset(&self, skill: &str, asset: &str) -> Result<Vec<u8>, SkillSourceError> {
         if !valid_skill_asset_name(asset) {
-            return Err(SkillSourceError::InvalidAssetName { asset: asset.to_owned() });
+            return Err(SkillSourceError::InvalidAssetName {
+                asset: asset.to_owned(),
+            });
         }
         let not_found = || SkillSourceError::AssetNotFound {
             skill: skill.to_owned(),
@@ -247,7 +261,10 @@ pub fn load_skills(options: &SkillsOptions, env: &HostEnv, config: FsSourceConfi
             for diagnostic in &failure.diagnostics {
                 diagnostics.warn(diagnostic.to_string());
             }
-            diagnostics.warn(format!("skills (tool and commands) are disabled: {}", failure.error));
+            diagnostics.warn(format!(
+                "skills (tool and commands) are disabled: {}",
+                failure.error
+            ));
             None
         }
     };

@@ -62,7 +62,9 @@ pub(crate) fn list_assets(
             Ok(entry) => entry,
             Err(error) if error.depth() == 0 => return Ok(Vec::new()),
             Err(error) => {
-                let kind = error.io_error().map_or(std::io::ErrorKind::Other, std::io::Error::kind);
+                let kind = error
+                    .io_error()
+                    .map_or(std::io::ErrorKind::Other, std::io::Error::kind);
                 return Err(SkillSourceError::Backend {
                     message: format!("listing the assets of skill {skill:?} failed: {kind}"),
                 });
@@ -78,9 +80,12 @@ pub(crate) fn list_assets(
         if assets.len() == limits.max_assets {
             return Err(rejected(format!("more than {} assets", limits.max_assets)));
         }
-        let name = logical_name(dir, entry.path()).ok_or_else(|| rejected("an asset name is not valid UTF-8".into()))?;
+        let name = logical_name(dir, entry.path())
+            .ok_or_else(|| rejected("an asset name is not valid UTF-8".into()))?;
         if !valid_skill_asset_name(&name) {
-            return Err(rejected(format!("asset name {name:?} is not a valid logical name")));
+            return Err(rejected(format!(
+                "asset name {name:?} is not a valid logical name"
+            )));
         }
         name_bytes += name.len();
         if name_bytes > limits.max_name_bytes {
@@ -90,7 +95,9 @@ pub(crate) fn list_assets(
             )));
         }
         let metadata = entry.metadata().map_err(|error| {
-            let kind = error.io_error().map_or(std::io::ErrorKind::Other, std::io::Error::kind);
+            let kind = error
+                .io_error()
+                .map_or(std::io::ErrorKind::Other, std::io::Error::kind);
             SkillSourceError::Backend {
                 message: format!("listing the assets of skill {skill:?} failed: {kind}"),
             }

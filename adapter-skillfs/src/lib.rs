@@ -42,7 +42,7 @@ mod yaml;
 
 // The public surface, in one place.
 pub use dir_source::DirSource;
-pub use discovery::{DiscoveredSkill, Discover, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};
+pub use discovery::{Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};
 pub use drafter::{QuarantineDrafter, draft_file};
 pub use file_commands::{
     COMMAND_DESCRIPTION_CHARS, CommandDirsOptions, FileCommandSource, describe as describe_command,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::discovery::{DiscoveredSkill, Discover, Discovery, DiscoveryFailure, SkipDiagnostic};
+use crate::discovery::{Discover, DiscoveredSkill, Discovery, DiscoveryFailure, SkipDiagnostic};
 
 /// Sources in precedence order, highest first. Skills come back sorted by name with
 /// the diagnostics of every source in source order. On a name collision the earlier

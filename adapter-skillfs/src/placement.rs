@@ -69,7 +69,11 @@ pub fn check_quarantine_placement(
 /// `path` made absolute, its longest existing prefix canonicalized and the rest
 /// normalised lexically (`.` dropped, `..` popping).
 fn resolve(path: &Path, cwd: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
     let mut lexical = PathBuf::new();
     for component in absolute.components() {
         match component {

@@ -9,7 +9,9 @@ use engine_ports::{truncate_with_ellipsis, valid_skill_name};
 
 use crate::fs_util::{copy_tree, create_private_dir_all, sync_dir};
 use crate::injection;
-use crate::skill_md::{DEFAULT_OUTPUT_CAP, SKILL_NAME_GRAMMAR, SkillFileError, frontmatter_scalar, parse_skill_md};
+use crate::skill_md::{
+    DEFAULT_OUTPUT_CAP, SKILL_NAME_GRAMMAR, SkillFileError, frontmatter_scalar, parse_skill_md,
+};
 
 /// What to promote, and where.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -147,12 +149,11 @@ fn promote_with(
     if frontmatter_scalar(&text, "origin").as_deref() != Some("model") {
         return Err(PromoteError::NotADraft { path: manifest });
     }
-    let parsed = parse_skill_md(&bytes, Some(name), DEFAULT_OUTPUT_CAP).map_err(|error| {
-        PromoteError::Unparsable {
+    let parsed =
+        parse_skill_md(&bytes, Some(name), DEFAULT_OUTPUT_CAP).map_err(|error| PromoteError::Unparsable {
             path: manifest.clone(),
             error,
-        }
-    })?;
+        })?;
     if let Some((field, found)) = injection::scan(&parsed.description, &parsed.body) {
         return Err(PromoteError::InjectionFound {
             path: manifest,

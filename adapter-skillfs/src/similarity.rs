@@ -35,8 +35,12 @@ mod tests {
 
     #[test]
     fn similar_descriptions_score_high_and_unrelated_low() {
-        let active = bigrams(&normalise("How to deploy this service to the staging environment."));
-        let draft = bigrams(&normalise("How to  deploy the service to the STAGING environment"));
+        let active = bigrams(&normalise(
+            "How to deploy this service to the staging environment.",
+        ));
+        let draft = bigrams(&normalise(
+            "How to  deploy the service to the STAGING environment",
+        ));
         let other = bigrams(&normalise("Format JSON files with jq."));
         assert!(jaccard(&active, &draft) >= NEAR_DUPLICATE_THRESHOLD);
         assert!(jaccard(&other, &draft) < NEAR_DUPLICATE_THRESHOLD);

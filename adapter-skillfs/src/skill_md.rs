@@ -125,7 +125,9 @@ pub enum SkillFileError {
     #[error("SKILL.md is not valid UTF-8")]
     NotUtf8,
     /// (2) No frontmatter block.
-    #[error("no frontmatter: a leading `---` block is expected (the file must start with a line `---`, and a later line `---` closes the block)")]
+    #[error(
+        "no frontmatter: a leading `---` block is expected (the file must start with a line `---`, and a later line `---` closes the block)"
+    )]
     NoFrontmatter,
     /// (3) The frontmatter is not a YAML mapping of the expected shape.
     #[error("malformed frontmatter{}", position_suffix(.line, .column))]
@@ -220,7 +222,10 @@ pub fn parse_skill_md(
     let description = capped_text("description", description, DESCRIPTION_CAP, &mut notes);
     let license = optional_text("license", fields.license, &mut notes);
     let compatibility = optional_text("compatibility", fields.compatibility, &mut notes);
-    let metadata = fields.metadata.map(|m| cap_metadata(m, &mut notes)).unwrap_or_default();
+    let metadata = fields
+        .metadata
+        .map(|m| cap_metadata(m, &mut notes))
+        .unwrap_or_default();
     let allowed_tools = cap_allowed_tools(fields.allowed_tools, &mut notes);
     let body = split.body.trim();
     if body.len() > output_cap {
@@ -250,10 +255,13 @@ pub(crate) fn frontmatter_scalar(text: &str, key: &str) -> Option<String> {
     let normalized = frontmatter::normalize(text);
     let split = frontmatter::split(&normalized)?;
     let entries = yaml::decode_mapping(split.frontmatter, 2).ok()?;
-    entries.into_iter().find(|e| e.key == key).and_then(|e| match e.value {
-        Node::Scalar(value) => Some(value),
-        _ => None,
-    })
+    entries
+        .into_iter()
+        .find(|e| e.key == key)
+        .and_then(|e| match e.value {
+            Node::Scalar(value) => Some(value),
+            _ => None,
+        })
 }
 
 /// The known keys, shape-checked (a wrong shape is malformed frontmatter).

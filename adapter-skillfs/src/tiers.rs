@@ -20,7 +20,11 @@ pub enum ProjectTrust {
 impl ProjectTrust {
     /// `Trusted` when the operator passed `--trust-project`.
     pub fn from_flag(trust_project: bool) -> Self {
-        if trust_project { Self::Trusted } else { Self::Untrusted }
+        if trust_project {
+            Self::Trusted
+        } else {
+            Self::Untrusted
+        }
     }
 
     /// Whether the workspace is trusted.
@@ -73,7 +77,11 @@ impl HostEnv {
 
     /// `path` made absolute against [`HostEnv::cwd`].
     pub fn absolute(&self, path: &Path) -> PathBuf {
-        if path.is_absolute() { path.to_path_buf() } else { self.cwd.join(path) }
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        }
     }
 }
 

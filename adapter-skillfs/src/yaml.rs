@@ -219,7 +219,14 @@ mod tests {
         let position = error.position.unwrap();
         assert!(position.line >= 3, "{position:?}");
         assert!(position.column >= 1, "{position:?}");
-        for text in ["just text", "- a\n- b", "a: *x", "a: 1\na: 2", "[a]: 1", "a: 1\n...\nb: 2\n"] {
+        for text in [
+            "just text",
+            "- a\n- b",
+            "a: *x",
+            "a: 1\na: 2",
+            "[a]: 1",
+            "a: 1\n...\nb: 2\n",
+        ] {
             assert!(decode_mapping(text, 2).is_err(), "{text:?}");
         }
         let duplicate = decode_mapping("a: 1\nb: 2\na: 3\n", 2).unwrap_err();
