@@ -91,6 +91,8 @@ pub use output_cap::{DEFAULT_OUTPUT_CAP, OutputCap, floor_char_boundary, truncat
 pub use permission::{Approve, DefaultPolicy, ParseApproveError};
 pub use skill_draft_tool::{SKILL_DRAFT_TOOL_NAME, SkillDraftTool};
 pub use skill_inventory::INVENTORY_CAP;
-pub use skill_tool::{SKILL_LISTING_LINE_CAP, SKILL_TOOL_FAMILY, SKILL_TOOL_NAME, SOURCE_ERROR_CAP, SkillTool};
+pub use skill_tool::{
+    SKILL_LISTING_LINE_CAP, SKILL_TOOL_FAMILY, SKILL_TOOL_NAME, SOURCE_ERROR_CAP, SkillTool,
+};
 pub use tool::{Tool, ToolError};
 pub use tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names, tool_search_spec};

@@ -80,7 +80,10 @@ pub(crate) fn one_line(text: &str) -> String {
 }
 
 fn is_line_break(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 #[cfg(test)]
@@ -103,7 +106,9 @@ mod tests {
         write_inventory(&mut out, &assets(2));
         assert_eq!(
             out,
-            format!("{INVENTORY_HEADER}\n  - references/0000.md (10 bytes)\n  - references/0001.md (10 bytes)")
+            format!(
+                "{INVENTORY_HEADER}\n  - references/0000.md (10 bytes)\n  - references/0001.md (10 bytes)"
+            )
         );
     }
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine_ports::{
-    SkillAsset, SkillMeta, SkillSource, SkillSourceError, ToolCall, ToolResult, ToolSpec, truncate_with_ellipsis,
-    valid_skill_asset_name,
+    SkillAsset, SkillMeta, SkillSource, SkillSourceError, ToolCall, ToolResult, ToolSpec,
+    truncate_with_ellipsis, valid_skill_asset_name,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -159,11 +159,22 @@ impl SkillTool {
 
     /// The skill's assets, every name checked. With `missing_is_empty`, a
     /// skill-not-found from the listing means no assets.
-    async fn inventory(&self, name: &str, missing_is_empty: bool, cap: OutputCap) -> Result<Vec<SkillAsset>, String> {
+    async fn inventory(
+        &self,
+        name: &str,
+        missing_is_empty: bool,
+        cap: OutputCap,
+    ) -> Result<Vec<SkillAsset>, String> {
         let assets = match self.source.list_skill_assets(name).await {
             Ok(assets) => assets,
             Err(error) if missing_is_empty && error.is_skill_not_found() => Vec::new(),
-            Err(error) => return Err(embed(&format!("listing the assets of skill {name:?} failed"), &error, cap)),
+            Err(error) => {
+                return Err(embed(
+                    &format!("listing the assets of skill {name:?} failed"),
+                    &error,
+                    cap,
+                ));
+            }
         };
         if assets.iter().any(|a| !valid_skill_asset_name(&a.name)) {
             return Err(format!(
@@ -200,11 +211,13 @@ impl SkillTool {
                 entry.size
             ));
         }
-        let bytes = self
-            .source
-            .read_skill_asset(name, asset)
-            .await
-            .map_err(|e| embed(&format!("reading asset {asset:?} of skill {name:?} failed"), &e, cap))?;
+        let bytes = self.source.read_skill_asset(name, asset).await.map_err(|e| {
+            embed(
+                &format!("reading asset {asset:?} of skill {name:?} failed"),
+                &e,
+                cap,
+            )
+        })?;
         if bytes.len() > limit {
             return Err(format!(
                 "asset {asset:?} of skill {name:?} is too large: {} bytes, over the {limit}-byte limit for one asset; no content returned",

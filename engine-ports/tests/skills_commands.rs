@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use engine_ports::testkit::{
-    MemoryCommandSource, MemorySkillSource, command_source, skill_source,
-};
+use engine_ports::testkit::{MemoryCommandSource, MemorySkillSource, command_source, skill_source};
 use engine_ports::{truncate_with_ellipsis, valid_command_name, valid_skill_asset_name, valid_skill_name};
 
 #[test]
@@ -24,7 +22,9 @@ fn scenario_01_valid_asset_names() {
 
 #[test]
 fn scenario_02_invalid_asset_names() {
-    for name in ["", "../x", "a/../b", "a/..", "/abs", "a\\b", "a/./b", ".", "..", "a/", "a//b"] {
+    for name in [
+        "", "../x", "a/../b", "a/..", "/abs", "a\\b", "a/./b", ".", "..", "a/", "a//b",
+    ] {
         assert!(!valid_skill_asset_name(name), "{name:?} must be invalid");
     }
     for c in ['\0', '\n', '\r', '\t', '\u{85}', '\u{2028}', '\u{2029}'] {
@@ -51,7 +51,16 @@ fn scenario_03_skill_names() {
     }
     let too_long = format!("a{}", "b".repeat(64));
     assert!(valid_skill_name(&too_long[..64]), "64 chars are fine");
-    for name in ["", "Review", "UPPER", "my skill", "-lead", "_lead", "has.dot", too_long.as_str()] {
+    for name in [
+        "",
+        "Review",
+        "UPPER",
+        "my skill",
+        "-lead",
+        "_lead",
+        "has.dot",
+        too_long.as_str(),
+    ] {
         assert!(!valid_skill_name(name), "{name:?} must be invalid");
     }
 }
@@ -78,7 +87,13 @@ fn truncation_with_ellipsis_is_bounded_and_utf8_safe() {
     let over = "é".repeat(401);
     let cut = truncate_with_ellipsis(&over, 800);
     assert!(cut.len() <= 800 && cut.ends_with('\u{2026}'));
-    assert_eq!(cut.trim_end_matches('\u{2026}').chars().filter(|c| *c != 'é').count(), 0);
+    assert_eq!(
+        cut.trim_end_matches('\u{2026}')
+            .chars()
+            .filter(|c| *c != 'é')
+            .count(),
+        0
+    );
     assert_eq!(truncate_with_ellipsis("abcdef", 2), "ab");
 }
 
@@ -100,9 +115,15 @@ async fn the_memory_command_source_passes_the_conformance_suite() {
 
 #[test]
 fn the_fixture_renders_a_frontmatter_block_with_every_field() {
-    let review = skill_source::fixture().into_iter().find(|s| s.name == "review").unwrap();
+    let review = skill_source::fixture()
+        .into_iter()
+        .find(|s| s.name == "review")
+        .unwrap();
     let text = review.skill_md();
     assert!(text.starts_with("---\nname: \"review\"\n"), "{text}");
     assert!(text.contains("compatibility: \"mecatl >= 0.1\"\n"), "{text}");
-    assert!(text.ends_with("---\n\n# Review\n\nWork through the checklist, then summarise.\n"), "{text}");
+    assert!(
+        text.ends_with("---\n\n# Review\n\nWork through the checklist, then summarise.\n"),
+        "{text}"
+    );
 }

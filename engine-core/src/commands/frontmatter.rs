@@ -34,11 +34,20 @@ mod tests {
 
     #[test]
     fn only_a_closed_leading_block_is_stripped() {
-        assert_eq!(strip_frontmatter("---\ndescription: d\n---\nReview $1 now."), "Review $1 now.");
-        assert_eq!(strip_frontmatter("\u{FEFF}---\r\na: b\r\n---\r\nx\r\ny"), "x\r\ny");
+        assert_eq!(
+            strip_frontmatter("---\ndescription: d\n---\nReview $1 now."),
+            "Review $1 now."
+        );
+        assert_eq!(
+            strip_frontmatter("\u{FEFF}---\r\na: b\r\n---\r\nx\r\ny"),
+            "x\r\ny"
+        );
         assert_eq!(strip_frontmatter("---\n---\n\nbody"), "\nbody");
         assert_eq!(strip_frontmatter("---\na\n---"), "");
-        assert_eq!(strip_frontmatter("---\nnot closed\nBody"), "---\nnot closed\nBody");
+        assert_eq!(
+            strip_frontmatter("---\nnot closed\nBody"),
+            "---\nnot closed\nBody"
+        );
         assert_eq!(strip_frontmatter("---"), "---");
         assert_eq!(strip_frontmatter("--- \na\n---\nx"), "--- \na\n---\nx");
         assert_eq!(strip_frontmatter("\u{FEFF}plain"), "plain");

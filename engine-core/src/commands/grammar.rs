@@ -39,7 +39,10 @@ mod tests {
 
     #[test]
     fn commands_and_non_commands() {
-        assert_eq!(parsed("/review foo.go bar.go"), Some(("review", vec!["foo.go", "bar.go"])));
+        assert_eq!(
+            parsed("/review foo.go bar.go"),
+            Some(("review", vec!["foo.go", "bar.go"]))
+        );
         assert_eq!(parsed(" \t/fix"), Some(("fix", vec![])));
         assert_eq!(parsed("/etc/hosts"), Some(("etc", vec!["/hosts"])));
         assert_eq!(parsed("/q \"a b\""), Some(("q", vec!["\"a", "b\""])));

@@ -50,7 +50,9 @@ impl SkillCommandSource {
     }
 
     fn admitted(&self, name: &str) -> bool {
-        self.commands.binary_search_by(|c| c.name.as_str().cmp(name)).is_ok()
+        self.commands
+            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .is_ok()
     }
 }
 

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_ports::{CommandBody, CommandError, CommandExpander, CommandInfo, CommandSource, Expansion, valid_command_name};
+use engine_ports::{
+    CommandBody, CommandError, CommandExpander, CommandInfo, CommandSource, Expansion, valid_command_name,
+};
 
 use super::frontmatter::strip_frontmatter;
 use super::grammar::parse_command;
@@ -51,7 +53,11 @@ impl CommandExpander for SourceExpander {
             return Ok(Expansion::NotExpanded);
         };
         match self.source.command_body(invocation.name).await {
-            Ok(Some(body)) => Ok(Expansion::Expanded(render_template(&body, &invocation.args, self.cap))),
+            Ok(Some(body)) => Ok(Expansion::Expanded(render_template(
+                &body,
+                &invocation.args,
+                self.cap,
+            ))),
             Ok(None) => Ok(Expansion::NotExpanded),
             Err(CommandError::Expand { command, reason }) if command == invocation.name => {
                 Err(CommandError::Expand { command, reason })

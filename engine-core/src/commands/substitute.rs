@@ -43,10 +43,17 @@ mod tests {
 
     #[test]
     fn placeholders() {
-        assert_eq!(substitute("$1 and $2; all: $ARGUMENTS", &["a", "b"]), "a and b; all: a b");
+        assert_eq!(
+            substitute("$1 and $2; all: $ARGUMENTS", &["a", "b"]),
+            "a and b; all: a b"
+        );
         assert_eq!(substitute("$0|$3|$99999999999999999999999|$", &["a"]), "|||$");
         assert_eq!(substitute("$ARGUMENTSx $HOME $ $$1", &["a"]), "ax $HOME $ $a");
-        assert_eq!(substitute("$1", &["$2", "no"]), "$2", "inserted text is not rescanned");
+        assert_eq!(
+            substitute("$1", &["$2", "no"]),
+            "$2",
+            "inserted text is not rescanned"
+        );
         assert_eq!(substitute("$ARGUMENTS", &[]), "");
         assert_eq!(substitute("é$1ü", &["x"]), "éxü");
     }

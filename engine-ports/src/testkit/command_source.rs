@@ -117,7 +117,12 @@ async fn bodies_are_verbatim(sut: CommandSourceUnderTest, fixture: &[CommandFixt
             body: command.template.to_owned(),
             post: String::new(),
         };
-        assert_eq!(body, Ok(Some(expected)), "command_source::{case}: {}", command.name);
+        assert_eq!(
+            body,
+            Ok(Some(expected)),
+            "command_source::{case}: {}",
+            command.name
+        );
     }
 }
 

@@ -108,18 +108,20 @@ impl MemorySkillSource {
     /// A source holding the conformance [`fixture`](crate::testkit::skill_source::fixture)
     /// (or any list of fixture skills).
     pub fn from_fixture(fixture: &[FixtureSkill]) -> Self {
-        Self::new(fixture.iter().map(|skill| MemorySkill {
-            meta: skill.meta(crate::SkillOrigin::Explicit),
-            body: skill.body.clone(),
-            assets: skill
-                .assets
-                .iter()
-                .map(|a| MemoryAsset {
-                    name: a.name.clone(),
-                    content: a.content.clone(),
-                    executable: a.executable,
-                })
-                .collect(),
+        Self::new(fixture.iter().map(|skill| {
+            MemorySkill {
+                meta: skill.meta(crate::SkillOrigin::Explicit),
+                body: skill.body.clone(),
+                assets: skill
+                    .assets
+                    .iter()
+                    .map(|a| MemoryAsset {
+                        name: a.name.clone(),
+                        content: a.content.clone(),
+                        executable: a.executable,
+                    })
+                    .collect(),
+            }
         }))
     }
 
@@ -151,14 +153,18 @@ impl SkillSource for MemorySkillSource {
         self.body_calls.fetch_add(1, Ordering::SeqCst);
         match self.find(name) {
             Some(index) => Ok(Arc::clone(&self.bodies[index])),
-            None => Err(SkillSourceError::SkillNotFound { skill: name.to_owned() }),
+            None => Err(SkillSourceError::SkillNotFound {
+                skill: name.to_owned(),
+            }),
         }
     }
 
     async fn list_skill_assets(&self, name: &str) -> Result<Vec<SkillAsset>, SkillSourceError> {
         self.inventories.fetch_add(1, Ordering::SeqCst);
         let Some(index) = self.find(name) else {
-            return Err(SkillSourceError::SkillNotFound { skill: name.to_owned() });
+            return Err(SkillSourceError::SkillNotFound {
+                skill: name.to_owned(),
+            });
         };
         Ok(self.skills[index]
             .assets
@@ -174,7 +180,9 @@ impl SkillSource for MemorySkillSource {
     async fn read_skill_asset(&self, skill: &str, asset: &str) -> Result<Vec<u8>, SkillSourceError> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         if !valid_skill_asset_name(asset) {
-            return Err(SkillSourceError::InvalidAssetName { asset: asset.to_owned() });
+            return Err(SkillSourceError::InvalidAssetName {
+                asset: asset.to_owned(),
+            });
         }
         let not_found = || SkillSourceError::AssetNotFound {
             skill: skill.to_owned(),

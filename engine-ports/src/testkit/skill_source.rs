@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::skills::{SkillAsset, SkillMeta, SkillOrigin, SkillSource, SkillSourceError, valid_skill_asset_name};
+use crate::skills::{
+    SkillAsset, SkillMeta, SkillOrigin, SkillSource, SkillSourceError, valid_skill_asset_name,
+};
 
 /// One skill of the canonical fixture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,7 +130,8 @@ pub fn fixture() -> Vec<FixtureSkill> {
         FixtureSkill {
             name: "commit-style".into(),
             description: "Write commit messages in the house style.".into(),
-            body: "# Commit style\n\nUse the imperative mood and keep the subject under 72 characters.".into(),
+            body: "# Commit style\n\nUse the imperative mood and keep the subject under 72 characters."
+                .into(),
             ..FixtureSkill::default()
         },
         FixtureSkill {
@@ -223,7 +226,11 @@ async fn listing_is_sorted_unique_and_stable(sut: SourceUnderTest, fixture: &[Fi
         "skill_source::{case}: not strictly sorted: {names:?}"
     );
     for _ in 0..3 {
-        assert_eq!(list(&sut, case).await, first, "skill_source::{case}: listing changed");
+        assert_eq!(
+            list(&sut, case).await,
+            first,
+            "skill_source::{case}: listing changed"
+        );
     }
 }
 
