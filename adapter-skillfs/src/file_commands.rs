@@ -41,7 +41,7 @@ pub fn project_command_dirs(workspace: &Path) -> [PathBuf; 2] {
 /// Nothing is cached: every expansion and every listing reads the files again.
 /// Bodies are the files' text, verbatim (frontmatter included: the expander strips
 /// it), so a file template expands byte-identically to the same template from any
-/// other source.
+/// other source. Reads run on Tokio's blocking pool (a Tokio runtime is needed).
 #[derive(Clone, Debug, Default)]
 pub struct FileCommandSource {
     dirs: Vec<PathBuf>,

@@ -41,7 +41,8 @@ impl Default for FsSourceConfig {
 /// edits take effect at the next start. Each skill's canonical directory stays
 /// private: no error text, listing or result names a path. Asset inventories are
 /// walked again on every call; reads open every component without following
-/// symlinks and never return more than the output cap.
+/// symlinks and never return more than the output cap. The lazy operations run their
+/// blocking file I/O on Tokio's blocking pool, so they need a Tokio runtime.
 #[derive(Debug)]
 pub struct FsSource {
     skills: Vec<Skill>,

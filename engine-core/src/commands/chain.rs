@@ -1,5 +1,6 @@
 //! [`CommandChain`]: the precedence chain of expanders and the palette listing.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -66,9 +67,10 @@ impl CommandExpander for CommandChain {
 
     async fn list(&self) -> Result<Vec<CommandInfo>, CommandError> {
         let mut merged: Vec<CommandInfo> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         for link in self.links.iter().filter(|link| link.can_list()) {
             for info in link.list().await? {
-                if !merged.iter().any(|kept| kept.name == info.name) {
+                if seen.insert(info.name.clone()) {
                     merged.push(info);
                 }
             }

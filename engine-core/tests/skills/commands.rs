@@ -306,7 +306,7 @@ async fn scenario_64_skill_command_expansion() {
                 "Deploy $1 to $ARGUMENTS.",
             )
             .asset("deploy", "references/api.md", "a".repeat(42))
-            .asset("deploy", "scripts/run.sh", "echo run"),
+            .asset("deploy", "scripts/run.sh", "echo run\n"),
     );
     let commands = SkillCommandSource::new(source.clone(), &source.metas());
     let chain = CommandChain::builder(cap())
@@ -315,7 +315,7 @@ async fn scenario_64_skill_command_expansion() {
     let text = expanded(&chain, "/deploy staging production").await;
     assert!(text.starts_with("Bundled assets, by logical name"), "{text}");
     assert!(text.contains("\n  - references/api.md (42 bytes)\n"), "{text}");
-    assert!(text.contains("\n  - scripts/run.sh (8 bytes)\n\n"), "{text}");
+    assert!(text.contains("\n  - scripts/run.sh (9 bytes)\n\n"), "{text}");
     assert!(
         text.ends_with("\n\nDeploy staging to staging production."),
         "{text}"
