@@ -57,6 +57,7 @@
 //! ```
 
 mod catalog;
+mod commands;
 mod disclosure;
 mod dispatch;
 mod emitter;
@@ -65,11 +66,18 @@ mod environment;
 pub mod memory;
 mod output_cap;
 mod permission;
+mod skill_draft_tool;
+mod skill_inventory;
+mod skill_tool;
 mod tool;
 mod tool_search;
 
 // The public surface, in one place.
 pub use catalog::{Catalog, CatalogError, NameSet, Resolved, available_in};
+pub use commands::{
+    CommandChain, CommandChainBuilder, CommandInvocation, SkillCommandSource, SourceExpander, parse_command,
+    render_template, strip_frontmatter, substitute,
+};
 pub use disclosure::turn_specs;
 pub use dispatch::{
     AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher, TurnContext,
@@ -81,5 +89,10 @@ pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentErro
 pub use memory::MemoryStore;
 pub use output_cap::{DEFAULT_OUTPUT_CAP, OutputCap, floor_char_boundary, truncation_marker};
 pub use permission::{Approve, DefaultPolicy, ParseApproveError};
+pub use skill_draft_tool::{SKILL_DRAFT_TOOL_NAME, SkillDraftTool};
+pub use skill_inventory::INVENTORY_CAP;
+pub use skill_tool::{
+    SKILL_LISTING_LINE_CAP, SKILL_TOOL_FAMILY, SKILL_TOOL_NAME, SOURCE_ERROR_CAP, SkillTool,
+};
 pub use tool::{Tool, ToolError};
 pub use tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names, tool_search_spec};

@@ -71,12 +71,22 @@ pub enum CommandError {
 /// # Contract
 /// Input that is not for this expander gives [`Expansion::NotExpanded`], never an
 /// error; `Err` means a command of this expander failed.
+///
+/// Listing is optional: an expander that cannot enumerate its commands (say, a remote
+/// service consulted only live) returns `false` from [`CommandExpander::can_list`],
+/// and palette merges then skip it without calling [`CommandExpander::list`]. An
+/// expander that can list and fails to is an error that aborts the palette listing.
 #[async_trait]
 pub trait CommandExpander: Send + Sync {
     /// Expands `input` when it is one of this expander's commands.
     async fn expand(&self, input: &str) -> Result<Expansion, CommandError>;
     /// The commands this expander offers, for the palette.
     async fn list(&self) -> Result<Vec<CommandInfo>, CommandError>;
+    /// Whether this expander can list its commands at all (default `true`). When
+    /// `false`, it adds nothing to a palette and `list` is never consulted for one.
+    fn can_list(&self) -> bool {
+        true
+    }
 }
 
 /// The command-name rule: non-empty, only `[A-Za-z0-9._-]`.

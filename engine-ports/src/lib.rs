@@ -102,7 +102,7 @@ pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use skills::{
     DraftError, DraftReceipt, SkillAsset, SkillDraftRequest, SkillDrafter, SkillMeta, SkillOrigin,
-    SkillSource, SkillSourceError, valid_skill_asset_name, valid_skill_name,
+    SkillSource, SkillSourceError, truncate_with_ellipsis, valid_skill_asset_name, valid_skill_name,
 };
 pub use spec::ToolSpec;
 pub use store::{EventLog, SessionListing, SessionSnapshot, SessionStore, StoreError};

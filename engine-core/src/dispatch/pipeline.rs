@@ -38,9 +38,9 @@ enum Step {
     Ready { tool: Arc<dyn Tool>, call: ToolCall },
 }
 
-/// What execution of one call gave back.
+/// What execution of one call gave back (`None`: cancelled before it started).
 struct Executed {
-    outcome: Result<ToolResult, ToolError>,
+    outcome: Option<Result<ToolResult, ToolError>>,
     end: Option<SystemTime>,
 }
 
@@ -127,11 +127,11 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
                         handle,
                     )
                     .await;
-                    let timing = Timing {
+                    let timing = end.map(|end| Timing {
                         queued: span(enqueue, start),
                         took: span(start, end),
-                    };
-                    (call, result, Some(timing))
+                    });
+                    (call, result, timing)
                 }
             };
             let result = finish(ctx, &effective, result, timing).await;
@@ -406,10 +406,21 @@ async fn launch(
     let task_call = call.clone();
     let tool_name = call.name().to_owned();
     let handle = tokio::spawn(async move {
+        // Spawned tasks may first run after the turn was cancelled: then the call
+        // never starts.
+        if token.is_cancelled() {
+            return Executed {
+                outcome: None,
+                end: None,
+            };
+        }
         let outcome = tool.execute(&token, &task_call, &env).await;
         let end = clock.as_ref().map(|c| c.now());
         drop(permit);
-        Executed { outcome, end }
+        Executed {
+            outcome: Some(outcome),
+            end,
+        }
     });
     Running::Started {
         call,
@@ -420,7 +431,8 @@ async fn launch(
 }
 
 /// Waits for one execution; once the turn is cancelled, waits at most until the
-/// shared grace deadline, then aborts the task.
+/// shared grace deadline, then aborts the task. The second value is `None` when the
+/// call never started, else the end time (`Some(None)` without a clock).
 async fn collect(
     ctx: &TurnContext,
     grace: Duration,
@@ -428,7 +440,7 @@ async fn collect(
     call: &ToolCall,
     tool_name: &str,
     mut handle: JoinHandle<Executed>,
-) -> (ToolResult, Option<SystemTime>) {
+) -> (ToolResult, Option<Option<SystemTime>>) {
     let joined = loop {
         match *deadline {
             None => {
@@ -457,8 +469,12 @@ async fn collect(
     };
     let now = || ctx.clock.as_ref().map(|c| c.now());
     match joined {
-        None => (cancelled_result(call), now()),
-        Some(Ok(Executed { outcome, end })) => {
+        None => (cancelled_result(call), Some(now())),
+        Some(Ok(Executed { outcome: None, .. })) => (cancelled_result(call), None),
+        Some(Ok(Executed {
+            outcome: Some(outcome),
+            end,
+        })) => {
             let result = match outcome {
                 Ok(result) => result,
                 Err(ToolError::Cancelled) => cancelled_result(call),
@@ -466,9 +482,9 @@ async fn collect(
                     ToolResult::error(call.id().clone(), format!("tool {tool_name} failed: {error}"))
                 }
             };
-            (result, end)
+            (result, Some(end))
         }
-        Some(Err(join_error)) => (joined_error(ctx, call, tool_name, join_error), now()),
+        Some(Err(join_error)) => (joined_error(ctx, call, tool_name, join_error), Some(now())),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Conformance suite for [`Clock`](crate::Clock) implementations.
+//! Conformance suite for [`Clock`] implementations.
 
 use std::sync::Arc;
 use std::time::SystemTime;

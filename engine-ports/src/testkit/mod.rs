@@ -1,24 +1,31 @@
 //! Test doubles and conformance suites (feature `testkit`).
 //!
-//! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`].
+//! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`],
+//! [`MemorySkillSource`], [`MemoryCommandSource`].
 //! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
-//! [`session_store`], [`event_log`]);
+//! [`skill_source`], [`command_source`], [`session_store`], [`event_log`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
 //! case name when the implementation breaks the contract. Adapters run the suites
 //! of the ports they implement from their own tests.
 
 mod collecting_sink;
 mod manual_clock;
+mod memory_command_source;
 mod memory_recorder;
+mod memory_skill_source;
 mod scripted_llm;
 
 pub mod clock;
+pub mod command_source;
 pub mod event_log;
 pub mod llm_stream;
 pub mod session_store;
+pub mod skill_source;
 pub mod tool_call_recorder;
 
 pub use collecting_sink::CollectingSink;
 pub use manual_clock::ManualClock;
+pub use memory_command_source::MemoryCommandSource;
 pub use memory_recorder::MemoryRecorder;
+pub use memory_skill_source::{MemoryAsset, MemorySkill, MemorySkillSource, SourceCalls};
 pub use scripted_llm::{SCRIPT_EXHAUSTED_TEXT, ScriptedLlm, ScriptedTurn, TurnEnding};

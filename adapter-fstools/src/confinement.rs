@@ -1,0 +1,202 @@
+//! Workspace confinement: where a model-given path really points, or why it is refused.
+//!
+//! A path is joined to the workspace root (unless absolute) and normalized lexically;
+//! it must then lie inside the root. Its longest existing prefix is canonicalized
+//! (following symlinks) and must lie inside the canonical root. A dangling symlink on
+//! the way is resolved by hand, hop by hop, under the same rule. The tools then work on
+//! the resolved path (canonical prefix + the part that does not exist yet), never on
+//! the path as given.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use engine_core::{Environment, ToolError};
+
+/// Symlink hops followed by hand before giving up (the kernel's own limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// The workspace root, lexically normalized and canonicalized once per call.
+#[derive(Clone, Debug)]
+pub(crate) struct Workspace {
+    root: PathBuf,
+    canonical_root: PathBuf,
+}
+
+/// A path that passed confinement.
+#[derive(Clone, Debug)]
+pub(crate) struct Confined {
+    /// The lexical path relative to the workspace root (`.` for the root itself), for
+    /// display.
+    pub(crate) relative: PathBuf,
+    /// Where file-system operations go: the canonical existing prefix joined with the
+    /// part that does not exist yet. Always inside the canonical root.
+    pub(crate) resolved: PathBuf,
+}
+
+/// Why a path was refused.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// It leads outside the workspace.
+    Outside,
+    /// It could not be resolved (a symlink loop, a permission error).
+    Unresolvable(io::Error),
+}
+
+impl Workspace {
+    /// The workspace rooted at `root` (absolute).
+    ///
+    /// # Errors
+    /// When the root cannot be canonicalized: a harness fault, not the model's.
+    pub(crate) fn open(root: &Path) -> io::Result<Self> {
+        let canonical_root = std::fs::canonicalize(root)?;
+        Ok(Self {
+            root: normalize(root),
+            canonical_root,
+        })
+    }
+
+    /// The workspace of `env`.
+    ///
+    /// # Errors
+    /// [`ToolError::Failed`] when the root is not accessible (a harness fault).
+    pub(crate) fn of(env: &Environment) -> Result<Self, ToolError> {
+        Self::open(env.workspace_root()).map_err(|error| {
+            ToolError::Failed(format!(
+                "workspace root {} is not accessible: {error}",
+                env.workspace_root().display()
+            ))
+        })
+    }
+
+    /// Like [`Workspace::confine`], with a refusal already turned into the
+    /// model-facing message.
+    pub(crate) fn confine_or_explain(&self, given: &str) -> Result<Confined, String> {
+        self.confine(given)
+            .map_err(|refusal| refusal.message(given, &self.root))
+    }
+
+    /// Confines `given` (relative to the root, or absolute).
+    ///
+    /// # Errors
+    /// [`Refusal::Outside`] when the lexical path or any resolved form of it leaves the
+    /// workspace; [`Refusal::Unresolvable`] when resolution fails other than by a
+    /// missing component.
+    pub(crate) fn confine(&self, given: &str) -> Result<Confined, Refusal> {
+        let lexical = normalize(&self.root.join(given));
+        let relative = if let Ok(rest) = lexical.strip_prefix(&self.root) {
+            rest.to_path_buf()
+        } else if let Ok(rest) = lexical.strip_prefix(&self.canonical_root) {
+            rest.to_path_buf()
+        } else {
+            return Err(Refusal::Outside);
+        };
+        let resolved = self.resolve(lexical)?;
+        let relative = if relative.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            relative
+        };
+        Ok(Confined { relative, resolved })
+    }
+
+    /// Canonicalizes the longest existing prefix of `path` and checks it; follows a
+    /// dangling symlink right after that prefix by hand.
+    fn resolve(&self, mut path: PathBuf) -> Result<PathBuf, Refusal> {
+        for _ in 0..MAX_SYMLINK_HOPS {
+            let (prefix, rest) = longest_existing_prefix(&path).map_err(Refusal::Unresolvable)?;
+            if !prefix.starts_with(&self.canonical_root) {
+                return Err(Refusal::Outside);
+            }
+            let mut components = rest.components();
+            let Some(first) = components.next() else {
+                return Ok(prefix);
+            };
+            let candidate = prefix.join(first);
+            match std::fs::symlink_metadata(&candidate) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    // A symlink canonicalize could not follow: its target is missing.
+                    let target = std::fs::read_link(&candidate).map_err(Refusal::Unresolvable)?;
+                    path = normalize(&prefix.join(target).join(components.as_path()));
+                }
+                _ => return Ok(prefix.join(rest)),
+            }
+        }
+        Err(Refusal::Unresolvable(io::Error::other(
+            "too many levels of symbolic links",
+        )))
+    }
+}
+
+impl Refusal {
+    /// The model-facing message for the path `given` in the workspace `root`.
+    pub(crate) fn message(&self, given: &str, root: &Path) -> String {
+        match self {
+            Self::Outside => format!(
+                "path {given:?} is outside the workspace ({}); use a path relative to the workspace root",
+                root.display()
+            ),
+            Self::Unresolvable(error) => format!("cannot resolve path {given:?}: {error}"),
+        }
+    }
+}
+
+/// The longest prefix of `path` that exists, canonicalized, and the rest of `path`.
+fn longest_existing_prefix(path: &Path) -> io::Result<(PathBuf, PathBuf)> {
+    for ancestor in path.ancestors() {
+        match std::fs::canonicalize(ancestor) {
+            Ok(canonical) => {
+                let rest = path.strip_prefix(ancestor).map_err(io::Error::other)?;
+                return Ok((canonical, rest.to_path_buf()));
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::NotFound, "no existing ancestor"))
+}
+
+/// `path` with `.` removed and `..` applied lexically (never above the file-system
+/// root). Touches no file system.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_applies_dots_lexically() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/a/../../..")), PathBuf::from("/"));
+        assert_eq!(normalize(Path::new("/a/b/")), PathBuf::from("/a/b"));
+    }
+
+    #[test]
+    #[allow(
+        clippy::join_absolute_paths,
+        reason = "what confine does with an absolute given path"
+    )]
+    fn an_absolute_given_path_replaces_the_root() {
+        assert_eq!(
+            normalize(&Path::new("/ws").join("/etc/passwd")),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(normalize(&Path::new("/ws").join("")), PathBuf::from("/ws"));
+    }
+}

@@ -1,0 +1,250 @@
+//! `Grep`: lines matching a regex, as `path:line:text`, sorted by path then line.
+
+use std::io::{self, BufRead as _, BufReader, Read as _};
+use std::path::Path;
+
+use async_trait::async_trait;
+use engine_core::{Environment, Tool, ToolError};
+use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use globset::{GlobBuilder, GlobMatcher};
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+
+use crate::blocking::run_blocking;
+use crate::confinement::Workspace;
+use crate::glob::without_dot_slash;
+use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
+use crate::reply::{self, Reply};
+use crate::walk;
+
+/// Matches returned when the call gives no `max_results`.
+pub(crate) const DEFAULT_MAX_RESULTS: u64 = 500;
+/// The largest `max_results` accepted.
+pub(crate) const MAX_MAX_RESULTS: u64 = 5_000;
+
+/// The `Grep` tool (read-only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Grep;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    max_results: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for Grep {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "Grep",
+            "Searches file contents with a regular expression (Rust `regex` syntax: no \
+             look-around or backreferences). `path` is a file or directory relative to the \
+             workspace root (default: the root); directories are searched recursively, \
+             skipping `.git`, files excluded by .gitignore/.ignore, symlinks and binary files. \
+             `glob` keeps only matching files (a pattern without `/`, like `*.rs`, matches file \
+             names at any depth; one with `/` matches the path relative to `path`). \
+             `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
+             path then line number, at most `max_results` (default 500, at most 5000) \
+             followed by a note when the search stopped early.",
+        )
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
+                "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
+                "case_insensitive": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "Maximum matching lines. Default 500."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let args: Args = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(reply::invalid_args(call, env, error)),
+        };
+        let max_results = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if !(1..=MAX_MAX_RESULTS).contains(&max_results) {
+            return Ok(reply::fail(
+                call,
+                env,
+                format!("max_results must be between 1 and {MAX_MAX_RESULTS}, got {max_results}"),
+            ));
+        }
+        let workspace = Workspace::of(env)?;
+        let limit = usize::try_from(max_results).unwrap_or(usize::MAX);
+        let reply = run_blocking(cancel, move |cancel| grep(&workspace, &args, limit, cancel)).await?;
+        Ok(reply::finish(call, env, reply))
+    }
+}
+
+/// Which files the `glob` argument keeps.
+enum FileFilter {
+    All,
+    /// Matched against the file name (the pattern has no `/`).
+    Name(GlobMatcher),
+    /// Matched against the path relative to the search directory.
+    Path(GlobMatcher),
+}
+
+impl FileFilter {
+    fn new(glob: Option<&str>) -> Result<Self, String> {
+        let Some(glob) = glob else {
+            return Ok(Self::All);
+        };
+        let glob = without_dot_slash(glob);
+        let matcher = GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|error| format!("invalid glob {glob:?}: {}", error.kind()))?
+            .compile_matcher();
+        Ok(if glob.contains('/') {
+            Self::Path(matcher)
+        } else {
+            Self::Name(matcher)
+        })
+    }
+
+    fn keeps(&self, relative: &Path) -> bool {
+        match self {
+            Self::All => true,
+            Self::Name(matcher) => relative.file_name().is_some_and(|name| matcher.is_match(name)),
+            Self::Path(matcher) => matcher.is_match(relative),
+        }
+    }
+}
+
+fn grep(workspace: &Workspace, args: &Args, limit: usize, cancel: &CancellationToken) -> Reply {
+    let regex = RegexBuilder::new(&args.pattern)
+        .case_insensitive(args.case_insensitive)
+        .build()
+        .map_err(|error| format!("invalid regex {:?}: {error}", args.pattern))?;
+    let filter = FileFilter::new(args.glob.as_deref())?;
+    let given = args.path.as_deref().unwrap_or(".");
+    let target = workspace.confine_or_explain(given)?;
+    let meta = match std::fs::metadata(&target.resolved) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            return Err(format!("path not found: {given:?}"));
+        }
+        Err(error) => return Err(format!("cannot search {given:?}: {error}")),
+    };
+    let mut hits = Vec::new();
+    let mut stopped = false;
+    if meta.is_file() {
+        let display = target.relative.to_string_lossy().into_owned();
+        stopped = search_file(&target.resolved, &display, &regex, limit, &mut hits, cancel)
+            .map_err(|error| format!("cannot search {given:?}: {error}"))?;
+    } else if meta.is_dir() {
+        let Ok(entries) = walk::files(&target.resolved, cancel) else {
+            return Err("cancelled".to_owned());
+        };
+        for entry in entries
+            .iter()
+            .filter(|entry| entry.regular && filter.keeps(&entry.relative))
+        {
+            let display = walk::display(&target.relative, &entry.relative);
+            match search_file(&entry.path, &display, &regex, limit, &mut hits, cancel) {
+                Ok(true) => {
+                    stopped = true;
+                    break;
+                }
+                Ok(false) => {}
+                // A file that vanished or cannot be read is skipped, like a binary one.
+                Err(error) => tracing::debug!(path = %entry.path.display(), %error, "grep skipped a file"),
+            }
+        }
+    } else {
+        return Err(format!(
+            "cannot search {given:?}: it is not a regular file or directory"
+        ));
+    }
+    if cancel.is_cancelled() {
+        return Err("cancelled".to_owned());
+    }
+    if hits.is_empty() {
+        return Ok(format!("no matches for {:?} in {given:?}", args.pattern));
+    }
+    let mut out = hits.join("\n");
+    if stopped {
+        out.push_str(&format!(
+            "\n[stopped after {limit} matches; narrow the pattern, path or glob, or raise max_results (at most {MAX_MAX_RESULTS})]"
+        ));
+    }
+    Ok(out)
+}
+
+/// Appends the matching lines of one file to `hits` as `display:line:text`; a binary
+/// file (NUL in its head, or invalid UTF-8 anywhere) adds nothing. Returns whether
+/// `hits` reached `limit` with more matches left in this file.
+fn search_file(
+    path: &Path,
+    display: &str,
+    regex: &Regex,
+    limit: usize,
+    hits: &mut Vec<String>,
+    cancel: &CancellationToken,
+) -> io::Result<bool> {
+    let mut file = open_for_reading(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok(false);
+    }
+    let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
+    (&mut file)
+        .take(BINARY_PROBE_BYTES as u64)
+        .read_to_end(&mut head)?;
+    if head.contains(&0) {
+        return Ok(false);
+    }
+    let mut reader = BufReader::new(io::Cursor::new(head).chain(file));
+    let mut found = Vec::new();
+    let mut more_than_limit = false;
+    let mut line = Vec::new();
+    let mut line_no: u64 = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no.is_multiple_of(4096) && cancel.is_cancelled() {
+            return Ok(false);
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            return Ok(false);
+        };
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if more_than_limit || !regex.is_match(text) {
+            continue;
+        }
+        if hits.len() + found.len() == limit {
+            // Keep scanning only to be sure the file is text before its hits count.
+            more_than_limit = true;
+            continue;
+        }
+        found.push(format!("{display}:{line_no}:{text}"));
+    }
+    hits.append(&mut found);
+    Ok(more_than_limit)
+}

@@ -1,0 +1,115 @@
+//! `ListDir`: the entries of one directory, sorted, directories marked with `/`.
+
+use std::ffi::OsString;
+
+use async_trait::async_trait;
+use engine_core::{Environment, Tool, ToolError};
+use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use serde::Deserialize;
+
+use crate::blocking::run_blocking;
+use crate::confinement::Workspace;
+use crate::reply::{self, Reply};
+
+/// Entries listed before the count note.
+pub(crate) const MAX_ENTRIES: usize = 1_000;
+
+/// The `ListDir` tool (read-only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ListDir;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[async_trait]
+impl Tool for ListDir {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "ListDir",
+            "Lists one directory of the workspace (not recursive). `path` is relative to the \
+             workspace root (default: the root). One entry per line, sorted by name; \
+             directories end in `/`; a symlink is shown as `name -> target` and not followed. \
+             Hidden entries are included. At most 1000 entries, then a note with the total \
+             count. Use Glob to find files recursively.",
+        )
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default: the root."}
+            },
+            "additionalProperties": false
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let args: Args = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(reply::invalid_args(call, env, error)),
+        };
+        let workspace = Workspace::of(env)?;
+        let given = args.path.unwrap_or_else(|| ".".to_owned());
+        let reply = run_blocking(cancel, move |cancel| list(&workspace, &given, cancel)).await?;
+        Ok(reply::finish(call, env, reply))
+    }
+}
+
+fn list(workspace: &Workspace, given: &str, cancel: &CancellationToken) -> Reply {
+    let dir = workspace.confine_or_explain(given)?;
+    let read_dir = match std::fs::read_dir(&dir.resolved) {
+        Ok(read_dir) => read_dir,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("directory not found: {given:?}"));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(format!("{given:?} is not a directory; use Read to read a file"));
+        }
+        Err(error) => return Err(format!("cannot list {given:?}: {error}")),
+    };
+    let mut entries: Vec<(OsString, String)> = Vec::new();
+    for entry in read_dir {
+        if cancel.is_cancelled() {
+            return Err("cancelled".to_owned());
+        }
+        let entry = entry.map_err(|error| format!("cannot list {given:?}: {error}"))?;
+        let name = entry.file_name();
+        let shown = name.to_string_lossy().into_owned();
+        // `file_type` does not follow symlinks.
+        let line = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => format!("{shown}/"),
+            Ok(kind) if kind.is_symlink() => match std::fs::read_link(entry.path()) {
+                Ok(target) => format!("{shown} -> {}", target.to_string_lossy()),
+                Err(_) => format!("{shown} -> ?"),
+            },
+            _ => shown,
+        };
+        entries.push((name, line));
+    }
+    if entries.is_empty() {
+        return Ok("(empty directory)".to_owned());
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let total = entries.len();
+    let mut out = entries
+        .into_iter()
+        .take(MAX_ENTRIES)
+        .map(|(_, line)| line)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if total > MAX_ENTRIES {
+        out.push_str(&format!("\n[{MAX_ENTRIES} of {total} entries shown]"));
+    }
+    Ok(out)
+}

@@ -1,0 +1,360 @@
+//! `Read`: a window of a text file's lines, each prefixed with its number and a tab.
+
+use std::fs::File;
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+
+use async_trait::async_trait;
+use engine_core::{Environment, Tool, ToolError};
+use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use serde::Deserialize;
+
+use crate::blocking::run_blocking;
+use crate::confinement::Workspace;
+use crate::reply::{self, Reply};
+
+/// Lines returned when the call gives no `limit`.
+pub(crate) const DEFAULT_LIMIT: u64 = 2_000;
+/// The head of a file searched for a NUL byte (the binary test).
+pub(crate) const BINARY_PROBE_BYTES: usize = 8 * 1024;
+/// Read buffer size.
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The `Read` tool (read-only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Read;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for Read {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "Read",
+            "Reads a text file from the workspace. `path` is relative to the workspace root \
+             (an absolute path must lie inside it). Returns the lines prefixed with their \
+             1-based number and a tab. `offset` is the first line to show (1-based, default \
+             1) and `limit` the number of lines (default 2000); a note says how to read \
+             further when lines remain. Binary files (a NUL byte in the first 8 KiB, or \
+             invalid UTF-8) are refused with their size; for a directory use ListDir. Output \
+             is capped; text beyond the cap is cut with a truncation marker.",
+        )
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines. Default 2000."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let args: Args = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(reply::invalid_args(call, env, error)),
+        };
+        let offset = args.offset.unwrap_or(1);
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+        if offset == 0 {
+            return Ok(reply::fail(
+                call,
+                env,
+                "offset is 1-based: use 1 for the first line".to_owned(),
+            ));
+        }
+        if limit == 0 {
+            return Ok(reply::fail(call, env, "limit must be at least 1".to_owned()));
+        }
+        let workspace = Workspace::of(env)?;
+        let cap = env.output_cap().max_bytes();
+        let reply = run_blocking(cancel, move |cancel| {
+            read_window(&workspace, &args.path, offset, limit, cap, cancel)
+        })
+        .await?;
+        Ok(reply::finish(call, env, reply))
+    }
+}
+
+/// Reads lines `offset..offset + limit` of the file at `given`.
+fn read_window(
+    workspace: &Workspace,
+    given: &str,
+    offset: u64,
+    limit: u64,
+    cap: usize,
+    cancel: &CancellationToken,
+) -> Reply {
+    let confined = workspace.confine_or_explain(given)?;
+    let file = match open_for_reading(&confined.resolved) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("file not found: {given:?}"));
+        }
+        Err(error) => return Err(format!("cannot read {given:?}: {error}")),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|error| format!("cannot read {given:?}: {error}"))?;
+    if meta.is_dir() {
+        return Err(format!(
+            "{given:?} is a directory, not a file; use ListDir to list its entries"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("cannot read {given:?}: it is not a regular file"));
+    }
+    let window = Window::new(offset, limit, cap);
+    let scanned = scan(file, window, cancel).map_err(|error| format!("cannot read {given:?}: {error}"))?;
+    let Scanned::Text(window) = scanned else {
+        return Err(format!(
+            "{given:?} is a binary file ({} bytes); Read shows text files only",
+            meta.len()
+        ));
+    };
+    window.render(given)
+}
+
+/// Opens `path` for reading with `O_NONBLOCK`, so a FIFO cannot block the open; the
+/// caller checks the type on the open file.
+pub(crate) fn open_for_reading(path: &std::path::Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// What a scan found.
+enum Scanned {
+    Text(Window),
+    Binary,
+}
+
+/// The lines being collected, and what the scan learnt about the whole file.
+struct Window {
+    offset: u64,
+    limit: u64,
+    cap: usize,
+    out: String,
+    /// Bytes of the line being read, when it is inside the window.
+    current: Vec<u8>,
+    /// The 1-based number of the line being read.
+    line_no: u64,
+    /// Whether the line being read has any byte yet.
+    pending: bool,
+    /// Whether `out` passed the cap (later lines are only counted).
+    full: bool,
+    total_lines: u64,
+}
+
+impl Window {
+    fn new(offset: u64, limit: u64, cap: usize) -> Self {
+        Self {
+            offset,
+            limit,
+            cap,
+            out: String::new(),
+            current: Vec::new(),
+            line_no: 1,
+            pending: false,
+            full: false,
+            total_lines: 0,
+        }
+    }
+
+    fn in_window(&self) -> bool {
+        self.line_no >= self.offset && self.line_no - self.offset < self.limit && !self.full
+    }
+
+    /// Feeds a piece of the file.
+    fn feed(&mut self, chunk: &[u8]) {
+        for segment in chunk.split_inclusive(|byte| *byte == b'\n') {
+            let (body, ends_line) = match segment.split_last() {
+                Some((b'\n', body)) => (body, true),
+                _ => (segment, false),
+            };
+            if self.in_window() {
+                // Never hold more than the cap can show, even for one giant line.
+                let room = (self.cap + 4).saturating_sub(self.out.len() + self.current.len());
+                self.current.extend_from_slice(&body[..body.len().min(room)]);
+            }
+            self.pending = self.pending || !body.is_empty() || ends_line;
+            if ends_line {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.in_window() {
+            self.out.push_str(&self.line_no.to_string());
+            self.out.push('\t');
+            self.out.push_str(&String::from_utf8_lossy(&self.current));
+            self.out.push('\n');
+            if self.out.len() > self.cap {
+                self.full = true;
+            }
+        }
+        self.current.clear();
+        self.total_lines = self.line_no;
+        self.line_no += 1;
+        self.pending = false;
+    }
+
+    fn finish(&mut self) {
+        if self.pending {
+            self.end_line();
+        }
+    }
+
+    fn render(mut self, given: &str) -> Reply {
+        if self.total_lines == 0 {
+            return Ok("(empty file)".to_owned());
+        }
+        if self.offset > self.total_lines {
+            return Err(format!(
+                "offset {} is past the end of {given:?}, which has {} lines",
+                self.offset, self.total_lines
+            ));
+        }
+        if self.out.ends_with('\n') {
+            self.out.pop();
+        }
+        let last_shown = self.offset.saturating_add(self.limit - 1).min(self.total_lines);
+        if last_shown < self.total_lines && !self.full {
+            self.out.push_str(&format!(
+                "\n[showing lines {}-{last_shown} of {}; use offset={} to read more]",
+                self.offset,
+                self.total_lines,
+                last_shown + 1
+            ));
+        }
+        Ok(self.out)
+    }
+}
+
+/// Reads the whole file once: the binary test (a NUL in the head, invalid UTF-8
+/// anywhere), the line count and the window's lines.
+fn scan(mut file: File, mut window: Window, cancel: &CancellationToken) -> std::io::Result<Scanned> {
+    let mut buf = vec![0_u8; CHUNK_BYTES];
+    let mut utf8 = Utf8Check::default();
+    let mut seen: usize = 0;
+    loop {
+        if cancel.is_cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        let chunk = &buf[..n];
+        if seen < BINARY_PROBE_BYTES {
+            let probe = &chunk[..n.min(BINARY_PROBE_BYTES - seen)];
+            if probe.contains(&0) {
+                return Ok(Scanned::Binary);
+            }
+        }
+        seen = seen.saturating_add(n);
+        if !utf8.feed(chunk) {
+            return Ok(Scanned::Binary);
+        }
+        window.feed(chunk);
+    }
+    if !utf8.finish() {
+        return Ok(Scanned::Binary);
+    }
+    window.finish();
+    Ok(Scanned::Text(window))
+}
+
+/// Streaming UTF-8 validation: an incomplete sequence at a chunk's end is carried over.
+#[derive(Default)]
+pub(crate) struct Utf8Check {
+    carry: Vec<u8>,
+}
+
+impl Utf8Check {
+    /// Whether everything so far is valid (or a valid prefix).
+    pub(crate) fn feed(&mut self, chunk: &[u8]) -> bool {
+        let joined;
+        let data = if self.carry.is_empty() {
+            chunk
+        } else {
+            let mut bytes = std::mem::take(&mut self.carry);
+            bytes.extend_from_slice(chunk);
+            joined = bytes;
+            &joined[..]
+        };
+        match std::str::from_utf8(data) {
+            Ok(_) => true,
+            Err(error) if error.error_len().is_none() => {
+                self.carry = data[error.valid_up_to()..].to_vec();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the input ended on a complete character.
+    pub(crate) fn finish(&self) -> bool {
+        self.carry.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_check_accepts_a_character_split_across_chunks() {
+        let text = "aé€😀".as_bytes();
+        for split in 0..=text.len() {
+            let mut check = Utf8Check::default();
+            assert!(check.feed(&text[..split]));
+            assert!(check.feed(&text[split..]));
+            assert!(check.finish(), "split at {split}");
+        }
+    }
+
+    #[test]
+    fn utf8_check_rejects_invalid_and_truncated_input() {
+        let mut check = Utf8Check::default();
+        assert!(!check.feed(b"ok\xffno"));
+        let mut check = Utf8Check::default();
+        assert!(check.feed(&"é".as_bytes()[..1]));
+        assert!(!check.finish());
+    }
+
+    #[test]
+    fn window_numbers_lines_and_notes_the_rest() {
+        let mut window = Window::new(2, 2, 1_000);
+        window.feed(b"one\ntwo\nthr");
+        window.feed(b"ee\nfour");
+        window.finish();
+        assert_eq!(
+            window.render("f").unwrap(),
+            "2\ttwo\n3\tthree\n[showing lines 2-3 of 4; use offset=4 to read more]"
+        );
+    }
+}

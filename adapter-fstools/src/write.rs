@@ -1,0 +1,77 @@
+//! `Write`: creates or replaces a file atomically, keeping existing permission bits.
+
+use async_trait::async_trait;
+use engine_core::{Environment, Tool, ToolError};
+use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use serde::Deserialize;
+
+use crate::atomic_write::{Written, write_file};
+use crate::blocking::run_blocking;
+use crate::confinement::Workspace;
+use crate::reply::{self, Reply};
+
+/// The `Write` tool (mutating).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Write;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+#[async_trait]
+impl Tool for Write {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "Write",
+            "Writes a file in the workspace, replacing it whole if it exists. `path` is \
+             relative to the workspace root (an absolute path must lie inside it); missing \
+             parent directories are created. The replacement is atomic (a temp file renamed \
+             over the target) and keeps an existing file's permission bits; a symlink is \
+             followed only while it stays inside the workspace. Returns the number of bytes \
+             written. To change part of a file, prefer Edit.",
+        )
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let args: Args = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(reply::invalid_args(call, env, error)),
+        };
+        let workspace = Workspace::of(env)?;
+        let reply = run_blocking(cancel, move |_| write(&workspace, &args.path, &args.content)).await?;
+        Ok(reply::finish(call, env, reply))
+    }
+}
+
+fn write(workspace: &Workspace, given: &str, content: &str) -> Reply {
+    let confined = workspace.confine_or_explain(given)?;
+    let written =
+        write_file(&confined.resolved, content.as_bytes()).map_err(|error| error.message(given, "write"))?;
+    let bytes = content.len();
+    let unit = if bytes == 1 { "byte" } else { "bytes" };
+    Ok(match written {
+        Written::Created => format!("wrote {bytes} {unit} to {given} (new file)"),
+        Written::Replaced => format!("wrote {bytes} {unit} to {given} (replaced)"),
+    })
+}

@@ -1,0 +1,188 @@
+//! The offline model: [`MockProvider`] for `--mock` (one canned answer) and
+//! `--mock-script` (a [`MockScript`] replayed per session).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine_ports::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message};
+use futures::StreamExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::mock_script::{MockEnding, MockScript, MockTurn, ScriptError};
+
+/// The answer of `--mock`: no real model is configured, and how to pick one.
+pub const MOCK_NOT_CONFIGURED_TEXT: &str = "No real model is configured: this answer comes from the built-in \
+mock model (--mock). To talk to a real model, pick a provider with --provider openai-chat or --provider \
+anthropic (the key comes from OPENAI_API_KEY or ANTHROPIC_API_KEY; --base-url and --model are optional), or \
+replay a scripted conversation with --mock-script FILE.";
+
+/// The final answer once a script has run out of turns.
+pub const MOCK_SCRIPT_EXHAUSTED_TEXT: &str =
+    "The mock script is exhausted: every scripted turn has been played, so this conversation ends here.";
+
+/// Most text deltas one scripted text is streamed in.
+const MAX_TEXT_DELTAS: usize = 4;
+
+/// A model that needs no network: a canned answer, or a script.
+///
+/// Shared by every session: the turn a request gets is the number of assistant
+/// messages already in its conversation, so each session replays the script from its
+/// first turn. Once the script runs out, every further request gets a final text turn
+/// ([`MOCK_SCRIPT_EXHAUSTED_TEXT`]).
+#[derive(Clone, Debug)]
+pub struct MockProvider {
+    script: Option<Arc<MockScript>>,
+}
+
+impl MockProvider {
+    /// `--mock`: every request gets [`MOCK_NOT_CONFIGURED_TEXT`].
+    pub fn canned() -> Self {
+        Self { script: None }
+    }
+
+    /// `--mock-script`: plays `script`.
+    pub fn scripted(script: MockScript) -> Self {
+        Self {
+            script: Some(Arc::new(script)),
+        }
+    }
+
+    /// Reads, validates and plays the script at `path`.
+    ///
+    /// # Errors
+    /// [`ScriptError`] naming the file and the turn at fault.
+    pub fn from_script_file(path: impl AsRef<std::path::Path>) -> Result<Self, ScriptError> {
+        MockScript::from_file(path).map(Self::scripted)
+    }
+
+    /// The turn a request gets.
+    fn turn_for(&self, request: &LlmRequest) -> MockTurn {
+        let Some(script) = &self.script else {
+            return MockTurn::text(MOCK_NOT_CONFIGURED_TEXT);
+        };
+        let index = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        script
+            .turns()
+            .get(index)
+            .cloned()
+            .unwrap_or_else(|| MockTurn::text(MOCK_SCRIPT_EXHAUSTED_TEXT))
+    }
+}
+
+#[async_trait]
+impl LlmProvider for MockProvider {
+    /// Scripts can hold anything, so every part kind is accepted.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            image: true,
+            audio: true,
+            pdf: true,
+        }
+    }
+
+    async fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> Result<ChunkStream, LlmError> {
+        let turn = self.turn_for(&request);
+        if let Some(error) = turn.start_error {
+            return Err(error);
+        }
+        Ok(play(turn, cancel))
+    }
+}
+
+/// Splits `text` into at most [`MAX_TEXT_DELTAS`] pieces at whitespace.
+pub(crate) fn text_deltas(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(char::is_whitespace).collect();
+    if words.is_empty() {
+        return Vec::new();
+    }
+    let pieces = words.len().min(MAX_TEXT_DELTAS);
+    (0..pieces)
+        .map(|piece| {
+            let start = piece * words.len() / pieces;
+            let end = (piece + 1) * words.len() / pieces;
+            words[start..end].concat()
+        })
+        .collect()
+}
+
+struct Player {
+    delay: Option<std::time::Duration>,
+    items: VecDeque<Chunk>,
+    ending: Option<MockEnding>,
+    cancel: CancellationToken,
+}
+
+impl Player {
+    async fn next(&mut self) -> Option<Result<Chunk, LlmError>> {
+        if let Some(delay) = self.delay.take().filter(|d| !d.is_zero()) {
+            tokio::select! {
+                () = self.cancel.cancelled() => return self.cancelled(),
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+        if self.ending.is_some() && self.cancel.is_cancelled() {
+            return self.cancelled();
+        }
+        if let Some(chunk) = self.items.pop_front() {
+            return Some(Ok(chunk));
+        }
+        match self.ending.take()? {
+            MockEnding::Done => Some(Ok(Chunk::Done)),
+            MockEnding::Error(error) => Some(Err(error)),
+            MockEnding::Hang => {
+                self.cancel.cancelled().await;
+                Some(Err(LlmError::Cancelled))
+            }
+        }
+    }
+
+    fn cancelled(&mut self) -> Option<Result<Chunk, LlmError>> {
+        self.items.clear();
+        self.ending = None;
+        Some(Err(LlmError::Cancelled))
+    }
+}
+
+fn play(turn: MockTurn, cancel: CancellationToken) -> ChunkStream {
+    let mut items: VecDeque<Chunk> = text_deltas(&turn.text).into_iter().map(Chunk::Text).collect();
+    items.extend(turn.tool_calls.into_iter().map(Chunk::ToolCall));
+    items.extend(turn.usage.map(Chunk::Usage));
+    let player = Player {
+        delay: Some(turn.delay),
+        items,
+        ending: Some(turn.ending),
+        cancel,
+    };
+    futures::stream::unfold(player, |mut player| async move {
+        player.next().await.map(|item| (item, player))
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_streams_in_a_few_deltas() {
+        assert_eq!(text_deltas(""), Vec::<String>::new());
+        assert_eq!(text_deltas("done"), vec!["done"]);
+        assert_eq!(text_deltas("hello world"), vec!["hello ", "world"]);
+        let long = "one two three four five six seven eight nine";
+        let deltas = text_deltas(long);
+        assert_eq!(deltas.len(), 4);
+        assert_eq!(deltas.concat(), long);
+    }
+
+    #[test]
+    fn the_canned_text_names_the_three_model_flags() {
+        for flag in ["--mock", "--mock-script", "--provider"] {
+            assert!(MOCK_NOT_CONFIGURED_TEXT.contains(flag), "{flag}");
+        }
+    }
+}

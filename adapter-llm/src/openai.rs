@@ -1,0 +1,528 @@
+//! `openai-chat`: OpenAI-compatible chat completions (`POST <base>/chat/completions`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine_ports::{
+    Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolResult, Usage,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HttpProviderConfig, ProviderKind};
+use crate::names::NameMap;
+use crate::sse::SseEvent;
+use crate::transport::{Decoder, Failure, HttpCore, Step};
+
+/// An OpenAI-compatible chat completions provider.
+///
+/// Sends `stream: true` with `stream_options.include_usage`, advertises tools as
+/// function specs under D6 wire names, and assembles streamed tool-call fragments by
+/// `index` into whole calls (D12), emitted in index order at `finish_reason` or
+/// `[DONE]` with their argument text verbatim.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatProvider {
+    core: Arc<HttpCore>,
+}
+
+impl OpenAiChatProvider {
+    /// A provider with `config` (base URL ending in `/v1`, default
+    /// `https://api.openai.com/v1`; model default `gpt-5`).
+    ///
+    /// # Errors
+    /// [`LlmError::Config`] for a base URL that is not http(s), a key that cannot be
+    /// a header value, or an HTTP client that cannot be built.
+    pub fn new(config: HttpProviderConfig) -> Result<Self, LlmError> {
+        let key = format!("Bearer {}", config.api_key.expose());
+        let core = HttpCore::new(
+            ProviderKind::OpenAiChat,
+            config,
+            "/chat/completions",
+            vec![("authorization", key)],
+        )?;
+        Ok(Self { core: Arc::new(core) })
+    }
+}
+
+#[async_trait]
+impl LlmProvider for OpenAiChatProvider {
+    /// Chat-completions `tool` messages carry text only.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
+    async fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> Result<ChunkStream, LlmError> {
+        let who = self.core.who(&request.model);
+        let names = NameMap::for_request(&request).map_err(|collision| who.config(collision.to_string()))?;
+        let body = request_body(&request, &who.model, &names, self.core.streaming);
+        let bytes = serde_json::to_vec(&body).map_err(|error| who.config(error.to_string()))?;
+        let decoder = OpenAiDecoder::new(names);
+        self.core.exchange(who, bytes, decoder, cancel).await
+    }
+}
+
+/// The request JSON.
+pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, streaming: bool) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in &request.messages {
+        messages.push(match message {
+            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::Assistant { text, tool_calls } => assistant_message(text, tool_calls, names),
+            Message::Tool { result } => json!({
+                "role": "tool",
+                "tool_call_id": result.call_id().as_str(),
+                "content": tool_text(result),
+            }),
+        });
+    }
+    let mut body = json!({"model": model, "messages": messages});
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|spec| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": names.encode(spec.name()),
+                        "description": spec.description(),
+                        "parameters": spec
+                            .schema()
+                            .cloned()
+                            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    }
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if streaming {
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    body
+}
+
+fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|call| {
+                json!({
+                    "id": call.id().as_str(),
+                    "type": "function",
+                    "function": {
+                        "name": names.encode(call.name()),
+                        "arguments": if call.args().trim().is_empty() { "{}" } else { call.args() },
+                    }
+                })
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
+    }
+    message
+}
+
+/// What a `tool` message says: the parts' text projection, else the summary.
+fn tool_text(result: &ToolResult) -> String {
+    let projection = result.text_projection();
+    if projection.is_empty() {
+        result.content().to_owned()
+    } else {
+        projection
+    }
+}
+
+/// Assembles chat-completion chunks into [`Chunk`]s.
+#[derive(Debug)]
+pub(crate) struct OpenAiDecoder {
+    names: NameMap,
+    calls: BTreeMap<u64, PartialCall>,
+    finished: bool,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    args: String,
+}
+
+#[derive(Deserialize)]
+struct StreamChunk {
+    #[serde(default)]
+    choices: Vec<StreamChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct StreamChoice {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Vec<WholeChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WholeChoice {
+    #[serde(default)]
+    index: u64,
+    message: WholeMessage,
+}
+
+#[derive(Deserialize)]
+struct WholeMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WholeCall>>,
+}
+
+#[derive(Deserialize)]
+struct WholeCall {
+    #[serde(default)]
+    id: Option<String>,
+    function: FunctionDelta,
+}
+
+/// Argument text as sent: a string verbatim, any other JSON as its text.
+fn arguments_text(value: Option<Value>) -> String {
+    match value {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text,
+        Some(other) => other.to_string(),
+    }
+}
+
+fn push_text(out: &mut Vec<Chunk>, text: Option<String>, reasoning: bool) {
+    if let Some(text) = text.filter(|t| !t.is_empty()) {
+        out.push(if reasoning {
+            Chunk::Reasoning(text)
+        } else {
+            Chunk::Text(text)
+        });
+    }
+}
+
+impl OpenAiDecoder {
+    pub(crate) fn new(names: NameMap) -> Self {
+        Self {
+            names,
+            calls: BTreeMap::new(),
+            finished: false,
+        }
+    }
+
+    /// Emits the assembled calls in index order.
+    fn flush(&mut self, out: &mut Vec<Chunk>) {
+        for (_, call) in std::mem::take(&mut self.calls) {
+            out.push(Chunk::ToolCall(ToolCall::new(
+                call.id,
+                self.names.decode(&call.name),
+                call.args,
+            )));
+        }
+    }
+
+    fn absorb(&mut self, fragments: Vec<ToolCallDelta>) {
+        for (position, fragment) in fragments.into_iter().enumerate() {
+            let index = fragment.index.unwrap_or(position as u64);
+            let call = self.calls.entry(index).or_default();
+            if let Some(id) = fragment.id.filter(|id| !id.is_empty())
+                && call.id.is_empty()
+            {
+                call.id = id;
+            }
+            if let Some(function) = fragment.function {
+                if let Some(name) = function.name.filter(|n| !n.is_empty())
+                    && call.name.is_empty()
+                {
+                    call.name = name;
+                }
+                call.args.push_str(&arguments_text(function.arguments));
+            }
+        }
+    }
+}
+
+impl Decoder for OpenAiDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut Vec<Chunk>) -> Result<Step, Failure> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.flush(out);
+            return Ok(Step::Complete);
+        }
+        if data.is_empty() {
+            return Ok(Step::Continue);
+        }
+        let chunk: StreamChunk = serde_json::from_str(data).map_err(|error| {
+            Failure::Protocol(format!("a chunk is not valid JSON ({error}): {data:.200}"))
+        })?;
+        if let Some(error) = chunk.error {
+            return Err(Failure::Provider {
+                message: crate::transport::provider_message(json!({ "error": error }).to_string().as_bytes()),
+                retryable: false,
+            });
+        }
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            let delta = choice.delta.unwrap_or_default();
+            push_text(out, delta.reasoning_content.or(delta.reasoning), true);
+            push_text(out, delta.content, false);
+            push_text(out, delta.refusal, false);
+            if let Some(fragments) = delta.tool_calls {
+                self.absorb(fragments);
+            }
+            if choice.finish_reason.is_some() {
+                self.finished = true;
+                self.flush(out);
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            out.push(Chunk::Usage(Usage::new(
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            )));
+        }
+        Ok(Step::Continue)
+    }
+
+    fn end(&mut self, out: &mut Vec<Chunk>) -> Result<(), Failure> {
+        if self.finished {
+            self.flush(out);
+            return Ok(());
+        }
+        Err(Failure::Protocol(
+            "the stream ended before finish_reason or [DONE]: the answer is incomplete".to_owned(),
+        ))
+    }
+
+    fn whole(&mut self, body: &[u8], out: &mut Vec<Chunk>) -> Result<(), Failure> {
+        let completion: Completion = serde_json::from_slice(body).map_err(|error| {
+            Failure::Protocol(format!(
+                "the answer is not a chat completion ({error}): {:.200}",
+                String::from_utf8_lossy(body)
+            ))
+        })?;
+        let Some(choice) = completion.choices.into_iter().find(|c| c.index == 0) else {
+            return Err(Failure::Protocol("the answer has no choices".to_owned()));
+        };
+        let message = choice.message;
+        push_text(out, message.reasoning_content.or(message.reasoning), true);
+        push_text(out, message.content, false);
+        push_text(out, message.refusal, false);
+        for call in message.tool_calls.unwrap_or_default() {
+            out.push(Chunk::ToolCall(ToolCall::new(
+                call.id.unwrap_or_default(),
+                self.names
+                    .decode(call.function.name.as_deref().unwrap_or_default()),
+                arguments_text(call.function.arguments),
+            )));
+        }
+        if let Some(usage) = completion.usage {
+            out.push(Chunk::Usage(Usage::new(
+                usage.prompt_tokens,
+                usage.completion_tokens,
+            )));
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.calls.clear();
+        self.finished = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(json: &str) -> SseEvent {
+        SseEvent {
+            event: String::new(),
+            data: json.to_owned(),
+        }
+    }
+
+    fn decode(events: &[&str]) -> (Vec<Chunk>, Result<Step, Failure>) {
+        let names = NameMap::from_names(["add", "a.b"]).unwrap();
+        let mut decoder = OpenAiDecoder::new(names);
+        let mut out = Vec::new();
+        let mut last = Ok(Step::Continue);
+        for event in events {
+            last = decoder.event(data(event), &mut out);
+            if last.is_err() {
+                break;
+            }
+        }
+        (out, last)
+    }
+
+    #[test]
+    fn fragments_assemble_by_index_in_order() {
+        let (out, last) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"other","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"add","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":": 2}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(last, Ok(Step::Complete));
+        assert_eq!(
+            out,
+            vec![
+                Chunk::ToolCall(ToolCall::new("c1", "add", "{\"a\": 2}")),
+                Chunk::ToolCall(ToolCall::new("c2", "other", "{}")),
+                Chunk::Usage(Usage::new(7, 3)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_without_markers_is_incomplete() {
+        let names = NameMap::default();
+        let mut decoder = OpenAiDecoder::new(names);
+        let mut out = Vec::new();
+        decoder
+            .event(
+                data(r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#),
+                &mut out,
+            )
+            .unwrap();
+        assert!(matches!(decoder.end(&mut out), Err(Failure::Protocol(_))));
+        decoder
+            .event(
+                data(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#),
+                &mut out,
+            )
+            .unwrap();
+        assert_eq!(decoder.end(&mut out), Ok(()));
+        assert_eq!(out, vec![Chunk::Text("hi".to_owned())]);
+    }
+
+    #[test]
+    fn error_chunks_and_bad_json_fail() {
+        let (_, last) = decode(&[r#"{"error":{"message":"boom","type":"server_error"}}"#]);
+        assert!(
+            matches!(&last, Err(Failure::Provider { message, .. }) if message.contains("boom")),
+            "{last:?}"
+        );
+        let (_, last) = decode(&["{not json"]);
+        assert!(matches!(last, Err(Failure::Protocol(_))));
+    }
+
+    #[test]
+    fn requests_map_history_and_encode_names() {
+        let names = NameMap::from_names(["mcp__x__a.b"]).unwrap();
+        let request = LlmRequest {
+            model: String::new(),
+            system: "be brief".to_owned(),
+            messages: vec![
+                Message::User {
+                    text: "hi".to_owned(),
+                },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall::new("c1", "mcp__x__a.b", "")],
+                },
+                Message::Tool {
+                    result: ToolResult::error("c1", "nope"),
+                },
+            ],
+            tools: vec![engine_ports::ToolSpec::new("mcp__x__a.b", "does a.b")],
+        };
+        let body = request_body(&request, "m", &names, true);
+        let wire = crate::names::wire_name("mcp__x__a.b");
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["name"],
+            json!(wire)
+        );
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{}")
+        );
+        assert_eq!(
+            body["messages"][3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "nope"})
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], json!(wire));
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            json!({"type": "object", "properties": {}})
+        );
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        assert!(request_body(&request, "m", &names, false).get("stream").is_none());
+    }
+}

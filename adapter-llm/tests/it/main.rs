@@ -1,0 +1,14 @@
+//! Integration tests of the LLM providers: the mock, the HTTP providers against
+//! recorded fixtures and against the real fakellm server, and D6 end to end.
+
+// Test code: helpers outside `#[test]` functions fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod anthropic;
+mod conformance;
+mod d6;
+mod fakellm;
+mod mock;
+mod openai;
+mod retry;
+mod support;

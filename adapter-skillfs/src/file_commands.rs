@@ -1,0 +1,254 @@
+//! [`FileCommandSource`]: slash-command templates from `*.md` files, re-read on every
+//! call.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use engine_ports::{
+    CommandBody, CommandError, CommandInfo, CommandSource, Diagnostic, Diagnostics, valid_command_name,
+};
+
+use crate::tiers::{HostEnv, ProjectTrust, non_empty};
+
+/// Longest listed description, in chars (`…` included).
+pub const COMMAND_DESCRIPTION_CHARS: usize = 80;
+
+/// What the operator asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandDirsOptions {
+    /// `--commands-dir` (used whatever the trust decision).
+    pub commands_dir: Option<PathBuf>,
+    /// The workspace root; empty means none.
+    pub workspace: PathBuf,
+    /// The trust decision (gates the project command directories).
+    pub trust: ProjectTrust,
+}
+
+/// The workspace's project command directories: `<ws>/.mecatl/commands`, then
+/// `<ws>/.claude/commands`.
+pub fn project_command_dirs(workspace: &Path) -> [PathBuf; 2] {
+    [
+        workspace.join(".mecatl/commands"),
+        workspace.join(".claude/commands"),
+    ]
+}
+
+/// Command templates from files: `/name` reads `<dir>/<name>.md` from the first
+/// directory that has it. Directories, in order: `--commands-dir`, then (only when
+/// the workspace is trusted) `<ws>/.mecatl/commands` and `<ws>/.claude/commands`.
+///
+/// Nothing is cached: every expansion and every listing reads the files again.
+/// Bodies are the files' text, verbatim (frontmatter included: the expander strips
+/// it), so a file template expands byte-identically to the same template from any
+/// other source. Reads run on Tokio's blocking pool (a Tokio runtime is needed).
+#[derive(Clone, Debug, Default)]
+pub struct FileCommandSource {
+    dirs: Vec<PathBuf>,
+}
+
+impl FileCommandSource {
+    /// The source for `options`, with the diagnostics of its construction (a WARN,
+    /// already logged, for each withheld project directory that exists).
+    pub fn new(options: &CommandDirsOptions, env: &HostEnv) -> (Self, Vec<Diagnostic>) {
+        let mut dirs = Vec::new();
+        let mut diagnostics = Diagnostics::new();
+        if let Some(dir) = options.commands_dir.as_deref().and_then(non_empty) {
+            dirs.push(env.absolute(&dir));
+        }
+        if let Some(workspace) = non_empty(&options.workspace) {
+            let project = project_command_dirs(&env.absolute(&workspace));
+            if options.trust.is_trusted() {
+                dirs.extend(project);
+            } else {
+                for dir in project.iter().filter(|dir| dir.exists()) {
+                    diagnostics.warn(format!(
+                        "project command directory {} withheld: the workspace is not trusted (pass --trust-project to use it)",
+                        dir.display()
+                    ));
+                }
+            }
+        }
+        (Self { dirs }, diagnostics.into_entries())
+    }
+
+    /// A source over exactly `dirs`, first winning.
+    pub fn from_dirs(dirs: Vec<PathBuf>) -> Self {
+        Self { dirs }
+    }
+
+    /// The directories consulted, in order.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+}
+
+#[async_trait]
+impl CommandSource for FileCommandSource {
+    async fn list_commands(&self) -> Result<Vec<CommandInfo>, CommandError> {
+        let dirs = self.dirs.clone();
+        tokio::task::spawn_blocking(move || list(&dirs))
+            .await
+            .map_err(|_| CommandError::List {
+                reason: "listing command files was interrupted".into(),
+            })
+    }
+
+    async fn command_body(&self, name: &str) -> Result<Option<CommandBody>, CommandError> {
+        if !valid_command_name(name) {
+            return Ok(None);
+        }
+        let dirs = self.dirs.clone();
+        let command = name.to_owned();
+        let failed = |reason: String| CommandError::Expand {
+            command: name.to_owned(),
+            reason,
+        };
+        let read = tokio::task::spawn_blocking(move || lookup(&dirs, &command))
+            .await
+            .map_err(|_| failed("reading the command file was interrupted".into()))?;
+        match read {
+            Ok(None) => Ok(None),
+            Ok(Some(bytes)) => match String::from_utf8(bytes) {
+                Ok(body) => Ok(Some(CommandBody {
+                    body,
+                    post: String::new(),
+                })),
+                Err(_) => Err(failed("the command file is not valid UTF-8".into())),
+            },
+            Err(kind) => Err(failed(format!("reading the command file failed: {kind}"))),
+        }
+    }
+}
+
+fn lookup(dirs: &[PathBuf], name: &str) -> Result<Option<Vec<u8>>, ErrorKind> {
+    let file = format!("{name}.md");
+    for dir in dirs {
+        match std::fs::read(dir.join(&file)) {
+            Ok(bytes) => return Ok(Some(bytes)),
+            Err(error) if error.kind() == ErrorKind::NotFound => {}
+            Err(error) => return Err(error.kind()),
+        }
+    }
+    Ok(None)
+}
+
+fn list(dirs: &[PathBuf]) -> Vec<CommandInfo> {
+    let mut found: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for dir in dirs {
+        let Ok(reader) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in reader.flatten() {
+            let path = entry.path();
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".md"))
+            else {
+                continue;
+            };
+            if !valid_command_name(name) || found.contains_key(name) {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            found.insert(name.to_owned(), describe(&text));
+        }
+    }
+    found
+        .into_iter()
+        .map(|(name, description)| CommandInfo { name, description })
+        .collect()
+}
+
+/// The listed description of a template: the frontmatter `description:` line's value
+/// (found by a line scan, surrounding quotes removed), or else the first non-blank
+/// body line; trimmed and cut to 80 chars, `…` included.
+pub fn describe(template: &str) -> String {
+    let text = template.strip_prefix('\u{FEFF}').unwrap_or(template);
+    let (frontmatter, body) = split_template(text);
+    let from_frontmatter = frontmatter.and_then(|block| {
+        block.lines().find_map(|line| {
+            let value = unquote(line.strip_prefix("description:")?.trim());
+            (!value.is_empty()).then_some(value)
+        })
+    });
+    let line = from_frontmatter.or_else(|| body.lines().map(str::trim).find(|l| !l.is_empty()));
+    cut_chars(line.unwrap_or_default().trim(), COMMAND_DESCRIPTION_CHARS)
+}
+
+/// The frontmatter block and body of a command template, under the command-template
+/// rules (the same the expander strips by): a block opens with `---\n`, `---\r\n` or
+/// is exactly `---`, and the next line equal to `---` (one trailing `\r` ignored)
+/// closes it. Without a closing line there is no block.
+fn split_template(text: &str) -> (Option<&str>, &str) {
+    let rest = if let Some(rest) = text.strip_prefix("---\n") {
+        rest
+    } else if let Some(rest) = text.strip_prefix("---\r\n") {
+        rest
+    } else {
+        return (None, text);
+    };
+    let mut start = 0;
+    loop {
+        let end = rest[start..].find('\n').map(|i| start + i);
+        let line = &rest[start..end.unwrap_or(rest.len())];
+        if line.strip_suffix('\r').unwrap_or(line) == "---" {
+            let body = end.map_or("", |e| &rest[e + 1..]);
+            return (Some(&rest[..start]), body);
+        }
+        match end {
+            Some(e) => start = e + 1,
+            None => return (None, text),
+        }
+    }
+}
+
+fn unquote(value: &str) -> &str {
+    for quote in ['"', '\''] {
+        if value.len() >= 2
+            && let Some(inner) = value.strip_prefix(quote).and_then(|v| v.strip_suffix(quote))
+        {
+            return inner.trim();
+        }
+    }
+    value
+}
+
+fn cut_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('\u{2026}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_come_from_frontmatter_or_the_first_line() {
+        assert_eq!(
+            describe("---\ndescription: Review a pull request\n---\nx"),
+            "Review a pull request"
+        );
+        assert_eq!(describe("---\ndescription: \"Quoted\"\n---\nx"), "Quoted");
+        assert_eq!(
+            describe("---\ntitle: t\n---\n\n  first line  \nsecond"),
+            "first line"
+        );
+        assert_eq!(
+            describe("\n\nFix the failing test in $1\n"),
+            "Fix the failing test in $1"
+        );
+        assert_eq!(describe("---\r\ndescription: crlf\r\n---\r\nx"), "crlf");
+        assert_eq!(describe(""), "");
+        let long = describe(&"é".repeat(100));
+        assert_eq!(long.chars().count(), 80);
+        assert!(long.ends_with('\u{2026}'));
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests of engine-core through its public API: catalog, disclosure,
+//! dispatcher and the agent loop (the scenarios of the core spec), plus property
+//! tests of the dispatcher.
+
+// Tests fail loudly by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod catalog;
+mod disclosure;
+mod dispatcher;
+mod engine_loop;
+mod properties;
+mod support;

@@ -1,0 +1,10 @@
+//! The `Skill` and `SkillDraft` tools and the slash-command machinery, driven through
+//! their public API (and the `Engine` where the spec speaks of turns and sessions).
+//! Scenario numbers are those of the skills spec (§7).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod commands;
+mod skill_draft;
+mod skill_tool;
+mod support;

@@ -1,0 +1,152 @@
+//! The serialized forms other programs rely on: D11 events and audit records.
+
+use std::time::{Duration, SystemTime};
+
+use engine_ports::{
+    ContentPart, Event, EventKind, HookAction, HookPhase, PermissionMode, SessionId, StopReason, ToolCall,
+    ToolCallRecord, ToolResult, Usage, Verdict,
+};
+
+fn json(event: &Event) -> String {
+    serde_json::to_string(event).unwrap()
+}
+
+#[test]
+fn events_are_flat_json_tagged_by_type() {
+    let call = Event {
+        seq: 3,
+        time: None,
+        kind: EventKind::ToolCall {
+            call_id: "c1".into(),
+            name: "Read".to_owned(),
+            args: serde_json::json!({"path": "README.md"}),
+        },
+    };
+    assert_eq!(
+        json(&call),
+        r#"{"seq":3,"type":"tool.call","call_id":"c1","name":"Read","args":{"path":"README.md"}}"#
+    );
+    let result = Event {
+        seq: 9,
+        time: Some("2026-11-30T09:55:35.123456Z".to_owned()),
+        kind: EventKind::Result {
+            stop: StopReason::EndTurn,
+            text: "done".to_owned(),
+            usage: Usage::new(15, 5),
+            turns: 2,
+            tool_calls: 1,
+            error: None,
+        },
+    };
+    assert_eq!(
+        json(&result),
+        r#"{"seq":9,"time":"2026-11-30T09:55:35.123456Z","type":"result","stop":"end_turn","text":"done","usage":{"input_tokens":15,"output_tokens":5},"turns":2,"tool_calls":1}"#
+    );
+    let verdict = Event {
+        seq: 4,
+        time: None,
+        kind: EventKind::PermissionVerdict {
+            ask_id: "ask-1-1".to_owned(),
+            call_id: "c1".into(),
+            verdict: Verdict::AllowAlways,
+        },
+    };
+    assert_eq!(
+        json(&verdict),
+        r#"{"seq":4,"type":"permission.verdict","ask_id":"ask-1-1","call_id":"c1","verdict":"allow_always"}"#
+    );
+}
+
+#[test]
+fn every_event_kind_round_trips_and_unknown_types_fail() {
+    let kinds = vec![
+        EventKind::SessionInit {
+            session_id: SessionId::from("team/lead"),
+            mode: PermissionMode::Plan,
+            model: "m".to_owned(),
+            tools: vec!["Read".to_owned()],
+        },
+        EventKind::TurnStart { turn: 1 },
+        EventKind::MessageDelta {
+            text: "hi".to_owned(),
+        },
+        EventKind::ReasoningDelta {
+            text: "hm".to_owned(),
+        },
+        EventKind::TurnEnd {
+            turn: 1,
+            usage: Usage::new(1, 2),
+        },
+        EventKind::ToolCall {
+            call_id: "c".into(),
+            name: "Read".to_owned(),
+            args: serde_json::json!({"n": 1.5, "big": 12345678901234_u64}),
+        },
+        EventKind::PermissionAsk {
+            ask_id: "a".to_owned(),
+            call_id: "c".into(),
+            name: "Write".to_owned(),
+            args: serde_json::json!("{raw"),
+            reason: "mutates".to_owned(),
+        },
+        EventKind::PermissionVerdict {
+            ask_id: "a".to_owned(),
+            call_id: "c".into(),
+            verdict: Verdict::Deny,
+        },
+        EventKind::Hook {
+            phase: HookPhase::PreToolUse,
+            call_id: "c".into(),
+            name: "Write".to_owned(),
+            action: HookAction::RewriteArgs,
+            message: "rewrote".to_owned(),
+        },
+        EventKind::ToolResult {
+            call_id: "c".into(),
+            name: "Read".to_owned(),
+            content: "text".to_owned(),
+            is_error: false,
+            parts: vec![ContentPart::Image {
+                mime: "image/png".to_owned(),
+                data: vec![137, 80, 78, 71],
+            }],
+        },
+        EventKind::Result {
+            stop: StopReason::Error,
+            text: String::new(),
+            usage: Usage::default(),
+            turns: 0,
+            tool_calls: 0,
+            error: Some("boom".to_owned()),
+        },
+    ];
+    for (i, kind) in kinds.into_iter().enumerate() {
+        let event = Event {
+            seq: i as u64 + 1,
+            time: None,
+            kind,
+        };
+        let text = json(&event);
+        let back: Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, event, "{text}");
+    }
+    assert!(serde_json::from_str::<Event>(r#"{"seq":1,"type":"tool.invented"}"#).is_err());
+}
+
+#[test]
+fn audit_records_keep_the_line_field_order() {
+    let call = ToolCall::new("call-7", "Shell", "{\n \"command\": \"ls\"\n}");
+    let result = ToolResult::text("call-7", "file.txt");
+    let record = ToolCallRecord::new(
+        &SessionId::from("sess-1"),
+        &call,
+        &result,
+        Duration::from_micros(800),
+        Duration::from_micros(1500),
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_032_535),
+    );
+    assert_eq!(
+        serde_json::to_string(&record).unwrap(),
+        r#"{"type":"tool_call","time":"2026-11-30T09:55:35.000000Z","session_id":"sess-1","call_id":"call-7","tool":"Shell","args":{"command":"ls"},"result":"file.txt","is_error":false,"queued_micros":800,"took_micros":1500}"#
+    );
+}
