@@ -14,6 +14,83 @@ use serde_json::Value;
 const OCTET_STREAM: &str = "application/octet-stream";
 const SUPPORTED_IMAGES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
+/// One content item of a `tools/call` result: a block rmcp knows, or one it does
+/// not (its `type`), which maps to an "unsupported" marker.
+#[derive(Clone, Debug)]
+pub(crate) enum Block {
+    Known(ContentBlock),
+    Unknown(String),
+}
+
+/// A `tools/call` result decoded leniently: one unknown content item never fails
+/// the whole result.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CallReply {
+    pub(crate) content: Vec<Block>,
+    pub(crate) structured: Option<Value>,
+    pub(crate) is_error: bool,
+}
+
+impl CallReply {
+    /// From rmcp's typed result.
+    pub(crate) fn from_typed(result: CallToolResult) -> Self {
+        Self {
+            content: result.content.into_iter().map(Block::Known).collect(),
+            structured: result.structured_content,
+            is_error: result.is_error == Some(true),
+        }
+    }
+
+    /// From the raw JSON of a result rmcp could not type.
+    pub(crate) fn from_value(value: Value) -> Result<Self, String> {
+        let Value::Object(mut object) = value else {
+            return Err("the tools/call result is not a JSON object".to_owned());
+        };
+        if let Some(kind) = object.get("resultType").and_then(Value::as_str)
+            && kind != "complete"
+        {
+            return Err(format!(
+                "the server answered with a {kind:?} result, which this client does not support"
+            ));
+        }
+        let content = match object.remove("content") {
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(|item| {
+                    let kind = item.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+                    serde_json::from_value::<ContentBlock>(item).map_or(Block::Unknown(kind), Block::Known)
+                })
+                .collect(),
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => return Err("the tools/call result's content is not an array".to_owned()),
+        };
+        Ok(Self {
+            content,
+            structured: object.remove("structuredContent"),
+            is_error: object.get("isError") == Some(&Value::Bool(true)),
+        })
+    }
+
+    /// The typed result (unknown content items are left out).
+    pub(crate) fn into_typed(self) -> CallToolResult {
+        let blocks = self
+            .content
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Known(block) => Some(block),
+                Block::Unknown(_) => None,
+            })
+            .collect();
+        let mut result = if self.is_error {
+            CallToolResult::error(blocks)
+        } else {
+            CallToolResult::success(blocks)
+        };
+        result.structured_content = self.structured;
+        result
+    }
+}
+
 /// Fragments and parts of a list of content blocks.
 #[derive(Default)]
 pub(crate) struct Mapped {
@@ -52,11 +129,16 @@ fn decode(data: &str) -> Result<Vec<u8>, String> {
 }
 
 impl Mapped {
-    /// Maps content blocks in order.
-    pub(crate) fn from_blocks(blocks: &[ContentBlock]) -> Self {
+    /// Maps content items in order.
+    pub(crate) fn from_items(items: &[Block]) -> Self {
         let mut mapped = Self::default();
-        for block in blocks {
-            mapped.push_block(block);
+        for item in items {
+            match item {
+                Block::Known(block) => mapped.push_block(block),
+                Block::Unknown(kind) => mapped
+                    .fragments
+                    .push(format!("[unsupported content {kind:?}: not sent]")),
+            }
         }
         mapped
     }
@@ -257,13 +339,13 @@ pub(crate) struct ResultContext<'a> {
 }
 
 /// §4.2–§4.4 for a `tools/call` result.
-pub(crate) fn tool_result(result: &CallToolResult, ctx: &ResultContext<'_>) -> ToolResult {
-    let mut mapped = Mapped::from_blocks(&result.content);
-    if let Some(structured) = result.structured_content.as_ref().filter(|v| !v.is_null()) {
+pub(crate) fn tool_result(result: &CallReply, ctx: &ResultContext<'_>) -> ToolResult {
+    let mut mapped = Mapped::from_items(&result.content);
+    if let Some(structured) = result.structured.as_ref().filter(|v| !v.is_null()) {
         mapped.push_structured(structured);
     }
     let text = mapped.text();
-    if result.is_error == Some(true) {
+    if result.is_error {
         return ToolResult::error(ctx.call_id.clone(), ctx.cap.truncate_owned(text));
     }
     let structured = ctx.has_output_schema || mapped.json_like;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerConfig, ServerSource, TransportKind};
+use crate::content::CallReply;
 use crate::error::{McpError, Operation};
 use crate::listing::{McpPrompt, McpResource, result_value};
 use crate::server::{CLOSE_LIMIT, ConnectFailure, ServerState};
@@ -422,7 +423,9 @@ impl McpManager {
         arguments: Option<JsonObject>,
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, McpError> {
-        call_tool_on(self.server(server)?, tool, arguments, cancel).await
+        call_tool_on(self.server(server)?, tool, arguments, cancel)
+            .await
+            .map(CallReply::into_typed)
     }
 
     /// The pid of a stdio server's current child (diagnostics).
@@ -460,13 +463,13 @@ impl McpManager {
     }
 }
 
-/// `tools/call` on one server through the §7 wrapper.
+/// `tools/call` on one server through the §7 wrapper, decoded leniently.
 pub(crate) async fn call_tool_on(
     state: &Arc<ServerState>,
     tool: &str,
     arguments: Option<JsonObject>,
     cancel: &CancellationToken,
-) -> Result<CallToolResult, McpError> {
+) -> Result<CallReply, McpError> {
     state
         .call(Operation::CallTool, cancel, |session| {
             let mut params = CallToolRequestParams::new(tool.to_owned());
@@ -475,9 +478,9 @@ pub(crate) async fn call_tool_on(
             async move {
                 let reply = session.request(request, cancel).await?;
                 match reply {
-                    ServerResult::CallToolResult(result) => Ok(result),
-                    ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
-                    other => decode_reply::<CallToolResult>(other, "tools/call"),
+                    ServerResult::CallToolResult(result) => Ok(CallReply::from_typed(result)),
+                    ServerResult::EmptyResult(_) => Ok(CallReply::default()),
+                    other => CallReply::from_value(result_value(other)).map_err(Failure::Other),
                 }
             }
         })

@@ -533,7 +533,7 @@ async fn connect_sequence(
     let server = &*ctx.server;
     let session = dial(config, ctx, 1)
         .await
-        .map_err(|e| format!("connect failed: {}", dial_error_text(&e, secrets)))?;
+        .map_err(|e| dial_error_text(&e, secrets))?;
     let session = Arc::new(session);
     let cancel = CancellationToken::new();
     let tools = match listing::list_all(&session, ListKind::Tools, &cancel).await {

@@ -11,8 +11,8 @@ use rmcp::model::{
     ClientRequest, ErrorData, Implementation, ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{
-    ClientCacheConfig, NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService,
-    ServiceError, ServiceExt as _,
+    ClientCacheConfig, ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RoleClient,
+    RunningService, ServiceError, ServiceExt as _,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
@@ -185,7 +185,7 @@ pub(crate) async fn dial(
                 crate::http::transport_config(url, headers.as_ref()),
             );
             let service = handler.serve(transport).await.map_err(|e| DialError {
-                cause: format!("initialize failed: {}", error_chain(&e)),
+                cause: format!("initialize failed: {}", init_error_text(&e)),
                 stderr_tail: None,
             })?;
             Ok(finish(service, None, generation).await)
@@ -209,9 +209,9 @@ pub(crate) async fn dial(
                     process.wait_stderr_closed(Duration::from_millis(500)).await;
                     let tail = process.stderr_tail();
                     let cause = if exited {
-                        format!("the process exited during initialize ({})", error_chain(&e))
+                        format!("the process exited during initialize ({})", init_error_text(&e))
                     } else {
-                        format!("initialize failed: {}", error_chain(&e))
+                        format!("initialize failed: {}", init_error_text(&e))
                     };
                     process.shut_down().await;
                     Err(DialError {
@@ -411,18 +411,41 @@ fn classify_transport(error: &(dyn std::error::Error + Send + Sync + 'static)) -
     saw_io.then_some(true)
 }
 
+/// A failed `initialize`, without rmcp's transport type names.
+fn init_error_text(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{context}: {}", error_chain(error.error.as_ref()))
+        }
+        other => error_chain(other),
+    }
+}
+
 /// `error` and its sources, joined by `: ` (without repeating a message its
 /// wrapper already shows).
 pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
-    let mut current = error.source();
+    let mut current = next_source(error);
     while let Some(e) = current {
         let part = e.to_string();
         if !text.contains(&part) {
             text.push_str(": ");
             text.push_str(&part);
         }
-        current = e.source();
+        current = next_source(e);
     }
     text
+}
+
+/// `source()`, except that rmcp's `StreamableHttpError::Client` (which shows its
+/// reqwest error but does not expose it as a source) continues into that error.
+fn next_source<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    if let Some(StreamableHttpError::Client(inner)) =
+        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return Some(inner);
+    }
+    error.source()
 }

@@ -15,4 +15,7 @@
 
 mod support;
 
+mod catalog;
+mod connect;
+mod execute;
 mod flags;

@@ -69,7 +69,11 @@ pub struct FakeState {
     pub echo_error: Mutex<Option<String>>,
     pub rpc_error: Mutex<Option<String>>,
     pub extra_tools: Mutex<Vec<String>>,
+    /// Built-in tools offered besides `echo`, `peek` and `boom` (`reply`, `slow`, `mutate`).
+    pub enabled: Mutex<Vec<&'static str>>,
     pub calls: Mutex<BTreeMap<String, usize>>,
+    /// The `arguments` of the last `tools/call` (`Some(None)`: sent without).
+    pub last_arguments: Mutex<Option<Option<serde_json::Map<String, Value>>>>,
     pub slow_started: AtomicUsize,
     pub slow_release: Notify,
 }
@@ -81,6 +85,11 @@ impl FakeState {
 
     pub fn with_resources(self: &Arc<Self>, resources: Vec<FakeResource>) -> Arc<Self> {
         *self.resources.lock().unwrap() = Some(resources);
+        Arc::clone(self)
+    }
+
+    pub fn enable(self: &Arc<Self>, tools: &[&'static str]) -> Arc<Self> {
+        self.enabled.lock().unwrap().extend_from_slice(tools);
         Arc::clone(self)
     }
 
@@ -123,10 +132,13 @@ impl Fake {
         if self.0.reply_output_schema.load(Ordering::SeqCst) {
             reply.output_schema = Some(object(json!({"type": "object"})));
         }
+        let enabled = self.0.enabled.lock().unwrap().clone();
         let mut tools = vec![
             tool("echo", ECHO_DESCRIPTION, text_schema),
             peek,
             tool("boom", "Always fails.", json!({"type": "object"})),
+        ];
+        let optional = [
             reply,
             tool("slow", "Waits until released.", json!({"type": "object"})),
             tool(
@@ -135,6 +147,11 @@ impl Fake {
                 json!({"type": "object"}),
             ),
         ];
+        tools.extend(
+            optional
+                .into_iter()
+                .filter(|t| enabled.iter().any(|e| *e == t.name)),
+        );
         for extra in self.0.extra_tools.lock().unwrap().iter() {
             tools.push(tool(extra, "Added later.", json!({"type": "object"})));
         }
@@ -178,6 +195,7 @@ impl ServerHandler for Fake {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         *self.0.calls.lock().unwrap().entry(name.clone()).or_default() += 1;
+        *self.0.last_arguments.lock().unwrap() = Some(request.arguments.clone());
         if let Some(message) = self.0.rpc_error.lock().unwrap().clone() {
             return Err(ErrorData::new(ErrorCode(-32001), message, None));
         }

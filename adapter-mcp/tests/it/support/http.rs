@@ -46,6 +46,8 @@ pub struct Faults {
     pub mode: Mutex<Mode>,
     pub initialize_delay: Mutex<Option<Duration>>,
     pub raw_tools: Mutex<Option<RawTools>>,
+    /// A raw `tools/call` result answered for every call.
+    pub raw_call: Mutex<Option<Value>>,
     /// JSON-RPC methods of every POST, in order.
     pub methods: Mutex<Vec<String>>,
     /// `Authorization` header of every request.
@@ -269,6 +271,13 @@ async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: 
                 .map(str::to_owned);
             let page = raw(cursor.as_deref());
             let body = json!({"jsonrpc": "2.0", "id": id, "result": page});
+            return ([("content-type", "application/json")], body.to_string()).into_response();
+        }
+    }
+    if method.as_deref() == Some("tools/call") {
+        let raw = faults.raw_call.lock().unwrap().clone();
+        if let Some(result) = raw {
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
             return ([("content-type", "application/json")], body.to_string()).into_response();
         }
     }
