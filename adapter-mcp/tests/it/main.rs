@@ -16,6 +16,10 @@
 mod support;
 
 mod catalog;
+mod client;
 mod connect;
 mod execute;
 mod flags;
+mod resilience;
+mod stdio;
+mod toolhive;

@@ -229,7 +229,15 @@ impl ServerHandler for Fake {
                 CallToolResult::success(vec![ContentBlock::text("slow done")])
             }
             "mutate" => {
-                self.0.extra_tools.lock().unwrap().push("added".to_owned());
+                {
+                    let mut extra = self.0.extra_tools.lock().unwrap();
+                    let name = if extra.is_empty() {
+                        "added".to_owned()
+                    } else {
+                        format!("added{}", extra.len() + 1)
+                    };
+                    extra.push(name);
+                }
                 let _ = context.peer.notify_tool_list_changed().await;
                 CallToolResult::success(vec![ContentBlock::text("mutated")])
             }

@@ -53,6 +53,8 @@ pub struct Faults {
     /// `Authorization` header of every request.
     pub authorization: Mutex<Vec<Option<String>>>,
     pub requests: AtomicUsize,
+    /// Session `DELETE`s (a client closing its session).
+    pub deletes: AtomicUsize,
     pub slow_calls_seen: AtomicUsize,
 }
 
@@ -209,6 +211,9 @@ fn rpc_method(body: &[u8]) -> (Option<String>, Option<Value>, Option<Value>) {
 
 async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: Next) -> Response {
     faults.requests.fetch_add(1, Ordering::SeqCst);
+    if request.method() == axum::http::Method::DELETE {
+        faults.deletes.fetch_add(1, Ordering::SeqCst);
+    }
     faults.authorization.lock().unwrap().push(
         request
             .headers()
