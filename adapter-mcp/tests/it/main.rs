@@ -20,6 +20,7 @@ mod client;
 mod connect;
 mod execute;
 mod flags;
+mod peers;
 mod resilience;
 mod stdio;
 mod toolhive;
