@@ -17,10 +17,12 @@ mod support;
 
 mod catalog;
 mod client;
+mod conformance;
 mod connect;
 mod execute;
 mod flags;
 mod peers;
+mod perf;
 mod resilience;
 mod stdio;
 mod toolhive;

@@ -45,6 +45,8 @@ pub enum Mode {
 pub struct Faults {
     pub mode: Mutex<Mode>,
     pub initialize_delay: Mutex<Option<Duration>>,
+    /// A delay before every POST is handled.
+    pub post_delay: Mutex<Option<Duration>>,
     pub raw_tools: Mutex<Option<RawTools>>,
     /// A raw `tools/call` result answered for every call.
     pub raw_call: Mutex<Option<Value>>,
@@ -259,6 +261,10 @@ async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: 
                 return std::future::pending().await;
             }
         }
+    }
+    let post_delay = *faults.post_delay.lock().unwrap();
+    if let Some(delay) = post_delay.filter(|_| method.is_some()) {
+        tokio::time::sleep(delay).await;
     }
     if method.as_deref() == Some("initialize") {
         let delay = *faults.initialize_delay.lock().unwrap();
