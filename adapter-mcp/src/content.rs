@@ -17,6 +17,8 @@ const SUPPORTED_IMAGES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "im
 /// One content item of a `tools/call` result: a block rmcp knows, or one it does
 /// not (its `type`), which maps to an "unsupported" marker.
 #[derive(Clone, Debug)]
+// Unknown items are rare; boxing the common variant would allocate per item.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Block {
     Known(ContentBlock),
     Unknown(String),

@@ -145,7 +145,8 @@ mod tests {
 
     #[test]
     fn rejects_each_rule_with_its_reason() {
-        let cases: &[(&str, fn(&UrlError) -> bool)] = &[
+        type Check = fn(&UrlError) -> bool;
+        let cases: &[(&str, Check)] = &[
             ("http://example.test/mcp", |e| {
                 matches!(e, UrlError::InsecureHttp { .. })
             }),

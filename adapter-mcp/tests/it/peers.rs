@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use adapter_mcp::{McpFlags, McpManager, MountOptions, ServerConfig, parse_mcp_flags, prompt_expander};
-use engine_core::{Catalog, OutputCap, Tool as _, ToolError};
+use engine_core::{Catalog, OutputCap, ToolError};
 use engine_ports::{
     CancellationToken, CommandExpander as _, ContentPart, Expansion, PermissionMode, ToolCall,
 };

@@ -219,7 +219,7 @@ fn toolhive_url_precedence() {
     let env = |value: Option<&'static str>| {
         move |name: &str| {
             (name == "MECATED_TOOLHIVE_URL")
-                .then(|| value)
+                .then_some(value)
                 .flatten()
                 .map(str::to_owned)
         }

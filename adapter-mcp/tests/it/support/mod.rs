@@ -4,8 +4,7 @@ pub mod capture;
 pub mod fake;
 pub mod http;
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use adapter_mcp::{ConnectOptions, McpManager, ServerConfig};
@@ -69,7 +68,7 @@ pub fn python(test: &str) -> Option<PathBuf> {
 
 /// A stdio config running the fixture with `args`, in `workspace`.
 pub fn stdio_config(
-    python: &PathBuf,
+    python: &Path,
     name: &str,
     args: &[&str],
     workspace: &std::path::Path,
@@ -103,9 +102,4 @@ pub fn process_gone(pid: u32) -> bool {
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
     }
-}
-
-/// A shared flag for tests.
-pub fn flag() -> Arc<std::sync::atomic::AtomicBool> {
-    Arc::new(std::sync::atomic::AtomicBool::new(false))
 }
