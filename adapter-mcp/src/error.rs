@@ -15,6 +15,8 @@ pub enum Operation {
     GetPrompt,
     /// A (re-)listing of tools, resources or prompts.
     List,
+    /// Closing a server.
+    Close,
 }
 
 impl Operation {
@@ -25,6 +27,7 @@ impl Operation {
             Self::ReadResource => "mcp resource read failed",
             Self::GetPrompt => "mcp prompt get failed",
             Self::List => "mcp list failed",
+            Self::Close => "mcp close failed",
         }
     }
 }
@@ -36,6 +39,7 @@ impl fmt::Display for Operation {
             Self::ReadResource => "resource read",
             Self::GetPrompt => "prompt get",
             Self::List => "listing",
+            Self::Close => "close",
         })
     }
 }

@@ -450,7 +450,7 @@ impl McpManager {
         match outcomes.into_iter().find(|(_, done)| !done) {
             Some((server, _)) => Err(McpError::Failed {
                 server: server.clone(),
-                operation: Operation::List,
+                operation: Operation::Close,
                 message: format!("closing MCP server {server:?} did not finish in time"),
             }),
             None => Ok(()),

@@ -170,9 +170,14 @@ impl CommandExpander for McpPromptExpander {
     }
 
     async fn list(&self) -> Result<Vec<CommandInfo>, CommandError> {
-        Ok(self
+        let prompts = self
             .manager
-            .prompt_snapshot()
+            .list_prompts(None)
+            .await
+            .map_err(|e| CommandError::List {
+                reason: e.to_string(),
+            })?;
+        Ok(prompts
             .into_iter()
             .map(|prompt| CommandInfo {
                 name: format!("mcp__{}__{}", prompt.server, prompt.name),

@@ -1,9 +1,12 @@
-//! Captures the `tracing` events of one test (thread-local subscriber: use a
-//! current-thread runtime so every task logs on the test's thread).
+//! Captures the `tracing` events of one test: one global subscriber (set once, so no
+//! callsite-interest races between tests) hands each event to the capture of the
+//! thread it happens on. Use a current-thread runtime so every task logs on the
+//! test's thread.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -28,7 +31,13 @@ impl Captured {
 #[derive(Clone, Default)]
 struct Store(Arc<Mutex<Vec<Captured>>>);
 
-struct CaptureLayer(Store);
+struct CaptureLayer;
+
+thread_local! {
+    static CURRENT: RefCell<Option<Store>> = const { RefCell::new(None) };
+}
+
+static INSTALL: Once = Once::new();
 
 struct FieldVisitor<'a>(&'a mut BTreeMap<String, String>);
 
@@ -44,6 +53,9 @@ impl Visit for FieldVisitor<'_> {
 
 impl<S: Subscriber> Layer<S> for CaptureLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let Some(store) = CURRENT.with(|current| current.borrow().clone()) else {
+            return;
+        };
         let mut fields = BTreeMap::new();
         event.record(&mut FieldVisitor(&mut fields));
         let message = fields.remove("message").unwrap_or_default();
@@ -53,22 +65,24 @@ impl<S: Subscriber> Layer<S> for CaptureLayer {
             message,
             fields,
         };
-        self.0.0.lock().unwrap().push(captured);
+        store.0.lock().unwrap().push(captured);
     }
 }
 
 /// The events of the current thread while it lives.
 pub struct Capture {
     store: Store,
-    _guard: tracing::subscriber::DefaultGuard,
+    previous: Option<Store>,
 }
 
 impl Capture {
     pub fn start() -> Self {
+        INSTALL.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(Registry::default().with(CaptureLayer));
+        });
         let store = Store::default();
-        let subscriber = Registry::default().with(CaptureLayer(store.clone()));
-        let guard = tracing::subscriber::set_default(subscriber);
-        Self { store, _guard: guard }
+        let previous = CURRENT.with(|current| current.replace(Some(store.clone())));
+        Self { store, previous }
     }
 
     pub fn events(&self) -> Vec<Captured> {
@@ -120,5 +134,12 @@ impl Capture {
 
     pub fn clear(&self) {
         self.store.0.lock().unwrap().clear();
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        CURRENT.with(|current| *current.borrow_mut() = previous);
     }
 }

@@ -67,12 +67,7 @@ pub fn python(test: &str) -> Option<PathBuf> {
 }
 
 /// A stdio config running the fixture with `args`, in `workspace`.
-pub fn stdio_config(
-    python: &Path,
-    name: &str,
-    args: &[&str],
-    workspace: &std::path::Path,
-) -> ServerConfig {
+pub fn stdio_config(python: &Path, name: &str, args: &[&str], workspace: &std::path::Path) -> ServerConfig {
     let mut all = vec![stdio_fixture().display().to_string()];
     all.extend(args.iter().map(|a| (*a).to_owned()));
     ServerConfig::stdio(name, python.display().to_string(), all, workspace)
