@@ -412,7 +412,9 @@ impl McpManager {
             .await
     }
 
-    /// Calls one remote tool live (through §7), raw and untruncated.
+    /// Calls one remote tool live (through §7), raw and untruncated. Content items of
+    /// a kind rmcp does not know are left out (an [`McpTool`] shows them as an
+    /// "unsupported content" marker instead).
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.

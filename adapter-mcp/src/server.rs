@@ -389,6 +389,10 @@ impl ServerState {
             Ok(Err(error)) => self.dial_error_text(&error),
             Err(_) => format!("the connect timed out after {}", seconds(timeout)),
         };
+        if self.is_closed() {
+            // Closed meanwhile: terminal, so nothing more is logged.
+            return Err(AttemptError::Closed);
+        }
         tracing::warn!(
             event = "mcp.reconnect.failed",
             server,
@@ -501,7 +505,12 @@ impl ServerState {
             let _ = tokio::time::timeout(CLOSE_LIMIT, attempt).await;
         }
         let session = self.current();
-        let _ = tokio::time::timeout(CLOSE_LIMIT, session.close(CLOSE_LIMIT)).await;
+        if tokio::time::timeout(CLOSE_LIMIT, session.close(CLOSE_LIMIT))
+            .await
+            .is_err()
+        {
+            session.kill();
+        }
     }
 }
 

@@ -21,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::stdio::{self, ChildProcess};
 
+/// How long closing a stdio session's service (and so the child's stdin) may take
+/// before the exit → TERM → KILL sequence starts.
+const STDIN_CLOSE_LIMIT: Duration = Duration::from_millis(500);
+
 /// The client name sent in `initialize`.
 pub const CLIENT_NAME: &str = "mecatl";
 
@@ -325,16 +329,29 @@ impl Session {
         result.map_err(|e| classify(e, Stage::Await))
     }
 
-    /// Closes the session within `limit`: the rmcp service (HTTP: session DELETE;
-    /// stdio: stdin closed), then the child's exit → TERM → KILL sequence.
+    /// Closes the session: the rmcp service within `limit` (HTTP: session
+    /// DELETE), or for stdio its stdin (briefly), then the child's exit → TERM →
+    /// KILL sequence.
     pub(crate) async fn close(&self, limit: Duration) {
         self.mark_dropped();
         let service = self.service.lock().await.take();
         if let Some(mut service) = service {
+            let limit = if self.child.is_some() {
+                STDIN_CLOSE_LIMIT
+            } else {
+                limit
+            };
             let _ = service.close_with_timeout(limit).await;
         }
         if let Some(child) = &self.child {
             child.shut_down().await;
+        }
+    }
+
+    /// Kills a stdio child's process group at once (a close that ran out of time).
+    pub(crate) fn kill(&self) {
+        if let Some(child) = &self.child {
+            child.kill();
         }
     }
 }

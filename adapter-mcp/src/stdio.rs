@@ -205,6 +205,11 @@ impl ChildProcess {
         self.signal_group(Signal::SIGKILL);
     }
 
+    /// Kills the whole process group now.
+    pub(crate) fn kill(&self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+
     fn signal_group(&self, signal: Signal) {
         let Ok(pid) = i32::try_from(self.pid) else {
             return;

@@ -319,3 +319,28 @@ async fn progressive_mount_advertises_light_specs() {
         "only peek is read-only"
     );
 }
+
+#[tokio::test]
+async fn calls_to_one_server_do_not_serialize() {
+    let server = FixtureServer::start(FakeState::new().enable(&["slow"])).await;
+    let manager = connect_all(vec![http_config("fake", &server.url())]).await;
+    let catalog = catalog_of(&manager).await;
+    let state = Arc::clone(&server.state);
+    let release = async {
+        // Both calls must be inside the server at once before either is answered.
+        assert!(
+            crate::support::wait_until(std::time::Duration::from_secs(10), || {
+                state.slow_started.load(std::sync::atomic::Ordering::SeqCst) == 2
+            })
+            .await,
+            "the second call waited for the first"
+        );
+        state.slow_release.notify_waiters();
+    };
+    let (first, second, ()) = tokio::join!(
+        run(&catalog, "mcp__fake__slow", "{}"),
+        run(&catalog, "mcp__fake__slow", "{}"),
+        release
+    );
+    assert_eq!((first.content(), second.content()), ("slow done", "slow done"));
+}
