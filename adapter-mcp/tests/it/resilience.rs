@@ -227,3 +227,20 @@ async fn s48_list_changed_marks_dirty_and_re_lists_lazily() {
     let tools = manager.tools(MountOptions::default()).await;
     assert!(tools.iter().any(|t| t.name() == "mcp__fake__added2"));
 }
+
+#[tokio::test]
+async fn a_stopped_server_fails_cleanly_and_recovers_when_back() {
+    let capture = Capture::start();
+    let (mut server, manager, catalog) = fake(FakeState::new()).await;
+    server.stop().await;
+    let down = echo(&catalog, "down").await;
+    assert_eq!(down.content(), AFTER_RECONNECT);
+    assert_eq!(capture.reconnects(), (1, 0, 1));
+    assert_eq!(manager.servers()[0].status.as_str(), "dropped");
+    server.restart().await;
+    // The session is known dead: the reconnect happens before anything is sent.
+    let up = echo(&catalog, "up").await;
+    assert_eq!(up.content(), "echo:up");
+    assert_eq!(capture.reconnects(), (2, 1, 1));
+    assert_eq!(manager.servers()[0].status.as_str(), "connected");
+}
