@@ -23,6 +23,7 @@
 
 mod client_servers;
 mod config;
+mod conformance;
 mod content;
 mod error;
 mod flags;
@@ -51,6 +52,7 @@ pub use config::{
     CLIENT_CONNECT_TIMEOUT, ConfigError, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource,
     TransportConfig, TransportKind,
 };
+pub use conformance::{CONFORMANCE_SCENARIOS, ConformanceError, run_conformance_scenario};
 pub use error::{McpError, Operation};
 pub use flags::{
     FLAG_MCP_SERVER, FLAG_MCP_SERVER_INSECURE_HTTP, FLAG_MCP_STDIO, FlagError, MCP_SERVER_HELP,
