@@ -14,7 +14,22 @@
 //! lifecycle and decides the tier order of registration.
 //!
 //! Start with [`parse_mcp_flags`] → [`merge_servers`] → [`McpManager::connect`], then
-//! [`McpManager::tool_snapshot`] and [`register`] during catalog assembly.
+//! [`McpManager::tool_snapshot`] and [`register`] during catalog assembly:
+//!
+//! ```
+//! use adapter_mcp::{McpFlags, parse_mcp_flags};
+//!
+//! let flags = McpFlags {
+//!     servers: vec!["docs=https://docs.example/mcp".into()],
+//!     stdio: vec!["fs=mcp-fs --root '/srv/a b'".into()],
+//!     ..McpFlags::default()
+//! };
+//! // Tokens come from an injected lookup, read once: here MCP_DOCS_TOKEN is set.
+//! let configs = parse_mcp_flags(&flags, |var| (var == "MCP_DOCS_TOKEN").then(|| "t0k".to_owned())).unwrap();
+//! assert_eq!(configs[0].name, "docs");
+//! assert_eq!(configs[1].name, "fs");
+//! // …then `McpManager::connect(configs, ConnectOptions::default()).await`.
+//! ```
 //!
 //! **Security:** an MCP prompt's text replaces the turn's input, so a server can
 //! rewrite the agent's goal through it. Enable MCP prompts (`--mcp-prompts`) only for
