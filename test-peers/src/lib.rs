@@ -210,3 +210,48 @@ impl Drop for PeerProcess {
         self.stop();
     }
 }
+
+/// The server-everything entry point of the current build.
+pub const EVERYTHING: &str = "@modelcontextprotocol/server-everything/dist/index.js";
+
+/// The server-everything 2025.11.25 build (100 paginated resources).
+pub const EVERYTHING_2025: &str = "everything-2025/dist/index.js";
+
+/// Starts an npm MCP server (`package_file`, e.g. [`EVERYTHING`]) in streamable-HTTP
+/// mode on a free port with the pinned Node 22; it serves
+/// `http://127.0.0.1:<port>/mcp`. `None` when the peer is missing and skipping is
+/// allowed.
+///
+/// # Panics
+/// When the peer is missing (and skipping is not allowed) or never listens.
+pub fn everything_http(test: &str, package_file: &str) -> Option<PeerProcess> {
+    let node = node(test)?;
+    let entry = npm_file(test, package_file)?;
+    let peer = PeerProcess::start(|port| {
+        let mut command = Command::new(&node);
+        command
+            .arg(&entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string());
+        command
+    })
+    .unwrap_or_else(|error| panic!("{package_file} did not start: {error}"));
+    Some(peer)
+}
+
+/// Starts `tests/peers/py/bearer_server.py PORT TOKEN` (Python MCP SDK, bearer auth)
+/// with the peers' venv; it serves `http://127.0.0.1:<port>/mcp`.
+///
+/// # Panics
+/// When the venv is missing (and skipping is not allowed) or the server never listens.
+pub fn bearer_server(test: &str, token: &str) -> Option<PeerProcess> {
+    let python = venv_bin(test, "python3")?;
+    let script = repo_root().join("tests/peers/py/bearer_server.py");
+    let peer = PeerProcess::start(|port| {
+        let mut command = Command::new(&python);
+        command.arg(&script).arg(port.to_string()).arg(token);
+        command
+    })
+    .unwrap_or_else(|error| panic!("bearer_server.py did not start: {error}"));
+    Some(peer)
+}

@@ -1,0 +1,290 @@
+//! [`ServerConfig`]: one MCP server to connect to, with its transport and source.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+/// How long connecting to an operator-configured or ToolHive server may take
+/// (spawn, `initialize` and the listings together).
+pub const OPERATOR_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long connecting to a client-provided (per-session) server may take.
+pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One MCP server to connect to.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The server name: the `<server>` of `mcp__<server>__<tool>`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// One deadline for the whole connect sequence (and every reconnect dial).
+    pub connect_timeout: Duration,
+    /// Where the entry came from (diagnostics, `mcp_servers[]` of `tools --json`).
+    pub source: ServerSource,
+}
+
+/// How to reach a server.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, kept exactly as given.
+        url: String,
+        /// Headers sent on every request to the configured origin (`None`: no headers).
+        /// `Authorization: Bearer <token>` travels as rmcp's bearer header; the others
+        /// as custom headers.
+        headers: Option<HeaderMap>,
+        /// Which redirects are followed.
+        redirects: Redirects,
+    },
+    /// A child process speaking MCP over its stdin and stdout.
+    Stdio {
+        /// The program (looked up on `PATH` when it has no `/`).
+        program: String,
+        /// Its arguments, passed as they are (no shell).
+        args: Vec<String>,
+        /// Its working directory (the workspace).
+        cwd: PathBuf,
+        /// Extra environment entries on top of the inherited, credential-stripped
+        /// environment (client-provided stdio servers bring their own).
+        env: Vec<(String, String)>,
+    },
+}
+
+impl fmt::Debug for TransportConfig {
+    // Header values never reach a log: only their names are shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Http {
+                url,
+                headers,
+                redirects,
+            } => f
+                .debug_struct("Http")
+                .field("url", &crate::redact::redact_url(url))
+                .field(
+                    "headers",
+                    &headers
+                        .as_ref()
+                        .map(|h| h.keys().map(|k| k.as_str().to_owned()).collect::<Vec<_>>()),
+                )
+                .field("redirects", redirects)
+                .finish(),
+            Self::Stdio {
+                program,
+                args,
+                cwd,
+                env,
+            } => f
+                .debug_struct("Stdio")
+                .field("program", program)
+                .field("args", args)
+                .field("cwd", cwd)
+                .field("env", &env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// Which HTTP redirects a server's client follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Redirects {
+    /// Only 307/308 to the same origin (scheme, host, port), at most 10 hops.
+    SameOrigin,
+    /// None: a redirect ends the request with an error.
+    None,
+}
+
+/// Where a server entry came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerSource {
+    /// `--mcp-server` or `--mcp-stdio`.
+    Static,
+    /// A ToolHive workload of this group.
+    Toolhive {
+        /// The ToolHive group.
+        group: String,
+    },
+    /// Provided by the client when the session was created.
+    Client,
+}
+
+impl fmt::Display for ServerSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Static => f.write_str("static"),
+            Self::Toolhive { group } => write!(f, "toolhive({group})"),
+            Self::Client => f.write_str("client"),
+        }
+    }
+}
+
+/// The transport kind as shown in `tools --json` (`"streamable-http"`, `"stdio"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// Streamable HTTP.
+    StreamableHttp,
+    /// A stdio child process.
+    Stdio,
+}
+
+impl TransportKind {
+    /// The wire name: `streamable-http` or `stdio`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StreamableHttp => "streamable-http",
+            Self::Stdio => "stdio",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A configuration rejected before dialling.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The name is empty.
+    #[error("MCP server name {0:?} is empty")]
+    EmptyName(String),
+    /// The name contains `__`, which would corrupt tool namespacing.
+    #[error(
+        "MCP server name {0:?} contains \"__\", which would corrupt tool namespacing (mcp__<server>__<tool>)"
+    )]
+    DoubleUnderscore(String),
+    /// The name contains a control character.
+    #[error("MCP server name {0:?} contains a control character")]
+    ControlCharacter(String),
+    /// An HTTP server without URL.
+    #[error("MCP server {0:?} uses HTTP but has no URL")]
+    MissingUrl(String),
+    /// A stdio server without program.
+    #[error("MCP server {0:?} uses stdio but has no program")]
+    MissingProgram(String),
+}
+
+impl ServerConfig {
+    /// An operator-configured streamable-HTTP server (30 s, same-origin redirects).
+    pub fn http(name: impl Into<String>, url: impl Into<String>, headers: Option<HeaderMap>) -> Self {
+        Self {
+            name: name.into(),
+            transport: TransportConfig::Http {
+                url: url.into(),
+                headers,
+                redirects: Redirects::SameOrigin,
+            },
+            connect_timeout: OPERATOR_CONNECT_TIMEOUT,
+            source: ServerSource::Static,
+        }
+    }
+
+    /// An operator-configured stdio server (30 s).
+    pub fn stdio(
+        name: impl Into<String>,
+        program: impl Into<String>,
+        args: Vec<String>,
+        cwd: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            transport: TransportConfig::Stdio {
+                program: program.into(),
+                args,
+                cwd: cwd.into(),
+                env: Vec::new(),
+            },
+            connect_timeout: OPERATOR_CONNECT_TIMEOUT,
+            source: ServerSource::Static,
+        }
+    }
+
+    /// The same config with another connect timeout.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same config with another source.
+    #[must_use]
+    pub fn with_source(mut self, source: ServerSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// The transport kind.
+    pub fn transport_kind(&self) -> TransportKind {
+        match self.transport {
+            TransportConfig::Http { .. } => TransportKind::StreamableHttp,
+            TransportConfig::Stdio { .. } => TransportKind::Stdio,
+        }
+    }
+
+    /// What diagnostics show for the endpoint: the URL without user info, query or
+    /// fragment, or the program.
+    pub fn endpoint_for_display(&self) -> String {
+        match &self.transport {
+            TransportConfig::Http { url, .. } => crate::redact::redact_url(url),
+            TransportConfig::Stdio { program, .. } => program.clone(),
+        }
+    }
+
+    /// Checks the rules that hold before dialling: a non-empty name without `__` or
+    /// control characters, a URL for HTTP and a program for stdio.
+    ///
+    /// # Errors
+    /// The first [`ConfigError`], naming the server (Debug-escaped) and the rule.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.name.is_empty() {
+            return Err(ConfigError::EmptyName(self.name.clone()));
+        }
+        if self.name.contains("__") {
+            return Err(ConfigError::DoubleUnderscore(self.name.clone()));
+        }
+        if self.name.chars().any(char::is_control) {
+            return Err(ConfigError::ControlCharacter(self.name.clone()));
+        }
+        match &self.transport {
+            TransportConfig::Http { url, .. } if url.trim().is_empty() => {
+                Err(ConfigError::MissingUrl(self.name.clone()))
+            }
+            TransportConfig::Stdio { program, .. } if program.trim().is_empty() => {
+                Err(ConfigError::MissingProgram(self.name.clone()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Header values of this config: secrets that diagnostics must never show.
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let TransportConfig::Http {
+            headers: Some(headers),
+            ..
+        } = &self.transport
+        {
+            for value in headers.values() {
+                if let Ok(text) = value.to_str() {
+                    if let Some(token) = text.strip_prefix("Bearer ") {
+                        out.push(token.to_owned());
+                    }
+                    out.push(text.to_owned());
+                }
+            }
+        }
+        if let TransportConfig::Stdio { env, .. } = &self.transport {
+            out.extend(env.iter().map(|(_, v)| v.clone()));
+        }
+        out.retain(|s| !s.is_empty());
+        out
+    }
+}

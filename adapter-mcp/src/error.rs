@@ -1,0 +1,134 @@
+//! [`McpError`]: what a live MCP operation can end with, and the exact model-visible
+//! texts of §7.4 (its `Display`).
+
+use std::fmt;
+
+/// The live operation a request belongs to; it picks the error prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// `tools/call`.
+    CallTool,
+    /// `resources/read`.
+    ReadResource,
+    /// `prompts/get`.
+    GetPrompt,
+    /// A (re-)listing of tools, resources or prompts.
+    List,
+    /// Closing a server.
+    Close,
+}
+
+impl Operation {
+    /// The prefix of this operation's error texts (`mcp call failed`, …).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Self::CallTool => "mcp call failed",
+            Self::ReadResource => "mcp resource read failed",
+            Self::GetPrompt => "mcp prompt get failed",
+            Self::List => "mcp list failed",
+            Self::Close => "mcp close failed",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CallTool => "tool call",
+            Self::ReadResource => "resource read",
+            Self::GetPrompt => "prompt get",
+            Self::List => "listing",
+            Self::Close => "close",
+        })
+    }
+}
+
+/// A failed MCP operation. `Display` is the model-visible text: it never carries
+/// header values, tokens, URL user info or queries, nor raw transport detail for
+/// the two "unavailable" cases.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// No server of that name (an invalid-argument class error).
+    #[error("unknown MCP server {server:?}: no connected MCP server has this name")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server (or its manager) was closed; nothing was sent.
+    #[error("{}: MCP server {server:?} is closed", operation.prefix())]
+    Closed {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+    },
+    /// The session dropped and the single reconnect (or the resend after it) failed.
+    #[error("{}: MCP server {server:?} unavailable after reconnect", operation.prefix())]
+    UnavailableAfterReconnect {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+    },
+    /// The connection broke after the request may have reached the server (D13):
+    /// it was not resent.
+    #[error("{}: MCP server {server:?} unavailable; request outcome is unknown", operation.prefix())]
+    OutcomeUnknown {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+    },
+    /// The server answered with a JSON-RPC error (a successful round trip).
+    #[error("{}: {message} (JSON-RPC error {code})", operation.prefix())]
+    Remote {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+        /// The JSON-RPC error code.
+        code: i32,
+        /// The error message, verbatim but redacted.
+        message: String,
+    },
+    /// Any other failure, verbatim but redacted.
+    #[error("{}: {message}", operation.prefix())]
+    Failed {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+        /// What went wrong.
+        message: String,
+    },
+    /// The caller cancelled; the request future was dropped (the server is told).
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl McpError {
+    /// Whether the caller passed an invalid argument (an unknown server name).
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Self::UnknownServer { .. })
+    }
+
+    /// Whether this is the caller's own cancellation.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Cancelled)
+    }
+
+    /// The server the error is about, if any.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Self::UnknownServer { server }
+            | Self::Closed { server, .. }
+            | Self::UnavailableAfterReconnect { server, .. }
+            | Self::OutcomeUnknown { server, .. }
+            | Self::Remote { server, .. }
+            | Self::Failed { server, .. } => Some(server),
+            Self::Cancelled => None,
+        }
+    }
+}

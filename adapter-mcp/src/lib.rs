@@ -1,0 +1,99 @@
+//! MCP servers as catalog tools, on the official Rust MCP SDK (`rmcp`).
+//!
+//! This crate is the MCP client adapter: it connects to operator-configured
+//! streamable-HTTP and stdio servers, ToolHive workloads and a session's
+//! client-provided servers ([`McpManager`]), mounts their tools as
+//! `mcp__<server>__<tool>` ([`McpTool`], [`register`]; names are identities, D6),
+//! maps their results onto typed content parts under the one output cap (D10),
+//! reconnects dropped sessions once and never replays a request that may have
+//! arrived (D13), offers the resource meta-tools ([`resource_tools`]) and the
+//! `/mcp__<server>__<prompt>` command expander ([`McpPromptExpander`]), and owns the
+//! `--mcp-*` / `--toolhive*` rules as pure functions ([`parse_mcp_flags`],
+//! [`validate_url`], [`discover_toolhive`]). It is not the composition root: `app`
+//! maps clap and ACP/HTTP bodies onto these types, owns the global manager's
+//! lifecycle and decides the tier order of registration.
+//!
+//! Start with [`parse_mcp_flags`] → [`merge_servers`] → [`McpManager::connect`], then
+//! [`McpManager::tool_snapshot`] and [`register`] during catalog assembly:
+//!
+//! ```
+//! use adapter_mcp::{McpFlags, parse_mcp_flags};
+//!
+//! let flags = McpFlags {
+//!     servers: vec!["docs=https://docs.example/mcp".into()],
+//!     stdio: vec!["fs=mcp-fs --root '/srv/a b'".into()],
+//!     ..McpFlags::default()
+//! };
+//! // Tokens come from an injected lookup, read once: here MCP_DOCS_TOKEN is set.
+//! let configs = parse_mcp_flags(&flags, |var| (var == "MCP_DOCS_TOKEN").then(|| "t0k".to_owned())).unwrap();
+//! assert_eq!(configs[0].name, "docs");
+//! assert_eq!(configs[1].name, "fs");
+//! // …then `McpManager::connect(configs, ConnectOptions::default()).await`.
+//! ```
+//!
+//! **Security:** an MCP prompt's text replaces the turn's input, so a server can
+//! rewrite the agent's goal through it. Enable MCP prompts (`--mcp-prompts`) only for
+//! servers you trust. Likewise, tool descriptions and results come from the server
+//! and reach the model as they are.
+
+mod client_servers;
+mod config;
+mod conformance;
+mod content;
+mod error;
+mod flags;
+mod http;
+mod listing;
+mod manager;
+mod naming;
+mod prompts;
+mod redact;
+mod register;
+mod resources;
+mod server;
+mod session;
+mod stdio;
+mod tool;
+mod toolhive;
+mod url_check;
+
+// The public surface, in one place.
+pub use client_servers::{
+    ClientServerContext, ClientServerKind, ClientServerProblem, ClientServerSpec, ClientServersError,
+    MAX_CLIENT_SERVER_NAME_BYTES, MAX_CLIENT_SERVERS, connect_client_servers, mount_client_tools,
+    validate_client_servers,
+};
+pub use config::{
+    CLIENT_CONNECT_TIMEOUT, ConfigError, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource,
+    TransportConfig, TransportKind,
+};
+pub use conformance::{CONFORMANCE_SCENARIOS, ConformanceError, run_conformance_scenario};
+pub use error::{McpError, Operation};
+pub use flags::{
+    FLAG_MCP_SERVER, FLAG_MCP_SERVER_INSECURE_HTTP, FLAG_MCP_STDIO, FlagError, MCP_SERVER_HELP,
+    MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags, token_variable,
+};
+pub use listing::{MAX_LIST_ENTRIES, MAX_LIST_PAGES, McpPrompt, McpPromptArgument, McpResource};
+pub use manager::{
+    ConnectOptions, Connected, MAX_CONCURRENT_CONNECTS, McpManager, McpServerInfo, ServerStatus, ToolSnapshot,
+};
+pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
+pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
+pub use register::{Registration, SkippedTool, Tier, ToolFamily, register};
+pub use resources::{
+    LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,
+};
+pub use server::ConnectFailure;
+pub use session::{CLIENT_NAME, CLIENT_VERSION, client_info};
+pub use tool::{McpTool, MountOptions};
+pub use toolhive::{
+    MAX_BODY_BYTES as MAX_TOOLHIVE_BODY_BYTES, MAX_WORKLOADS, MergedServers, TOOLHIVE_DEFAULT_GROUP,
+    TOOLHIVE_DEFAULT_URL, TOOLHIVE_URL_ENV, ToolhiveDiscovery, ToolhiveOptions, ToolhiveSkip,
+    decode_workloads, discover_toolhive, merge_servers, toolhive_base_url,
+};
+pub use url_check::{UrlError, validate_url};
+
+/// The SDK, re-exported so callers of the raw provider surface
+/// ([`McpManager::call_tool`], [`McpManager::read_resource`],
+/// [`McpManager::get_prompt`]) name the same `rmcp` version as this crate.
+pub use rmcp;

@@ -1,0 +1,316 @@
+//! Listings: our own `nextCursor` loop with caps, tolerant decoding of raw list
+//! results (a schema-less tool gets `{"type":"object"}`), and the snapshot entries.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use engine_ports::ToolSpec;
+use rmcp::model::{ClientRequest, CustomRequest, ServerResult};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::naming::validate_tool_name;
+use crate::session::{Failure, ListKind, Session};
+
+/// Most entries one listing gathers.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
+/// Most pages one listing reads.
+pub const MAX_LIST_PAGES: usize = 1_000;
+
+/// One advertised tool, as built once per listing.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ToolDef {
+    pub(crate) remote: String,
+    pub(crate) full: Arc<str>,
+    pub(crate) spec: ToolSpec,
+    pub(crate) light: ToolSpec,
+    pub(crate) read_only: bool,
+    pub(crate) has_output_schema: bool,
+}
+
+/// One resource of a server's snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpResource {
+    /// The server that lists it.
+    pub server: String,
+    /// Its URI.
+    pub uri: String,
+    /// Programmatic name (may be empty).
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// MIME type.
+    pub mime: Option<String>,
+    /// Advertised size in bytes.
+    pub size: Option<u64>,
+    /// Always `true`: reading a resource changes nothing.
+    pub read_only: bool,
+}
+
+/// One prompt of a server's snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpPrompt {
+    /// The server that lists it.
+    pub server: String,
+    /// Its name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Its arguments.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// One argument of an [`McpPrompt`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpPromptArgument {
+    /// The name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Whether the server requires it.
+    pub required: bool,
+}
+
+/// What one listing gathered, and the cap that stopped it early.
+pub(crate) struct Gathered {
+    pub(crate) items: Vec<Value>,
+    pub(crate) cap: Option<String>,
+}
+
+/// Lists every page of `kind` on `session`: stops after [`MAX_LIST_ENTRIES`]
+/// entries, [`MAX_LIST_PAGES`] pages, or on a repeated cursor, keeping what was
+/// gathered and naming the cap.
+pub(crate) async fn list_all(
+    session: &Session,
+    kind: ListKind,
+    cancel: &CancellationToken,
+) -> Result<Gathered, Failure> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = HashSet::new();
+    let mut pages = 0usize;
+    loop {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let reply = session
+            .request(
+                ClientRequest::CustomRequest(CustomRequest::new(kind.method(), params)),
+                cancel,
+            )
+            .await?;
+        let page = result_value(reply);
+        let Value::Object(mut page) = page else {
+            return Err(Failure::Other(format!(
+                "the {} result is not a JSON object",
+                kind.method()
+            )));
+        };
+        pages += 1;
+        match page.remove(kind.key()) {
+            Some(Value::Array(list)) => items.extend(list),
+            None | Some(Value::Null) => {}
+            Some(_) => {
+                return Err(Failure::Other(format!(
+                    "the {} result's `{}` is not an array",
+                    kind.method(),
+                    kind.key()
+                )));
+            }
+        }
+        if items.len() >= MAX_LIST_ENTRIES {
+            items.truncate(MAX_LIST_ENTRIES);
+            return Ok(Gathered {
+                items,
+                cap: Some(format!("{MAX_LIST_ENTRIES} entries")),
+            });
+        }
+        let next = match page.remove("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => next,
+            _ => return Ok(Gathered { items, cap: None }),
+        };
+        if !seen.insert(next.clone()) {
+            return Ok(Gathered {
+                items,
+                cap: Some("a repeated cursor".to_owned()),
+            });
+        }
+        if pages >= MAX_LIST_PAGES {
+            return Ok(Gathered {
+                items,
+                cap: Some(format!("{MAX_LIST_PAGES} pages")),
+            });
+        }
+        cursor = Some(next);
+    }
+}
+
+/// The raw JSON of a reply, whichever variant rmcp's untagged decoding picked.
+pub(crate) fn result_value(result: ServerResult) -> Value {
+    match result {
+        ServerResult::CustomResult(custom) => custom.0,
+        other => serde_json::to_value(&other).unwrap_or(Value::Null),
+    }
+}
+
+fn string_field(object: &Map<String, Value>, key: &str) -> Option<String> {
+    object.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Decodes and validates a tool listing (§2, §3); any bad entry fails the whole
+/// listing, naming the server and the rule.
+pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDef>, String> {
+    let mut out = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let Value::Object(object) = item else {
+            return Err(format!(
+                "MCP server {server:?}: tools/list entry {index} is not an object"
+            ));
+        };
+        let remote = match object.get("name") {
+            Some(Value::String(name)) => name.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(_) => {
+                return Err(format!(
+                    "MCP server {server:?}: tools/list entry {index} has a non-string name"
+                ));
+            }
+        };
+        let full = validate_tool_name(server, &remote).map_err(|e| e.to_string())?;
+        let description = string_field(&object, "description").unwrap_or_default();
+        let schema = match object.get("inputSchema") {
+            None | Some(Value::Null) => json!({"type": "object"}),
+            Some(Value::Object(map)) if map.is_empty() => json!({"type": "object"}),
+            Some(other) => other.clone(),
+        };
+        let read_only = object
+            .get("annotations")
+            .and_then(|a| a.get("readOnlyHint"))
+            .is_some_and(|hint| *hint == Value::Bool(true));
+        let has_output_schema = object.get("outputSchema").is_some_and(|s| !s.is_null());
+        let full: Arc<str> = Arc::from(full);
+        let first_line = description.lines().next().unwrap_or("").to_owned();
+        out.push(ToolDef {
+            spec: ToolSpec::new(Arc::clone(&full), description).with_schema(schema),
+            light: ToolSpec::new(Arc::clone(&full), first_line),
+            remote,
+            full,
+            read_only,
+            has_output_schema,
+        });
+    }
+    Ok(out)
+}
+
+/// Decodes a resource listing; entries without a string `uri` are a listing error.
+pub(crate) fn decode_resources(server: &str, items: Vec<Value>) -> Result<Vec<McpResource>, String> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let Value::Object(object) = item else {
+                return Err(format!(
+                    "MCP server {server:?}: resources/list entry {index} is not an object"
+                ));
+            };
+            let Some(uri) = string_field(&object, "uri") else {
+                return Err(format!(
+                    "MCP server {server:?}: resources/list entry {index} has no uri"
+                ));
+            };
+            Ok(McpResource {
+                server: server.to_owned(),
+                uri,
+                name: string_field(&object, "name").unwrap_or_default(),
+                title: string_field(&object, "title"),
+                description: string_field(&object, "description"),
+                mime: string_field(&object, "mimeType"),
+                size: object.get("size").and_then(Value::as_u64),
+                read_only: true,
+            })
+        })
+        .collect()
+}
+
+/// Decodes a prompt listing; entries without a string `name` are a listing error.
+pub(crate) fn decode_prompts(server: &str, items: Vec<Value>) -> Result<Vec<McpPrompt>, String> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let Value::Object(object) = item else {
+                return Err(format!(
+                    "MCP server {server:?}: prompts/list entry {index} is not an object"
+                ));
+            };
+            let Some(name) = string_field(&object, "name") else {
+                return Err(format!(
+                    "MCP server {server:?}: prompts/list entry {index} has no name"
+                ));
+            };
+            let arguments = object
+                .get("arguments")
+                .and_then(Value::as_array)
+                .map(|args| {
+                    args.iter()
+                        .filter_map(Value::as_object)
+                        .filter_map(|arg| {
+                            Some(McpPromptArgument {
+                                name: string_field(arg, "name")?,
+                                description: string_field(arg, "description"),
+                                required: arg.get("required") == Some(&Value::Bool(true)),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(McpPrompt {
+                server: server.to_owned(),
+                name,
+                title: string_field(&object, "title"),
+                description: string_field(&object, "description"),
+                arguments,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rmcp decodes replies into an untagged union; whatever variant a raw listing
+    /// lands in, `result_value` must give the listing back unharmed.
+    #[test]
+    fn raw_listings_survive_rmcp_decoding() {
+        let pages = [
+            json!({"tools": [{"name": "no_schema"}], "nextCursor": "c2"}),
+            json!({"tools": [{"name": "ok", "inputSchema": {"type": "object"}}]}),
+            json!({"tools": []}),
+            json!({"resources": [{"uri": "test://a", "name": "a"}]}),
+            json!({"prompts": [{"name": "p"}]}),
+        ];
+        for page in pages {
+            let decoded: ServerResult = serde_json::from_value(page.clone()).unwrap();
+            let back = result_value(decoded);
+            for key in ["tools", "resources", "prompts", "nextCursor"] {
+                assert_eq!(back.get(key), page.get(key), "{page} came back as {back}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_schema_less_tool_gets_an_object_schema() {
+        let tools = decode_tools(
+            "s",
+            vec![json!({"name": "t"}), json!({"name": "u", "inputSchema": {}})],
+        )
+        .unwrap();
+        for tool in tools {
+            assert_eq!(tool.spec.schema(), Some(&json!({"type": "object"})));
+            assert!(!tool.read_only);
+        }
+    }
+}

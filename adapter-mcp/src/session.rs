@@ -1,0 +1,468 @@
+//! One MCP session: the §1 handshake over either transport (`dial`), requests with
+//! caller cancellation, the typed drop classification of §7.3, and close.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientNotification,
+    ClientRequest, ErrorData, Implementation, ProtocolVersion, RequestId, ServerResult,
+};
+use rmcp::service::{
+    ClientCacheConfig, ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RoleClient,
+    RunningService, ServiceError, ServiceExt as _,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerConfig, TransportConfig};
+use crate::stdio::{self, ChildProcess};
+
+/// How long closing a stdio session's service (and so the child's stdin) may take
+/// before the exit → TERM → KILL sequence starts.
+const STDIN_CLOSE_LIMIT: Duration = Duration::from_millis(500);
+
+/// The client name sent in `initialize`.
+pub const CLIENT_NAME: &str = "mecatl";
+
+/// The client version sent in `initialize` (this crate's version).
+pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Which list a `list_changed` notification or a re-list is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl ListKind {
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            Self::Tools => "tools/list",
+            Self::Resources => "resources/list",
+            Self::Prompts => "prompts/list",
+        }
+    }
+
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Resources => "resources",
+            Self::Prompts => "prompts",
+        }
+    }
+}
+
+/// The per-list dirty flags a server's `list_changed` notifications set (§7.7).
+#[derive(Debug, Default)]
+pub(crate) struct DirtyFlags {
+    tools: AtomicBool,
+    resources: AtomicBool,
+    prompts: AtomicBool,
+}
+
+impl DirtyFlags {
+    fn flag(&self, kind: ListKind) -> &AtomicBool {
+        match kind {
+            ListKind::Tools => &self.tools,
+            ListKind::Resources => &self.resources,
+            ListKind::Prompts => &self.prompts,
+        }
+    }
+
+    /// Sets the flag; INFO on the clean → dirty transition.
+    pub(crate) fn mark(&self, kind: ListKind, server: &str) {
+        if !self.flag(kind).swap(true, Ordering::SeqCst) {
+            tracing::info!(
+                server,
+                list = kind.key(),
+                "MCP server {server:?} changed its {} list; it is re-listed on next use",
+                kind.key()
+            );
+        }
+    }
+
+    /// Clears the flag; whether it was set.
+    pub(crate) fn take(&self, kind: ListKind) -> bool {
+        self.flag(kind).swap(false, Ordering::SeqCst)
+    }
+
+    /// Sets the flag again without a log (a failed re-list re-arms it).
+    pub(crate) fn rearm(&self, kind: ListKind) {
+        self.flag(kind).store(true, Ordering::SeqCst);
+    }
+}
+
+/// Our `ClientHandler`: it declares no optional capability and only turns
+/// `list_changed` notifications into dirty flags.
+pub(crate) struct Handler {
+    server: Arc<str>,
+    flags: Arc<DirtyFlags>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.flags.mark(ListKind::Tools, &self.server);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.flags.mark(ListKind::Resources, &self.server);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.flags.mark(ListKind::Prompts, &self.server);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        client_info()
+    }
+}
+
+/// The `initialize` parameters: client `mecatl` + crate version, no optional
+/// capability (no roots, sampling or elicitation), the newest protocol version that
+/// still has the `initialize` handshake.
+pub fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(CLIENT_NAME, CLIENT_VERSION),
+    )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// What the server's `initialize` result advertised.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Advertised {
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
+
+/// One live (or dead) MCP session.
+pub(crate) struct Session {
+    pub(crate) generation: u64,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    dropped: AtomicBool,
+    child: Option<Arc<ChildProcess>>,
+    pub(crate) advertised: Advertised,
+}
+
+/// Everything a dial needs besides the config.
+#[derive(Clone)]
+pub(crate) struct DialContext {
+    pub(crate) server: Arc<str>,
+    pub(crate) http: Option<reqwest::Client>,
+    pub(crate) flags: Arc<DirtyFlags>,
+}
+
+/// A dial that failed: the cause (not yet redacted) and, for stdio, the stderr tail.
+#[derive(Debug)]
+pub(crate) struct DialError {
+    pub(crate) cause: String,
+    pub(crate) stderr_tail: Option<String>,
+}
+
+/// Transport + `initialize` + cache off: steps 1–3 of §1 (no listing).
+pub(crate) async fn dial(
+    config: &ServerConfig,
+    ctx: &DialContext,
+    generation: u64,
+) -> Result<Session, DialError> {
+    let handler = Handler {
+        server: Arc::clone(&ctx.server),
+        flags: Arc::clone(&ctx.flags),
+    };
+    match &config.transport {
+        TransportConfig::Http { url, headers, .. } => {
+            let client = match &ctx.http {
+                Some(client) => client.clone(),
+                None => crate::http::build_client(crate::config::Redirects::None).map_err(|e| DialError {
+                    cause: format!("cannot build the HTTP client: {e}"),
+                    stderr_tail: None,
+                })?,
+            };
+            let transport = StreamableHttpClientTransport::with_client(
+                client,
+                crate::http::transport_config(url, headers.as_ref()),
+            );
+            let service = handler.serve(transport).await.map_err(|e| DialError {
+                cause: format!("initialize failed: {}", init_error_text(&e)),
+                stderr_tail: None,
+            })?;
+            Ok(finish(service, None, generation).await)
+        }
+        TransportConfig::Stdio {
+            program,
+            args,
+            cwd,
+            env,
+        } => {
+            let spawned = stdio::spawn(&ctx.server, program, args, cwd, env).map_err(|e| DialError {
+                cause: format!("cannot start {program:?}: {e}"),
+                stderr_tail: None,
+            })?;
+            let process = spawned.process;
+            match handler.serve((spawned.stdout, spawned.stdin)).await {
+                Ok(service) => Ok(finish(service, Some(process), generation).await),
+                Err(e) => {
+                    // A child that died at once has said why on stderr: let it finish.
+                    let exited = process.wait_exit(Duration::from_millis(500)).await;
+                    process.wait_stderr_closed(Duration::from_millis(500)).await;
+                    let tail = process.stderr_tail();
+                    let cause = if exited {
+                        format!("the process exited during initialize ({})", init_error_text(&e))
+                    } else {
+                        format!("initialize failed: {}", init_error_text(&e))
+                    };
+                    process.shut_down().await;
+                    Err(DialError {
+                        cause,
+                        stderr_tail: (!tail.is_empty()).then_some(tail),
+                    })
+                }
+            }
+        }
+    }
+}
+
+async fn finish(
+    service: RunningService<RoleClient, Handler>,
+    child: Option<Arc<ChildProcess>>,
+    generation: u64,
+) -> Session {
+    let peer = service.peer().clone();
+    peer.set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    let advertised = peer
+        .peer_info()
+        .map(|info| Advertised {
+            resources: info.capabilities.resources.is_some(),
+            prompts: info.capabilities.prompts.is_some(),
+        })
+        .unwrap_or_default();
+    Session {
+        generation,
+        peer,
+        service: tokio::sync::Mutex::new(Some(service)),
+        dropped: AtomicBool::new(false),
+        child,
+        advertised,
+    }
+}
+
+/// How a failed request is classified (§7.3).
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The caller cancelled; the request future was dropped.
+    Cancelled,
+    /// The request never reached the server: safe to resend once.
+    NotDelivered(String),
+    /// The connection broke after the request went out: never resent (D13).
+    PossiblyDelivered(String),
+    /// A JSON-RPC error reply: a successful round trip.
+    Remote(ErrorData),
+    /// Anything else, verbatim.
+    Other(String),
+}
+
+/// Where a request was when it failed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Handing the request to the service loop.
+    Enqueue,
+    /// Waiting for the reply.
+    Await,
+}
+
+impl Session {
+    /// Whether the session is known dead: marked dropped, transport closed, or its
+    /// stdio child exited.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+            || self.peer.is_transport_closed()
+            || self.child.as_ref().is_some_and(|c| c.has_exited())
+    }
+
+    /// Whether the transport itself reports closed (or the child exited).
+    pub(crate) fn transport_closed(&self) -> bool {
+        self.peer.is_transport_closed() || self.child.as_ref().is_some_and(|c| c.has_exited())
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+
+    /// The stdio child's pid, if any.
+    pub(crate) fn child_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.pid())
+    }
+
+    /// Sends one request and waits for its reply, honouring `cancel`: on
+    /// cancellation the request future is dropped and the server is sent
+    /// `notifications/cancelled`.
+    pub(crate) async fn request(
+        &self,
+        request: ClientRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ServerResult, Failure> {
+        if cancel.is_cancelled() {
+            return Err(Failure::Cancelled);
+        }
+        let handle = self
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| classify(e, Stage::Enqueue))?;
+        let mut guard = CancelOnDrop {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Failure::Cancelled),
+            result = handle.await_response() => result,
+        };
+        guard.id = None;
+        result.map_err(|e| classify(e, Stage::Await))
+    }
+
+    /// Closes the session: the rmcp service within `limit` (HTTP: session
+    /// DELETE), or for stdio its stdin (briefly), then the child's exit → TERM →
+    /// KILL sequence.
+    pub(crate) async fn close(&self, limit: Duration) {
+        self.mark_dropped();
+        let service = self.service.lock().await.take();
+        if let Some(mut service) = service {
+            let limit = if self.child.is_some() {
+                STDIN_CLOSE_LIMIT
+            } else {
+                limit
+            };
+            let _ = service.close_with_timeout(limit).await;
+        }
+        if let Some(child) = &self.child {
+            child.shut_down().await;
+        }
+    }
+
+    /// Kills a stdio child's process group at once (a close that ran out of time).
+    pub(crate) fn kill(&self) {
+        if let Some(child) = &self.child {
+            child.kill();
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose future was dropped.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("request cancelled by the caller".to_owned()),
+            ));
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
+    }
+}
+
+/// §7.3, by types only (never by message text).
+fn classify(error: ServiceError, stage: Stage) -> Failure {
+    match error {
+        ServiceError::McpError(data) => Failure::Remote(data),
+        ServiceError::Cancelled { .. } => Failure::Cancelled,
+        ServiceError::TransportClosed if stage == Stage::Enqueue => Failure::NotDelivered(error.to_string()),
+        ServiceError::TransportClosed => Failure::PossiblyDelivered(error.to_string()),
+        ServiceError::TransportSend(ref transport) => {
+            let text = error_chain(&error);
+            match classify_transport(transport.error.as_ref()) {
+                Some(true) => Failure::NotDelivered(text),
+                Some(false) => Failure::PossiblyDelivered(text),
+                None => Failure::Other(text),
+            }
+        }
+        other => Failure::Other(error_chain(&other)),
+    }
+}
+
+/// `Some(true)`: not delivered; `Some(false)`: possibly delivered; `None`: not a drop.
+fn classify_transport(error: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<bool> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut saw_io = false;
+    while let Some(e) = current {
+        if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            return match http {
+                StreamableHttpError::SessionExpired | StreamableHttpError::TransportChannelClosed => {
+                    Some(true)
+                }
+                StreamableHttpError::Client(inner) => Some(inner.is_connect()),
+                _ => None,
+            };
+        }
+        if let Some(inner) = e.downcast_ref::<reqwest::Error>() {
+            return Some(inner.is_connect());
+        }
+        if e.downcast_ref::<std::io::Error>().is_some() {
+            saw_io = true;
+        }
+        current = e.source();
+    }
+    // Writing to a stdio child failed: the request never left.
+    saw_io.then_some(true)
+}
+
+/// A failed `initialize`, without rmcp's transport type names.
+fn init_error_text(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{context}: {}", error_chain(error.error.as_ref()))
+        }
+        other => error_chain(other),
+    }
+}
+
+/// `error` and its sources, joined by `: ` (without repeating a message its
+/// wrapper already shows).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut current = next_source(error);
+    while let Some(e) = current {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        current = next_source(e);
+    }
+    text
+}
+
+/// `source()`, except that rmcp's `StreamableHttpError::Client` (which shows its
+/// reqwest error but does not expose it as a source) continues into that error.
+fn next_source<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    if let Some(StreamableHttpError::Client(inner)) =
+        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return Some(inner);
+    }
+    error.source()
+}

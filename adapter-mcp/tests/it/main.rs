@@ -1,0 +1,28 @@
+//! Integration tests of `adapter-mcp`: every scenario of spec §13 against in-process
+//! rmcp fixture servers, stdio fixtures and real peers (server-everything,
+//! server-filesystem, mcp-server-time/git, the Python SDK bearer server, the
+//! conformance suite).
+
+// Test code: failing loudly is the point, and helpers are shared across modules.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod support;
+
+mod catalog;
+mod client;
+mod conformance;
+mod connect;
+mod execute;
+mod flags;
+mod peers;
+mod perf;
+mod resilience;
+mod stdio;
+mod toolhive;
