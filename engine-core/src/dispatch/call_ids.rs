@@ -11,10 +11,18 @@ use engine_ports::ToolCall;
 /// `k ≥ 2` that no call of the turn uses (a WARN is logged). Ids that are already
 /// unique and non-empty are kept, so normalizing twice changes nothing.
 pub fn normalize_call_ids(calls: &[ToolCall], turn: u64) -> Vec<ToolCall> {
-    let mut taken: HashSet<String> = calls
+    // Fast path, the common case: every id present and unique; nothing is renamed.
+    let mut seen: HashSet<&str> = HashSet::with_capacity(calls.len());
+    if calls
+        .iter()
+        .all(|c| !c.id().is_empty() && seen.insert(c.id().as_str()))
+    {
+        return calls.to_vec();
+    }
+    let taken: HashSet<&str> = calls
         .iter()
         .filter(|c| !c.id().is_empty())
-        .map(|c| c.id().to_string())
+        .map(|c| c.id().as_str())
         .collect();
     let mut assigned: HashSet<String> = HashSet::with_capacity(calls.len());
     let mut out = Vec::with_capacity(calls.len());
@@ -24,11 +32,11 @@ pub fn normalize_call_ids(calls: &[ToolCall], turn: u64) -> Vec<ToolCall> {
         } else {
             call.id().to_string()
         };
-        let id = if assigned.contains(&wanted) || (call.id().is_empty() && taken.contains(&wanted)) {
+        let id = if assigned.contains(&wanted) || (call.id().is_empty() && taken.contains(wanted.as_str())) {
             let mut k = 2u64;
             loop {
                 let candidate = format!("{wanted}#{k}");
-                if !taken.contains(&candidate) && !assigned.contains(&candidate) {
+                if !taken.contains(candidate.as_str()) && !assigned.contains(&candidate) {
                     break candidate;
                 }
                 k += 1;
@@ -39,13 +47,12 @@ pub fn normalize_call_ids(calls: &[ToolCall], turn: u64) -> Vec<ToolCall> {
         if id != call.id().as_str() && !call.id().is_empty() {
             tracing::warn!(call_id = %call.id(), new_id = %id, tool = call.name(), "duplicate tool call id renamed");
         }
-        taken.insert(id.clone());
-        assigned.insert(id.clone());
         out.push(if id == call.id().as_str() {
             call.clone()
         } else {
-            call.with_id(id)
+            call.with_id(id.clone())
         });
+        assigned.insert(id);
     }
     out
 }

@@ -34,6 +34,7 @@ pub(crate) struct Probe {
     overlaps: AtomicUsize,
     executions: Mutex<HashMap<String, usize>>,
     seen_args: Mutex<Vec<(String, String)>>,
+    ended: tokio::sync::Notify,
 }
 
 impl Probe {
@@ -106,6 +107,21 @@ impl Probe {
         }
         self.active.fetch_sub(1, Ordering::SeqCst);
         self.journal.lock().unwrap().push(format!("end:{}", call.id()));
+        self.ended.notify_waiters();
+    }
+
+    /// Waits until the journal holds `entry` (executions end asynchronously when an
+    /// abandoned task is dropped).
+    pub(crate) async fn wait_for(&self, entry: &str) {
+        loop {
+            let notified = self.ended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.journal().iter().any(|e| e == entry) {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
