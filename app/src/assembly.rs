@@ -310,6 +310,9 @@ impl Assembly {
             _ => ToolFamily::McpGlobal,
         };
         let registration = register(&mut self.catalog, tools.iter().cloned(), tool_family);
+        for name in &registration.registered {
+            self.families.insert(Arc::from(name.as_str()), family);
+        }
         for skipped in &registration.skipped {
             let reason = self.skip_reason(&skipped.name, skipped.reason.clone());
             self.skipped.push(SkippedTool {
@@ -317,9 +320,6 @@ impl Assembly {
                 family,
                 reason,
             });
-        }
-        for name in &registration.registered {
-            self.families.insert(Arc::from(name.as_str()), family);
         }
         registration
     }

@@ -67,7 +67,8 @@ impl FixtureSpec {
 
     /// The same server with one more text resource.
     pub fn with_resource(mut self, uri: &str, name: &str, text: &str) -> Self {
-        self.resources.push((uri.to_owned(), name.to_owned(), text.to_owned()));
+        self.resources
+            .push((uri.to_owned(), name.to_owned(), text.to_owned()));
         self
     }
 }
@@ -159,7 +160,8 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}, "path": {"type": "string"}}});
+        let schema =
+            json!({"type": "object", "properties": {"text": {"type": "string"}, "path": {"type": "string"}}});
         let Value::Object(schema) = schema else {
             unreachable!("an object")
         };
@@ -169,7 +171,11 @@ impl ServerHandler for Handler {
             .tools
             .iter()
             .map(|t| {
-                let mut tool = Tool::new(t.name.clone(), format!("Fixture tool {}.", t.name), Arc::clone(&schema));
+                let mut tool = Tool::new(
+                    t.name.clone(),
+                    format!("Fixture tool {}.", t.name),
+                    Arc::clone(&schema),
+                );
                 if t.read_only {
                     tool.annotations = Some(ToolAnnotations::new().read_only(true));
                 }
