@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -73,9 +74,10 @@ impl FixtureSpec {
     }
 }
 
-/// What the server saw.
+/// What the server saw (and how late it answers).
 #[derive(Default)]
 pub struct Seen {
+    pub latency: Duration,
     pub deletes: AtomicUsize,
     pub calls: Mutex<Vec<(String, Option<Value>)>>,
 }
@@ -90,9 +92,18 @@ pub struct McpFixture {
 impl McpFixture {
     /// Starts a server for `spec` on a free loopback port (`http://127.0.0.1:P/mcp`).
     pub async fn start(spec: FixtureSpec) -> Self {
+        Self::start_with_latency(spec, Duration::ZERO).await
+    }
+
+    /// As [`McpFixture::start`], answering every request `latency` late (a network
+    /// round trip, for benches).
+    pub async fn start_with_latency(spec: FixtureSpec, latency: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Seen::default());
+        let seen = Arc::new(Seen {
+            latency,
+            ..Seen::default()
+        });
         let handler = Handler {
             spec: Arc::new(spec),
             seen: Arc::clone(&seen),
@@ -135,6 +146,9 @@ impl Drop for McpFixture {
 async fn count_deletes(State(seen): State<Arc<Seen>>, request: Request, next: Next) -> Response {
     if request.method() == axum::http::Method::DELETE {
         seen.deletes.fetch_add(1, Ordering::SeqCst);
+    }
+    if !seen.latency.is_zero() {
+        tokio::time::sleep(seen.latency).await;
     }
     next.run(request).await
 }
