@@ -131,11 +131,11 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 run.builtin(Family::Core, &assets.core);
                 run.narrate(|| {
                     let shell = if assets.shell {
-                        "with Shell"
+                        "Shell included"
                     } else {
-                        "without Shell (--no-shell)"
+                        "Shell disabled by --no-shell"
                     };
-                    format!("core tools enabled ({} tools, {shell})", assets.core.len())
+                    format!("core tools enabled: {} tools, {shell}", assets.core.len())
                 });
             }
             FamilySlot::GlobalMcp => {
@@ -352,4 +352,91 @@ fn join_names(skipped: &[SkippedTool]) -> String {
         .map(|s| s.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use adapter_mcp::{McpManager, MountOptions};
+    use async_trait::async_trait;
+    use engine_core::{Environment, MemoryStore, Tool, ToolError};
+    use engine_ports::{CancellationToken, Level, ToolCall, ToolResult, ToolSpec};
+
+    use super::*;
+    use crate::assets::{CatalogAssets, ResourceAssets};
+    use crate::global_mcp::GlobalMcp;
+    use crate::store::AppStore;
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new(self.0, "A test tool.")
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        async fn execute(
+            &self,
+            _: &CancellationToken,
+            call: &ToolCall,
+            _: &Environment,
+        ) -> Result<ToolResult, ToolError> {
+            Ok(ToolResult::text(call.id().clone(), self.0))
+        }
+    }
+
+    fn assets(core: &[&'static str], skill: Option<&'static str>) -> CatalogAssets {
+        CatalogAssets {
+            core: core.iter().map(|n| Arc::new(Named(n)) as Arc<dyn Tool>).collect(),
+            shell: false,
+            global: GlobalMcp::new(McpManager::empty(), MountOptions::default()),
+            resources: ResourceAssets {
+                tools: Vec::new(),
+                note: String::new(),
+            },
+            skills: None,
+            skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
+            store: AppStore::Memory(Arc::new(MemoryStore::new())),
+            mount: MountOptions::default(),
+        }
+    }
+
+    #[test]
+    fn two_builtin_families_with_one_name_are_a_conflict_and_the_first_stays() {
+        let assembled = assemble_catalog(
+            &assets(&["Read", "SkillDraft"], Some("SkillDraft")),
+            CatalogInputs::default(),
+        );
+        assert_eq!(
+            assembled.conflicts,
+            [ToolConflict {
+                name: "SkillDraft".to_owned(),
+                kept: Family::Core,
+                rejected: Family::Skill,
+            }]
+        );
+        assert_eq!(assembled.families.get("SkillDraft"), Some(&Family::Core));
+        assert!(assembled.skipped.is_empty());
+    }
+
+    #[test]
+    fn narration_is_one_info_per_slot_and_only_when_asked() {
+        let quiet = assemble_catalog(&assets(&["Read"], None), CatalogInputs::default());
+        assert!(quiet.diagnostics.is_empty(), "{:?}", quiet.diagnostics);
+        let narrated = assemble_catalog(
+            &assets(&["Read"], None),
+            CatalogInputs {
+                client_mcp: None,
+                narrate: true,
+            },
+        );
+        // One line per slot; the resource note was logged when the assets were built
+        // (empty here).
+        assert_eq!(narrated.diagnostics.len(), FAMILY_ORDER.len());
+        assert!(narrated.diagnostics.iter().all(|d| d.level == Level::Info));
+        assert_eq!(narrated.catalog.names().collect::<Vec<_>>(), ["Read"]);
+    }
 }

@@ -263,3 +263,71 @@ async fn a_failing_build_exits_1() {
         output.stderr
     );
 }
+
+#[tokio::test]
+async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "tools",
+            "--json",
+            "--workspace",
+            &ws,
+            "--no-shell",
+            "--mode",
+            "plan",
+            "--toolhive=false",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let listing: Value = serde_json::from_str(&output.stdout).unwrap();
+    let mut core: Vec<Value> =
+        adapter_fstools::core_tools(&adapter_fstools::CoreToolsOptions::new().with_shell(false))
+            .iter()
+            .filter(|tool| tool.read_only())
+            .map(|tool| {
+                let spec = tool.spec();
+                json!({
+                    "name": spec.name(), "family": "core", "read_only": true, "plan_only": false,
+                    "disclosable": false, "description": spec.description(), "schema": spec.schema().unwrap(),
+                })
+            })
+            .collect();
+    core.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let info = |message: &str| json!({"level": "info", "message": message});
+    let expected = json!({
+        "tools": core,
+        "skipped": [],
+        "mcp_servers": [],
+        "skills": [],
+        "diagnostics": [
+            info("MCP disabled: no MCP server from --mcp-server, --mcp-stdio or ToolHive"),
+            info("core tools enabled: 6 tools, Shell disabled by --no-shell"),
+            info("server-global MCP tools disabled: no MCP server is connected or none lists a tool"),
+            info("MCP resource tools disabled: no connected MCP server lists a resource"),
+            info("client MCP tools: mounted per session only"),
+            info("Subagent/InspectSubagent/SubagentStatus tools disabled: not built yet (reserved slot)"),
+            info("Parallel tools disabled: not built yet (reserved slot)"),
+            info("Team/InspectMember tools disabled: not built yet (reserved slot)"),
+            info("memory tools disabled: not built yet (reserved slot)"),
+            info("user-model tools disabled: not built yet (reserved slot)"),
+            info("Skill tool disabled: no skill resolved"),
+            info("SkillDraft tool disabled: no --skills-draft-dir"),
+            info("MCP prompt commands disabled: no connected MCP server lists a prompt"),
+        ],
+    });
+    assert_eq!(listing, expected);
+    assert_eq!(
+        listing["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["Glob", "Grep", "ListDir", "Read"]
+    );
+}

@@ -224,6 +224,38 @@ async fn the_live_session_cap_refuses_extra_private_engines() {
     shared.close().await.unwrap();
 }
 
+#[tokio::test]
+async fn only_the_shared_build_narrates() {
+    let globe = McpFixture::start(FixtureSpec::tools("global:", &["echo"])).await;
+    let scratch = Scratch::new();
+    let mut cfg = config(&scratch);
+    cfg.mcp.servers = vec![http_server("globe", &globe.url)];
+    let logs = Capture::start();
+    let built = build(cfg).await.unwrap();
+    let narrated = logs
+        .all()
+        .into_iter()
+        .filter(|e| e.level == tracing::Level::INFO && e.text.starts_with("server-global MCP tools enabled"))
+        .count();
+    assert_eq!(narrated, 1);
+    drop(logs);
+
+    let logs = Capture::start();
+    let session = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    assert!(
+        logs.all().is_empty(),
+        "per-session assembly logged: {:?}",
+        logs.all()
+    );
+    session.close().await.unwrap();
+    drop(logs);
+    built.close().await.unwrap();
+}
+
 /// Whether `/proc/<pid>` is gone or a zombie.
 fn process_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -87,7 +87,7 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) mcp_resource_tools: bool,
-    /// Expand /mcp__<server>__<prompt> commands (a prompt replaces the turn's input:
+    /// Expand `/mcp__<server>__<prompt>` commands (a prompt replaces the turn's input:
     /// enable only for trusted servers).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
@@ -115,7 +115,7 @@ pub(crate) struct CommonArgs {
     /// workspace and every skill directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) skills_draft_dir: Option<PathBuf>,
-    /// A directory of slash-command templates (<name>.md).
+    /// A directory of slash-command templates (`<name>.md`).
     #[arg(long, value_name = "DIR")]
     pub(crate) commands_dir: Option<PathBuf>,
     /// The shell of the Shell tool (default /bin/sh).

@@ -44,6 +44,11 @@ impl Capture {
             .cloned()
             .collect()
     }
+
+    /// Every captured event.
+    pub fn all(&self) -> Vec<Captured> {
+        self.events.lock().unwrap().clone()
+    }
 }
 
 struct Collector {
