@@ -3,11 +3,15 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use std::collections::BTreeMap;
+
+use adapter_mcp::rmcp::model::{GetPromptResult, ResourceContents};
 use adapter_mcp::{
-    McpManager, McpPrompt, McpPromptExpander, McpResource, McpServerInfo, MountOptions, ResourceTools,
-    prompt_expander, resource_tools,
+    McpError, McpManager, McpPrompt, McpPromptExpander, McpResource, McpServerInfo, MountOptions,
+    ResourceTools, prompt_expander, resource_tools,
 };
 use engine_core::{OutputCap, Tool};
+use engine_ports::CancellationToken;
 use engine_ports::Diagnostics;
 
 /// A handle on the server-global MCP manager without the power to close it.
@@ -105,6 +109,36 @@ impl GlobalMcp {
     /// The prompts in the servers' snapshots (no I/O).
     pub fn prompts(&self) -> Vec<McpPrompt> {
         self.inner.manager.prompt_snapshot()
+    }
+
+    /// Reads one resource live (with the MCP adapter's reconnect rules).
+    ///
+    /// # Errors
+    /// [`McpError`]: unknown server, unavailable, or the server's error.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ResourceContents>, McpError> {
+        self.inner.manager.read_resource(server, uri, cancel).await
+    }
+
+    /// Gets one prompt live (with the MCP adapter's reconnect rules).
+    ///
+    /// # Errors
+    /// [`McpError`]: unknown server, unavailable, or the server's error.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<BTreeMap<String, String>>,
+        cancel: &CancellationToken,
+    ) -> Result<GetPromptResult, McpError> {
+        self.inner
+            .manager
+            .get_prompt(server, name, arguments, cancel)
+            .await
     }
 
     /// The pid of a stdio server's current child (diagnostics and tests).

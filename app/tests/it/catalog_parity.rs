@@ -162,6 +162,18 @@ async fn the_fully_loaded_build_has_every_required_family() {
             .iter()
             .any(|t| t.name == TOOL_SEARCH_NAME && t.family == Family::Meta)
     );
+
+    // The global servers as hosts see them: snapshots, live reads, no reconnect.
+    let global = built.global_mcp();
+    assert_eq!(global.resources().len(), 1);
+    let contents = global
+        .read_resource("globe", "globe://readme", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(contents.len(), 1);
+    let generation = global.pinned_tools().generation();
+    assert!(!global.refresh().await, "nothing changed");
+    assert_eq!(global.pinned_tools().generation(), generation);
     private.close().await.unwrap();
     built.close().await.unwrap();
 }
