@@ -1,9 +1,8 @@
-//! [`build`]: the one composition of a process, and [`Built`], which owns what it
-//! opened and closes it in order.
+//! [`build`]: the one composition of a process, in the fixed order of its six steps.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use adapter_fstools::{CoreToolsOptions, core_tools};
 use adapter_llm::{HttpProviderConfig, MockProvider, build_http_provider};
@@ -14,43 +13,23 @@ use adapter_skillfs::{
     FsSourceConfig, HostEnv, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_skills,
     resolve_skill_dirs,
 };
-use engine_core::{Catalog, Engine, SkillDraftTool, SkillTool, Tool};
-use engine_ports::{
-    CommandExpander, Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, SkillSource, SystemClock,
-};
+use engine_core::{SkillDraftTool, SkillTool, Tool};
+use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, SkillSource, SystemClock};
 
-use crate::assembly::{CatalogInputs, FamilyMap, assemble_catalog};
+use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
+use crate::built::{Built, close_store};
 use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig, StoreConfig};
 use crate::engine_template::EngineTemplate;
-use crate::error::{BuildError, CloseError};
+use crate::error::BuildError;
 use crate::factory::SessionEngineFactory;
 use crate::global_mcp::GlobalMcp;
-use crate::report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, all_tool_entries, tool_entries};
+use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
 use crate::store::AppStore;
 
 /// The model name sent with every request of the mock provider.
 pub const MOCK_MODEL_NAME: &str = "mock";
-
-/// Everything one [`build`] composed. It owns the server-global MCP manager (the only
-/// handle that closes it), the store, the shared engine and the session factory;
-/// [`Built::close`] ends them in order.
-pub struct Built {
-    workspace: PathBuf,
-    model: String,
-    assets: Arc<CatalogAssets>,
-    shared_catalog: Arc<Catalog>,
-    shared_families: Arc<FamilyMap>,
-    shared_engine: Arc<Engine>,
-    factory: SessionEngineFactory,
-    commands: Arc<dyn CommandExpander>,
-    report: BuildReport,
-    store: AppStore,
-    global: GlobalMcp,
-    global_manager: McpManager,
-    closed: AtomicBool,
-}
 
 /// Composes one process, in this order (run it **once per process**):
 ///
@@ -270,112 +249,6 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     })
 }
 
-impl Built {
-    /// The shared catalog (every session without client servers uses it).
-    pub fn shared_catalog(&self) -> &Arc<Catalog> {
-        &self.shared_catalog
-    }
-
-    /// The shared engine.
-    pub fn shared_engine(&self) -> &Arc<Engine> {
-        &self.shared_engine
-    }
-
-    /// The per-session engine factory.
-    pub fn factory(&self) -> &SessionEngineFactory {
-        &self.factory
-    }
-
-    /// What the build did (tools, skipped, MCP servers, skills, diagnostics).
-    pub fn report(&self) -> &BuildReport {
-        &self.report
-    }
-
-    /// The store every engine writes to.
-    pub fn store(&self) -> &AppStore {
-        &self.store
-    }
-
-    /// The assets every catalog of this process is assembled from.
-    pub fn assets(&self) -> &Arc<CatalogAssets> {
-        &self.assets
-    }
-
-    /// The server-global MCP servers, without the power to close them.
-    pub fn global_mcp(&self) -> &GlobalMcp {
-        &self.global
-    }
-
-    /// The slash-command chain (its `list` is the command palette).
-    pub fn commands(&self) -> &Arc<dyn CommandExpander> {
-        &self.commands
-    }
-
-    /// The canonical workspace root.
-    pub fn workspace_root(&self) -> &Path {
-        &self.workspace
-    }
-
-    /// The model name the engines send.
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The shared catalog's tools available in `mode`, sorted, with their families
-    /// (`ToolSearch` included with progressive tools).
-    pub fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
-        tool_entries(
-            &self.shared_catalog,
-            &self.shared_families,
-            mode,
-            self.assets.progressive_tools(),
-        )
-    }
-
-    /// Ends everything, in order: (1) every live per-session engine (runs cancelled,
-    /// client MCP servers closed), (2) the shared engine, (3) the server-global MCP
-    /// manager (HTTP sessions ended, stdio children stopped), (4) the store (flushed).
-    /// Listeners are their owner's to stop first.
-    ///
-    /// Idempotent (a second call does nothing), never panics, goes on after a failing
-    /// step (WARN) and returns the first error.
-    ///
-    /// # Errors
-    /// The first step that failed.
-    pub async fn close(&self) -> Result<(), CloseError> {
-        if self.closed.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let mut first: Option<CloseError> = None;
-        if let Err(error) = self.factory.close_all().await {
-            tracing::warn!(%error, "closing the per-session engines failed");
-            first.get_or_insert(error);
-        }
-        self.shared_engine.close();
-        if let Err(error) = self.global_manager.close().await {
-            tracing::warn!(%error, "closing the server-global MCP servers failed");
-            first.get_or_insert(CloseError::Mcp(error));
-        }
-        if let Err(error) = close_store(&self.store).await {
-            tracing::warn!(%error, "closing the store failed");
-            first.get_or_insert(CloseError::Store(Box::new(error)));
-        }
-        first.map_or(Ok(()), Err)
-    }
-}
-
-impl std::fmt::Debug for Built {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Built")
-            .field("workspace", &self.workspace)
-            .field("model", &self.model)
-            .field("shared_catalog", &self.shared_catalog)
-            .field("store", &self.store)
-            .field("global", &self.global)
-            .finish_non_exhaustive()
-    }
-}
-
 fn resolve_workspace(workspace: &Path) -> Result<PathBuf, BuildError> {
     let fail = |reason: String| BuildError::Workspace {
         path: workspace.to_path_buf(),
@@ -469,18 +342,5 @@ async fn unwind(store: Option<&AppStore>, manager: &McpManager) {
     }
     if let Err(error) = manager.close().await {
         tracing::warn!(%error, "closing the MCP servers of a failed build failed");
-    }
-}
-
-/// Flushes and closes the store off the async workers (the flusher join blocks).
-async fn close_store(store: &AppStore) -> Result<(), engine_ports::StoreError> {
-    let store = store.clone();
-    match tokio::task::spawn_blocking(move || store.close()).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(engine_ports::StoreError::StoreDir {
-            path: PathBuf::new(),
-            reason: "closing the store was interrupted".to_owned(),
-            source: None,
-        }),
     }
 }

@@ -37,6 +37,7 @@
 mod assembly;
 mod assets;
 mod build;
+mod built;
 mod commands;
 mod config;
 pub mod demo;
@@ -55,7 +56,8 @@ pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };
 pub use assets::CatalogAssets;
-pub use build::{Built, MOCK_MODEL_NAME, build};
+pub use build::{MOCK_MODEL_NAME, build};
+pub use built::Built;
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, EngineSettings, McpConfig, ModelConfig, SkillsConfig,
     StoreConfig,
