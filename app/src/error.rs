@@ -90,10 +90,15 @@ pub enum FactoryError {
         /// The cap.
         limit: usize,
     },
-    /// Client-provided MCP servers were rejected or did not connect (D7); the
-    /// message names every failing server, never a header value.
+    /// Client-provided MCP servers were rejected before dialling (a bad name, a
+    /// transport not accepted here, a bad URL or header; HTTP 400). The message
+    /// names every failing server, never a header value.
     #[error(transparent)]
-    ClientServers(#[from] ClientServersError),
+    ClientServersRejected(ClientServersError),
+    /// Client-provided MCP servers did not connect (D7: the others were closed,
+    /// nothing is mounted; HTTP 503). The message names every failing server.
+    #[error(transparent)]
+    ClientServersUnreachable(ClientServersError),
     /// The factory was closed (the process is shutting down).
     #[error("the session factory is closed")]
     Closed,

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use adapter_mcp::{ClientServerContext, ClientServerSpec, ConnectOptions, connect_client_servers};
+use adapter_mcp::{
+    ClientServerContext, ClientServerSpec, ConnectOptions, connect_client_servers, validate_client_servers,
+};
 use engine_core::Engine;
 use engine_ports::PermissionMode;
 
@@ -149,8 +151,10 @@ impl SessionEngineFactory {
     /// global tools (global names win).
     ///
     /// # Errors
-    /// [`FactoryError::TooManySessions`] over the cap, [`FactoryError::ClientServers`]
-    /// naming every failing server (nothing stays connected),
+    /// [`FactoryError::TooManySessions`] over the cap,
+    /// [`FactoryError::ClientServersRejected`] for specs that fail validation,
+    /// [`FactoryError::ClientServersUnreachable`] naming every server that did not
+    /// connect (nothing stays connected),
     /// [`FactoryError::Closed`] after [`Built::close`](crate::Built::close).
     pub async fn create_private(&self, req: SessionRequest) -> Result<SessionEngine, FactoryError> {
         let inner = &self.inner;
@@ -175,7 +179,12 @@ impl SessionEngineFactory {
             stdio_allowed: req.allow_stdio,
             workspace: inner.workspace.clone(),
         };
-        let client = connect_client_servers(&req.client_servers, &context, ConnectOptions::default()).await?;
+        // Validation first (pure), so a bad request and an unreachable server differ.
+        validate_client_servers(&req.client_servers, &context)
+            .map_err(FactoryError::ClientServersRejected)?;
+        let client = connect_client_servers(&req.client_servers, &context, ConnectOptions::default())
+            .await
+            .map_err(FactoryError::ClientServersUnreachable)?;
         let assembled = assemble_catalog(
             &inner.assets,
             CatalogInputs {

@@ -182,7 +182,10 @@ async fn client_servers_are_all_or_nothing() {
         .await
         .unwrap_err();
     let text = error.to_string();
-    assert!(matches!(error, FactoryError::ClientServers(_)), "{error:?}");
+    assert!(
+        matches!(error, FactoryError::ClientServersUnreachable(_)),
+        "{error:?}"
+    );
     assert!(text.contains("\"dead\""), "{text}");
     assert!(!text.contains("\"good\""), "{text}");
     assert_eq!(built.factory().live_sessions(), 0);
@@ -190,6 +193,39 @@ async fn client_servers_are_all_or_nothing() {
         wait_until(WAIT, || good.deletes() == 1).await,
         "the good server stayed connected"
     );
+    built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_client_specs_are_rejected_before_any_connect() {
+    let good = McpFixture::start(FixtureSpec::tools("good:", &["echo"])).await;
+    let scratch = Scratch::new();
+    let built = build(config(&scratch)).await.unwrap();
+    let error = built
+        .factory()
+        .create(SessionRequest::new(vec![
+            client_spec("good", &good.url),
+            client_spec("a__b", "https://x.example/mcp"),
+            client_spec("plain", "http://example.test/mcp"),
+        ]))
+        .await
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, FactoryError::ClientServersRejected(_)),
+        "{error:?}"
+    );
+    assert!(text.contains("\"a__b\"") && text.contains("\"plain\""), "{text}");
+    assert!(good.calls().is_empty());
+    assert_eq!(good.deletes(), 0, "nothing was dialled");
+    assert_eq!(built.factory().live_sessions(), 0);
+    // The slot reserved for it was given back.
+    let session = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    session.close().await.unwrap();
     built.close().await.unwrap();
 }
 
