@@ -1,0 +1,442 @@
+//! [`assemble_catalog`]: the only code that registers tools, for the shared catalog
+//! and every per-session catalog.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use adapter_mcp::{McpError, McpManager, Registration, Tier, ToolFamily, register};
+use engine_core::{Catalog, CatalogError, Tool};
+use engine_ports::{Diagnostic, Diagnostics, Level};
+use serde::Serialize;
+
+use crate::assets::CatalogAssets;
+use crate::family::{FAMILY_ORDER, Family, FamilySlot};
+
+/// What one assembly gets besides the shared assets.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CatalogInputs<'a> {
+    /// The session's client-provided MCP servers (per-session catalogs only).
+    pub client_mcp: Option<&'a McpManager>,
+    /// Log one INFO per family saying it is enabled or why not (the shared build
+    /// only); without it, assembly logs WARNs only.
+    pub narrate: bool,
+}
+
+/// A tool the catalog did not take (first wins): `tools --json` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkippedTool {
+    /// The tool name.
+    pub name: String,
+    /// Its own family.
+    pub family: Family,
+    /// Why, naming the family that kept the name.
+    pub reason: String,
+}
+
+/// Two non-MCP families registered the same name: a bug, which fails the build.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolConflict {
+    /// The name.
+    pub name: String,
+    /// The family that registered it first.
+    pub kept: Family,
+    /// The family that tried again.
+    pub rejected: Family,
+}
+
+/// The family of every tool of one catalog.
+pub type FamilyMap = HashMap<Arc<str>, Family>;
+
+/// A freshly assembled catalog and what happened while assembling it.
+#[non_exhaustive]
+pub struct AssembledCatalog {
+    /// The frozen catalog.
+    pub catalog: Arc<Catalog>,
+    /// Tools skipped because their name was taken, in registration order.
+    pub skipped: Vec<SkippedTool>,
+    /// The client MCP tools that were registered.
+    pub client_tool_names: Vec<String>,
+    /// The family of every registered tool.
+    pub families: Arc<FamilyMap>,
+    /// Collisions between non-MCP families (always empty unless there is a bug).
+    pub conflicts: Vec<ToolConflict>,
+    /// The INFO lines (with `narrate`) and WARNs of this assembly, as data (D9).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The global MCP snapshot generation the catalog was built from.
+    pub mcp_generation: u64,
+    /// Closes what belongs to this catalog alone (its client MCP manager).
+    pub teardown: CatalogTeardown,
+}
+
+impl std::fmt::Debug for AssembledCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssembledCatalog")
+            .field("catalog", &self.catalog)
+            .field("skipped", &self.skipped)
+            .field("client_tool_names", &self.client_tool_names)
+            .field("conflicts", &self.conflicts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a catalog owns beyond its tools: a per-session catalog's client MCP manager.
+/// Closing it never touches the server-global manager.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogTeardown {
+    client: Option<McpManager>,
+}
+
+impl CatalogTeardown {
+    /// Closes the client MCP manager, if any (idempotent).
+    ///
+    /// # Errors
+    /// The manager's first close error.
+    pub async fn close(&self) -> Result<(), McpError> {
+        match &self.client {
+            Some(client) => client.close().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Whether there is a client manager to close.
+    pub fn has_client_servers(&self) -> bool {
+        self.client.is_some()
+    }
+}
+
+/// Builds a fresh catalog from `assets`, family by family in [`FAMILY_ORDER`].
+///
+/// This is the **only** code that registers tools. It does no I/O: the global MCP
+/// tools come from the snapshot pinned at the start, the client tools from the client
+/// manager's snapshot taken at the start, skills and resources from the assets. On a
+/// name collision the first registration wins; the later tool is skipped, recorded in
+/// `skipped` and logged in one WARN per tier. Two non-MCP families colliding is
+/// recorded in `conflicts` (the build treats it as fatal).
+pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> AssembledCatalog {
+    // Pin every snapshot first: the loop below sees one generation of each list.
+    let global = assets.global.pinned_tools();
+    let client: Option<Vec<Arc<dyn Tool>>> = inputs
+        .client_mcp
+        .map(|manager| manager.tool_snapshot(assets.mount).catalog_tools());
+    let capacity = assets.core.len()
+        + global.tools().len()
+        + assets.resources.tools.len()
+        + client.as_ref().map_or(0, Vec::len)
+        + 2;
+    let mut run = Assembly::new(inputs.narrate, capacity);
+
+    for slot in FAMILY_ORDER {
+        match slot {
+            FamilySlot::Core => {
+                run.builtin(Family::Core, &assets.core);
+                run.narrate(|| {
+                    let shell = if assets.shell {
+                        "Shell included"
+                    } else {
+                        "Shell disabled by --no-shell"
+                    };
+                    format!("core tools enabled: {} tools, {shell}", assets.core.len())
+                });
+            }
+            FamilySlot::GlobalMcp => {
+                let tools = global.tools();
+                let mut registration = run.mcp(Family::McpGlobal, tools);
+                let resources = run.mcp(Family::McpResource, &assets.resources.tools);
+                registration.registered.extend(resources.registered);
+                registration.skipped.extend(resources.skipped);
+                run.warn_skipped(&registration, Tier::Global);
+                run.narrate(|| {
+                    if tools.is_empty() {
+                        "server-global MCP tools disabled: no MCP server is connected or none lists a tool"
+                            .to_owned()
+                    } else {
+                        let servers = assets.global.servers().len();
+                        format!(
+                            "server-global MCP tools enabled: {} tool(s) from {servers} server(s)",
+                            tools.len()
+                        )
+                    }
+                });
+                // The resource meta-tools' INFO was logged once when they were built.
+                run.narrated(&assets.resources.note);
+            }
+            FamilySlot::ClientMcp => {
+                if let Some(tools) = &client {
+                    let registration = run.mcp(Family::McpClient, tools);
+                    run.warn_skipped(&registration, Tier::Client);
+                    run.client_tool_names = registration.registered;
+                }
+                run.narrate(|| "client MCP tools: mounted per session only".to_owned());
+            }
+            FamilySlot::Subagent
+            | FamilySlot::Parallel
+            | FamilySlot::Team
+            | FamilySlot::Memory
+            | FamilySlot::UserModel => {
+                run.narrate(|| format!("{} tools disabled: not built yet (reserved slot)", slot.as_str()));
+            }
+            FamilySlot::Skill => {
+                let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));
+                run.builtin(Family::Skill, skill.as_slice());
+                run.narrate(|| match &assets.skills {
+                    Some(skills) => format!("Skill tool enabled: {} skill(s)", skills.metas.len()),
+                    None => "Skill tool disabled: no skill resolved".to_owned(),
+                });
+            }
+            FamilySlot::SkillDraft => {
+                let draft = assets.skill_draft.clone();
+                run.builtin(Family::Skill, draft.as_slice());
+                run.narrate(|| match &assets.skill_draft {
+                    Some(_) => "SkillDraft tool enabled (--skills-draft-dir)".to_owned(),
+                    None => "SkillDraft tool disabled: no --skills-draft-dir".to_owned(),
+                });
+            }
+        }
+    }
+
+    AssembledCatalog {
+        catalog: Arc::new(run.catalog),
+        skipped: run.skipped,
+        client_tool_names: run.client_tool_names,
+        families: Arc::new(run.families),
+        conflicts: run.conflicts,
+        diagnostics: run.diagnostics.into_entries(),
+        mcp_generation: global.generation(),
+        teardown: CatalogTeardown {
+            client: inputs.client_mcp.cloned(),
+        },
+    }
+}
+
+/// The state of one assembly.
+struct Assembly {
+    narrate: bool,
+    catalog: Catalog,
+    families: FamilyMap,
+    skipped: Vec<SkippedTool>,
+    conflicts: Vec<ToolConflict>,
+    client_tool_names: Vec<String>,
+    diagnostics: Diagnostics,
+}
+
+impl Assembly {
+    fn new(narrate: bool, capacity: usize) -> Self {
+        Self {
+            narrate,
+            catalog: Catalog::new(),
+            families: HashMap::with_capacity(capacity),
+            skipped: Vec::new(),
+            conflicts: Vec::new(),
+            client_tool_names: Vec::new(),
+            diagnostics: Diagnostics::new(),
+        }
+    }
+
+    /// One INFO line (logged and kept) when narrating.
+    fn narrate(&mut self, line: impl FnOnce() -> String) {
+        if self.narrate {
+            self.diagnostics.info(line());
+        }
+    }
+
+    /// Keeps an INFO line that was already logged, when narrating.
+    fn narrated(&mut self, line: &str) {
+        if self.narrate && !line.is_empty() {
+            self.diagnostics.extend([Diagnostic {
+                level: Level::Info,
+                message: line.to_owned(),
+            }]);
+        }
+    }
+
+    fn skip_reason(&self, name: &str, fallback: String) -> String {
+        match self.families.get(name) {
+            Some(kept) => format!("the name is already registered by a tool of family {kept}, which is kept"),
+            None => fallback,
+        }
+    }
+
+    /// Registers built-in (non-MCP) tools: a name taken by an MCP tool is skipped
+    /// (one WARN); a name taken by another built-in family is a conflict.
+    fn builtin(&mut self, family: Family, tools: &[Arc<dyn Tool>]) {
+        let mut skipped = Vec::new();
+        for tool in tools {
+            let name: Arc<str> = Arc::from(tool.spec().name());
+            match self.catalog.register(Arc::clone(tool)) {
+                Ok(()) => {
+                    self.families.insert(name, family);
+                }
+                Err(CatalogError::Duplicate(_)) => {
+                    let kept = self.families.get(&name).copied();
+                    match kept {
+                        Some(kept) if !kept.is_mcp() => self.conflicts.push(ToolConflict {
+                            name: name.to_string(),
+                            kept,
+                            rejected: family,
+                        }),
+                        _ => skipped.push(SkippedTool {
+                            reason: self.skip_reason(&name, "the name is already registered".to_owned()),
+                            name: name.to_string(),
+                            family,
+                        }),
+                    }
+                }
+                Err(error) => skipped.push(SkippedTool {
+                    name: name.to_string(),
+                    family,
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        if !skipped.is_empty() {
+            let names = join_names(&skipped);
+            tracing::warn!(tools = %names, family = family.as_str(), "{family} tool(s) skipped because their names are already registered: {names}");
+            self.diagnostics.extend([Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "{family} tool(s) skipped because their names are already registered: {names}"
+                ),
+            }]);
+            self.skipped.extend(skipped);
+        }
+    }
+
+    /// Registers MCP tools (first wins, skip and continue); the caller WARNs once per
+    /// tier.
+    fn mcp(&mut self, family: Family, tools: &[Arc<dyn Tool>]) -> Registration {
+        let tool_family = match family {
+            Family::McpResource => ToolFamily::McpResource,
+            Family::McpClient => ToolFamily::McpClient,
+            _ => ToolFamily::McpGlobal,
+        };
+        let registration = register(&mut self.catalog, tools.iter().cloned(), tool_family);
+        for name in &registration.registered {
+            self.families.insert(Arc::from(name.as_str()), family);
+        }
+        for skipped in &registration.skipped {
+            let reason = self.skip_reason(&skipped.name, skipped.reason.clone());
+            self.skipped.push(SkippedTool {
+                name: skipped.name.clone(),
+                family,
+                reason,
+            });
+        }
+        registration
+    }
+
+    /// One WARN for a tier that skipped something, logged and kept as data.
+    fn warn_skipped(&mut self, registration: &Registration, tier: Tier) {
+        if registration.skipped.is_empty() {
+            return;
+        }
+        registration.warn(tier);
+        let names = registration.skipped_names();
+        let message = match tier {
+            Tier::Global => format!(
+                "server-global MCP tool(s) skipped because their names are already registered (the earlier tools are kept): {names}"
+            ),
+            Tier::Client => format!(
+                "client MCP tool(s) skipped: shadowed by server-global tools of the same name, which win: {names}"
+            ),
+        };
+        self.diagnostics.extend([Diagnostic {
+            level: Level::Warn,
+            message,
+        }]);
+    }
+}
+
+fn join_names(skipped: &[SkippedTool]) -> String {
+    skipped
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use adapter_mcp::{McpManager, MountOptions};
+    use async_trait::async_trait;
+    use engine_core::{Environment, MemoryStore, Tool, ToolError};
+    use engine_ports::{CancellationToken, Level, ToolCall, ToolResult, ToolSpec};
+
+    use super::*;
+    use crate::assets::{CatalogAssets, ResourceAssets};
+    use crate::global_mcp::GlobalMcp;
+    use crate::store::AppStore;
+
+    struct Named(&'static str);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new(self.0, "A test tool.")
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        async fn execute(
+            &self,
+            _: &CancellationToken,
+            call: &ToolCall,
+            _: &Environment,
+        ) -> Result<ToolResult, ToolError> {
+            Ok(ToolResult::text(call.id().clone(), self.0))
+        }
+    }
+
+    fn assets(core: &[&'static str], skill: Option<&'static str>) -> CatalogAssets {
+        CatalogAssets {
+            core: core.iter().map(|n| Arc::new(Named(n)) as Arc<dyn Tool>).collect(),
+            shell: false,
+            global: GlobalMcp::new(McpManager::empty(), MountOptions::default()),
+            resources: ResourceAssets {
+                tools: Vec::new(),
+                note: String::new(),
+            },
+            skills: None,
+            skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
+            store: AppStore::Memory(Arc::new(MemoryStore::new())),
+            mount: MountOptions::default(),
+        }
+    }
+
+    #[test]
+    fn two_builtin_families_with_one_name_are_a_conflict_and_the_first_stays() {
+        let assembled = assemble_catalog(
+            &assets(&["Read", "SkillDraft"], Some("SkillDraft")),
+            CatalogInputs::default(),
+        );
+        assert_eq!(
+            assembled.conflicts,
+            [ToolConflict {
+                name: "SkillDraft".to_owned(),
+                kept: Family::Core,
+                rejected: Family::Skill,
+            }]
+        );
+        assert_eq!(assembled.families.get("SkillDraft"), Some(&Family::Core));
+        assert!(assembled.skipped.is_empty());
+    }
+
+    #[test]
+    fn narration_is_one_info_per_slot_and_only_when_asked() {
+        let quiet = assemble_catalog(&assets(&["Read"], None), CatalogInputs::default());
+        assert!(quiet.diagnostics.is_empty(), "{:?}", quiet.diagnostics);
+        let narrated = assemble_catalog(
+            &assets(&["Read"], None),
+            CatalogInputs {
+                client_mcp: None,
+                narrate: true,
+            },
+        );
+        // One line per slot; the resource note was logged when the assets were built
+        // (empty here).
+        assert_eq!(narrated.diagnostics.len(), FAMILY_ORDER.len());
+        assert!(narrated.diagnostics.iter().all(|d| d.level == Level::Info));
+        assert_eq!(narrated.catalog.names().collect::<Vec<_>>(), ["Read"]);
+    }
+}

@@ -1,0 +1,88 @@
+//! [`CatalogAssets`]: what every catalog of one process is assembled from — built
+//! once by [`build`](crate::build), shared by the shared catalog and every
+//! per-session catalog.
+
+use std::sync::Arc;
+
+use adapter_mcp::MountOptions;
+use engine_core::Tool;
+use engine_ports::{SkillMeta, SkillSource};
+
+use crate::global_mcp::GlobalMcp;
+use crate::store::AppStore;
+
+/// The handles and prebuilt tools catalog assembly reads. Nothing here does I/O when
+/// read: MCP tool lists come from the pinned snapshot of [`GlobalMcp`], skills from
+/// the snapshot the `Skill` tool was built over, and every tool is an `Arc` shared by
+/// all catalogs (no deep clones).
+pub struct CatalogAssets {
+    pub(crate) core: Vec<Arc<dyn Tool>>,
+    pub(crate) shell: bool,
+    pub(crate) global: GlobalMcp,
+    pub(crate) resources: ResourceAssets,
+    pub(crate) skills: Option<SkillAssets>,
+    pub(crate) skill_draft: Option<Arc<dyn Tool>>,
+    pub(crate) store: AppStore,
+    pub(crate) mount: MountOptions,
+}
+
+/// The resource meta-tools (both or none) and the INFO that said why, logged once
+/// when they were built.
+pub(crate) struct ResourceAssets {
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) note: String,
+}
+
+/// The resolved skills and the `Skill` tool built over them (its description is
+/// computed once, here).
+pub(crate) struct SkillAssets {
+    pub(crate) source: Arc<dyn SkillSource>,
+    pub(crate) metas: Vec<SkillMeta>,
+    pub(crate) tool: Arc<dyn Tool>,
+}
+
+impl CatalogAssets {
+    /// The server-global MCP servers (tools, resources, prompts; no `close`).
+    pub fn global_mcp(&self) -> &GlobalMcp {
+        &self.global
+    }
+
+    /// The store every engine writes to.
+    pub fn store(&self) -> &AppStore {
+        &self.store
+    }
+
+    /// Whether progressive tools are on (MCP tools are then Disclosable).
+    pub fn progressive_tools(&self) -> bool {
+        self.mount.progressive
+    }
+
+    /// Whether the core tools include `Shell`.
+    pub fn shell(&self) -> bool {
+        self.shell
+    }
+
+    /// The skill source and its metas, when at least one skill resolved.
+    pub fn skills(&self) -> Option<(&Arc<dyn SkillSource>, &[SkillMeta])> {
+        self.skills.as_ref().map(|s| (&s.source, s.metas.as_slice()))
+    }
+
+    /// How MCP tools are mounted (client tools use the same options).
+    pub fn mount_options(&self) -> MountOptions {
+        self.mount
+    }
+}
+
+impl std::fmt::Debug for CatalogAssets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogAssets")
+            .field("core", &self.core.len())
+            .field("shell", &self.shell)
+            .field("global", &self.global)
+            .field("resources", &self.resources.tools.len())
+            .field("skills", &self.skills.as_ref().map(|s| s.metas.len()))
+            .field("skill_draft", &self.skill_draft.is_some())
+            .field("progressive", &self.mount.progressive)
+            .finish()
+    }
+}

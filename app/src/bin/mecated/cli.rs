@@ -1,0 +1,261 @@
+//! The command line, as `clap` derive types: subcommands, COMMON, MODEL and the
+//! per-subcommand flags, with value parsers whose errors name what is expected.
+
+use std::path::PathBuf;
+
+use adapter_llm::ProviderKind;
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+use clap::{Args, Parser, Subcommand};
+use engine_core::Approve;
+use engine_ports::PermissionMode;
+
+/// `mecated`: the Mecatl agent harness.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mecated",
+    version,
+    about = "Mecatl: an agent harness's tool catalog (core tools, MCP servers, skills) with an audit trail",
+    long_about = None,
+    arg_required_else_help = true,
+    subcommand_required = true
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Build the shared catalog exactly as `run` would and list the tools of a mode.
+    Tools(ToolsArgs),
+    /// Run one headless session on a prompt.
+    Run(RunArgs),
+    /// List skills, or promote a reviewed skill draft.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
+    /// Run the offline demo: a scripted session on a temporary workspace.
+    Demo(DemoArgs),
+    /// MCP client utilities (for the MCP conformance suite).
+    #[command(subcommand, hide = true)]
+    Mcp(McpCommand),
+}
+
+/// `skills` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillsCommand {
+    /// List the skills the flags resolve (tiers, trust gate) and their diagnostics.
+    List(SkillsListArgs),
+    /// Move a reviewed draft from the quarantine into a skill directory.
+    Promote(PromoteArgs),
+}
+
+/// `mcp` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Act out the scenario named by MCP_CONFORMANCE_SCENARIO against URL.
+    ConformanceClient {
+        /// The conformance scenario server, used exactly as given.
+        url: String,
+    },
+}
+
+/// The flags every catalog-building subcommand takes.
+#[derive(Debug, Args)]
+pub(crate) struct CommonArgs {
+    /// The workspace every core tool is confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) workspace: PathBuf,
+    /// Keep sessions, events and the tool-call audit in this directory (JSONL);
+    /// without it they live in memory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store_dir: Option<PathBuf>,
+    /// When store sidecar records reach the device.
+    #[arg(long, value_name = "POLICY", default_value = "batched",
+          value_parser = PossibleValuesParser::new(["always", "batched", "never"]))]
+    pub(crate) store_sync: String,
+    /// The one output cap of tool results, in bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse_output_cap)]
+    pub(crate) output_cap: Option<usize>,
+    #[arg(long = "mcp-server", value_name = "NAME=URL", help = adapter_mcp::MCP_SERVER_HELP)]
+    pub(crate) mcp_server: Vec<String>,
+    #[arg(long = "mcp-server-insecure-http", value_name = "NAME", help = adapter_mcp::MCP_SERVER_INSECURE_HTTP_HELP)]
+    pub(crate) mcp_server_insecure_http: Vec<String>,
+    #[arg(long = "mcp-stdio", value_name = "NAME=COMMAND", help = adapter_mcp::MCP_STDIO_HELP)]
+    pub(crate) mcp_stdio: Vec<String>,
+    /// Offer ListMcpResources and ReadMcpResource when a server lists resources.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) mcp_resource_tools: bool,
+    /// Expand `/mcp__<server>__<prompt>` commands (a prompt replaces the turn's input:
+    /// enable only for trusted servers).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) mcp_prompts: bool,
+    /// Discover running ToolHive workloads as MCP servers.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) toolhive: bool,
+    /// The ToolHive group to use (default: `default`).
+    #[arg(long, value_name = "G")]
+    pub(crate) toolhive_group: Option<String>,
+    /// The ToolHive API (default: MECATED_TOOLHIVE_URL, else http://127.0.0.1:8080).
+    #[arg(long, value_name = "URL")]
+    pub(crate) toolhive_url: Option<String>,
+    /// A skill directory (repeatable; highest precedence first).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skills_dir: Vec<PathBuf>,
+    /// Also use the project (trusted workspaces only) and user skill locations.
+    #[arg(long)]
+    pub(crate) skills_conventional: bool,
+    /// Trust the workspace's own skills and commands (.mecatl/, .claude/).
+    #[arg(long)]
+    pub(crate) trust_project: bool,
+    /// Enable SkillDraft: model-proposed skills go to this quarantine (outside the
+    /// workspace and every skill directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skills_draft_dir: Option<PathBuf>,
+    /// A directory of slash-command templates (`<name>.md`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) commands_dir: Option<PathBuf>,
+    /// The shell of the Shell tool (default /bin/sh).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_shell")]
+    pub(crate) shell: Option<PathBuf>,
+    /// No Shell tool and no command runner.
+    #[arg(long)]
+    pub(crate) no_shell: bool,
+    /// Advertise MCP tools light until ToolSearch returns their full spec.
+    #[arg(long)]
+    pub(crate) progressive_tools: bool,
+}
+
+/// The model flags (exactly one of `--mock`, `--mock-script`, `--provider`).
+#[derive(Debug, Args)]
+pub(crate) struct ModelArgs {
+    /// The built-in mock model: one canned text turn.
+    #[arg(long)]
+    pub(crate) mock: bool,
+    /// Replay a scripted conversation (JSON, see the README).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) mock_script: Option<PathBuf>,
+    /// A real model provider (key from OPENAI_API_KEY or ANTHROPIC_API_KEY).
+    #[arg(long, value_name = "NAME", value_parser = provider_parser())]
+    pub(crate) provider: Option<ProviderKind>,
+    /// The provider's base URL.
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// The model name.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) model: Option<String>,
+}
+
+/// `tools` flags.
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// The mode whose tools are listed.
+    #[arg(long, value_name = "MODE", default_value = "default", value_parser = mode_parser())]
+    pub(crate) mode: PermissionMode,
+    /// Print one JSON object (tools, skipped, mcp_servers, skills, diagnostics).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `run` flags.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// The session's mode (default: `default` for a new session; a continued session
+    /// keeps its own unless this is given).
+    #[arg(long, value_name = "MODE", value_parser = mode_parser())]
+    pub(crate) mode: Option<PermissionMode>,
+    /// What the headless run approves.
+    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = approve_parser())]
+    pub(crate) approve: Approve,
+    /// `text` streams the answer to stdout and tool notes to stderr; `jsonl` prints
+    /// one event per line.
+    #[arg(long, value_name = "FORMAT", default_value = "text",
+          value_parser = PossibleValuesParser::new(["text", "jsonl"]))]
+    pub(crate) output: String,
+    /// Most model turns.
+    #[arg(long, value_name = "N", default_value = "100", value_parser = parse_max_turns)]
+    pub(crate) max_turns: u64,
+    /// Create this session, or continue it when the store already holds it.
+    #[arg(long, value_name = "ID")]
+    pub(crate) session: Option<String>,
+    /// The prompt (a /command is expanded first).
+    #[arg(value_name = "PROMPT", required = true)]
+    pub(crate) prompt: String,
+}
+
+/// `skills list` flags.
+#[derive(Debug, Args)]
+pub(crate) struct SkillsListArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Print one JSON object (skills, diagnostics).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `skills promote` flags.
+#[derive(Debug, Args)]
+pub(crate) struct PromoteArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub(crate) yes: bool,
+    /// The draft to promote.
+    #[arg(value_name = "NAME")]
+    pub(crate) name: String,
+}
+
+/// `demo` flags.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Use this workspace instead of a temporary one (the demo files are written
+    /// into it).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+    /// Use this store directory instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store_dir: Option<PathBuf>,
+}
+
+fn bool_parser() -> impl clap::builder::TypedValueParser<Value = bool> {
+    PossibleValuesParser::new(["true", "false"]).map(|value| value == "true")
+}
+
+fn mode_parser() -> impl clap::builder::TypedValueParser<Value = PermissionMode> {
+    PossibleValuesParser::new(PermissionMode::ALL.map(PermissionMode::as_str))
+        .try_map(|value| value.parse::<PermissionMode>())
+}
+
+fn approve_parser() -> impl clap::builder::TypedValueParser<Value = Approve> {
+    PossibleValuesParser::new([Approve::All, Approve::ReadOnly, Approve::None].map(Approve::as_str))
+        .try_map(|value| value.parse::<Approve>())
+}
+
+fn provider_parser() -> impl clap::builder::TypedValueParser<Value = ProviderKind> {
+    PossibleValuesParser::new(ProviderKind::ALL.map(ProviderKind::as_str))
+        .try_map(|value| value.parse::<ProviderKind>())
+}
+
+fn parse_max_turns(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number of at least 1".to_owned()),
+    }
+}
+
+fn parse_output_cap(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a number of bytes, at least 1".to_owned()),
+    }
+}

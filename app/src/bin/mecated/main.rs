@@ -1,0 +1,63 @@
+//! `mecated`: the Mecatl command line — `tools`, `run`, `skills list|promote`,
+//! `demo`, and the hidden `mcp conformance-client`.
+
+mod cli;
+mod conformance;
+mod demo;
+mod out;
+mod run;
+mod skills;
+mod to_config;
+mod tools;
+mod usage;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser as _;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command, McpCommand, SkillsCommand};
+
+/// The variable that sets the log filter (`tracing` directives, default `warn`).
+const LOG_ENV: &str = "MECATED_LOG";
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => return usage::clap_failure(&error, &args),
+    };
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            out::stderr(&format!("error: cannot start the async runtime: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(dispatch(cli));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    code
+}
+
+async fn dispatch(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Tools(args) => tools::tools(args).await,
+        Command::Run(args) => run::run(args).await,
+        Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
+        Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
+        Command::Demo(args) => demo::demo(args).await,
+        Command::Mcp(McpCommand::ConformanceClient { url }) => conformance::conformance_client(&url).await,
+    }
+}
+
+/// Logs go to stderr, filtered by `MECATED_LOG` (default `warn`).
+fn init_logging() {
+    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .try_init();
+}

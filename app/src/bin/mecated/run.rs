@@ -1,0 +1,159 @@
+//! `mecated run`: one headless session on the shared engine.
+
+use std::process::ExitCode;
+
+use app::{SessionRequest, build, new_session_id};
+use engine_core::Run;
+use engine_ports::{Event, EventKind, SessionId, StopReason};
+use futures::StreamExt as _;
+
+use crate::cli::RunArgs;
+use crate::out;
+use crate::to_config::{common_config, model_config};
+
+/// Builds, runs the prompt, prints the events, closes. Exit 0 iff the run stops with
+/// `end_turn`.
+pub(crate) async fn run(args: RunArgs) -> ExitCode {
+    let cfg = common_config(&args.common).and_then(|mut cfg| {
+        cfg.model = model_config(&args.model)?;
+        cfg.engine.approve = args.approve;
+        if let Some(mode) = args.mode {
+            cfg.engine.mode = mode;
+        }
+        cfg.limits.max_turns = args.max_turns;
+        Ok(cfg)
+    });
+    let cfg = match cfg {
+        Ok(cfg) => cfg,
+        Err(error) => return error.exit(),
+    };
+    let jsonl = args.output == "jsonl";
+    let built = match build(cfg).await {
+        Ok(built) => built,
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let session = SessionId::from(args.session.clone().unwrap_or_else(new_session_id));
+    let stop = match start(&built, &session, &args).await {
+        Ok(run) => follow(run, jsonl).await,
+        Err(message) => {
+            out::stderr(&format!("error: {message}"));
+            None
+        }
+    };
+    if !jsonl && built.store().root().is_some() {
+        out::stderr(&format!(
+            "[run] session {session} (continue it with --session {session})"
+        ));
+    }
+    if let Err(error) = built.close().await {
+        out::stderr(&format!("warning: {error}"));
+    }
+    match stop {
+        Some(StopReason::EndTurn) => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    }
+}
+
+async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Result<Run, String> {
+    let engine = built
+        .factory()
+        .create(SessionRequest::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(mode) = args.mode {
+        engine
+            .engine()
+            .set_mode(session, mode)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    engine
+        .engine()
+        .run(session, args.prompt.clone())
+        .map_err(|e| e.to_string())
+}
+
+/// Streams the run's events (Ctrl-C cancels the run) and returns how it stopped.
+async fn follow(mut run: Run, jsonl: bool) -> Option<StopReason> {
+    let mut printer = TextPrinter::default();
+    let mut stop = None;
+    let mut interrupted = false;
+    loop {
+        let event = tokio::select! {
+            event = run.next() => event,
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                run.cancel();
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        if let EventKind::Result { stop: s, .. } = &event.kind {
+            stop = Some(*s);
+        }
+        if jsonl {
+            match serde_json::to_string(&event) {
+                Ok(line) => out::stdout(&line),
+                Err(error) => out::stderr(&format!("warning: an event did not serialize: {error}")),
+            }
+        } else {
+            printer.event(&event);
+        }
+    }
+    stop
+}
+
+/// `--output text`: assistant text to stdout, one-line tool notes to stderr.
+#[derive(Default)]
+struct TextPrinter {
+    /// Whether stdout is mid-line.
+    open_line: bool,
+}
+
+impl TextPrinter {
+    fn event(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::MessageDelta { text } => {
+                out::stdout_raw(text);
+                self.open_line = !text.ends_with('\n');
+            }
+            EventKind::TurnEnd { .. } => self.end_line(),
+            EventKind::ToolCall { name, args, .. } => {
+                out::stderr(&format!("[tool] {name} {}", out::args_summary(args, 120)));
+            }
+            EventKind::PermissionAsk { name, reason, .. } => {
+                out::stderr(&format!("[ask] {name}: {reason}"));
+            }
+            EventKind::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                let status = if *is_error { "error" } else { "ok" };
+                out::stderr(&format!(
+                    "[tool] {name} → {status}: {}",
+                    out::clip(out::first_line(content), 120)
+                ));
+            }
+            EventKind::Result { stop, error, .. } => {
+                self.end_line();
+                if *stop != StopReason::EndTurn {
+                    let detail = error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+                    out::stderr(&format!("[run] stopped: {}{detail}", stop.as_str()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.open_line {
+            out::stdout_raw("\n");
+            self.open_line = false;
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! COMMON and MODEL flags → [`AppConfig`], with the semantic checks `clap` cannot do
+//! (each a [`UsageError`] naming the flag, the value and what is expected).
+
+use std::path::{Path, PathBuf};
+
+use adapter_jsonlstore::SyncPolicy;
+use adapter_llm::{ApiKey, MockScript};
+use adapter_mcp::{McpFlags, ToolhiveOptions, parse_mcp_flags, toolhive_base_url};
+use adapter_skillfs::ProjectTrust;
+use app::{AppConfig, ModelConfig, StoreConfig};
+
+use crate::cli::{CommonArgs, ModelArgs};
+use crate::usage::UsageError;
+
+/// Reads a process environment variable (empty counts as unset for keys).
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The config of the COMMON flags (the model stays `--mock`).
+///
+/// # Errors
+/// A [`UsageError`] for a workspace that is not a directory, a store directory that
+/// exists but is not one, a bad `--mcp-*` flag.
+pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError> {
+    let workspace = existing_dir("--workspace", &common.workspace)?;
+    let mut cfg = AppConfig::new(&workspace);
+
+    if let Some(dir) = &common.store_dir {
+        if dir.as_os_str().is_empty() {
+            return Err(UsageError::value("--store-dir", "", "expected a directory path"));
+        }
+        if dir.exists() && !dir.is_dir() {
+            return Err(UsageError::value(
+                "--store-dir",
+                dir.display(),
+                "it exists but is not a directory (expected a directory, created when missing)",
+            ));
+        }
+        let sync = match common.store_sync.as_str() {
+            "always" => SyncPolicy::Always,
+            "never" => SyncPolicy::Never,
+            _ => SyncPolicy::default(),
+        };
+        cfg.store = StoreConfig::Dir {
+            path: dir.clone(),
+            sync,
+        };
+    }
+    if let Some(cap) = common.output_cap {
+        cfg.output_cap = cap;
+    }
+
+    let flags = McpFlags {
+        servers: common.mcp_server.clone(),
+        insecure_http: common.mcp_server_insecure_http.clone(),
+        stdio: common.mcp_stdio.clone(),
+        workspace: workspace.clone(),
+    };
+    cfg.mcp.servers = parse_mcp_flags(&flags, env_var).map_err(|e| UsageError::new(e.to_string()))?;
+    cfg.mcp.resource_tools = common.mcp_resource_tools;
+    cfg.mcp.prompts = common.mcp_prompts;
+    cfg.mcp.toolhive = common.toolhive.then(|| ToolhiveOptions {
+        base_url: toolhive_base_url(common.toolhive_url.as_deref(), env_var),
+        group: common.toolhive_group.clone(),
+    });
+
+    cfg.skills.dirs = common.skills_dir.clone();
+    cfg.skills.conventional = common.skills_conventional;
+    cfg.skills.trust = ProjectTrust::from_flag(common.trust_project);
+    cfg.skills.draft_dir = common.skills_draft_dir.clone();
+    cfg.commands_dir = common.commands_dir.clone();
+    cfg.shell = if common.no_shell {
+        None
+    } else {
+        Some(
+            common
+                .shell
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(adapter_fstools::DEFAULT_SHELL)),
+        )
+    };
+    cfg.progressive_tools = common.progressive_tools;
+    Ok(cfg)
+}
+
+/// The model of `run` (and later `acp`, `serve`): exactly one of `--mock`,
+/// `--mock-script FILE`, `--provider NAME`.
+///
+/// # Errors
+/// A [`UsageError`] for none or several of them, `--base-url`/`--model` without
+/// `--provider`, an unset key variable, a bad script (naming the file and turn).
+pub(crate) fn model_config(model: &ModelArgs) -> Result<ModelConfig, UsageError> {
+    let mut given = Vec::new();
+    if model.mock {
+        given.push("--mock".to_owned());
+    }
+    if let Some(file) = &model.mock_script {
+        given.push(format!("--mock-script {}", file.display()));
+    }
+    if let Some(kind) = model.provider {
+        given.push(format!("--provider {kind}"));
+    }
+    if given.len() > 1 {
+        return Err(UsageError::new(format!(
+            "only one model may be given, but got {}: pass exactly one of --mock, --mock-script FILE, --provider openai-chat|anthropic",
+            given.join(" and ")
+        )));
+    }
+    if model.provider.is_none() {
+        for (flag, value) in [("--base-url", &model.base_url), ("--model", &model.model)] {
+            if let Some(value) = value {
+                return Err(UsageError::value(
+                    flag,
+                    value,
+                    "it only applies to a provider: add --provider openai-chat|anthropic",
+                ));
+            }
+        }
+    }
+    if model.mock {
+        return Ok(ModelConfig::Mock);
+    }
+    if let Some(file) = &model.mock_script {
+        return MockScript::from_file(file)
+            .map(ModelConfig::MockScript)
+            .map_err(|error| UsageError::value("--mock-script", file.display(), error));
+    }
+    let Some(kind) = model.provider else {
+        return Err(UsageError::new(
+            "a model is required: pass exactly one of --mock, --mock-script FILE, --provider openai-chat|anthropic",
+        ));
+    };
+    let variable = kind.api_key_env();
+    let Some(key) = env_var(variable).filter(|key| !key.is_empty()) else {
+        return Err(UsageError::new(format!(
+            "--provider {kind} needs its API key in the environment variable {variable}, which is not set"
+        )));
+    };
+    Ok(ModelConfig::Provider {
+        kind,
+        base_url: model.base_url.clone(),
+        model: model.model.clone(),
+        api_key: Some(ApiKey::new(key)),
+    })
+}
+
+/// `path` canonicalized, when it is an existing directory.
+pub(crate) fn existing_dir(flag: &str, path: &Path) -> Result<PathBuf, UsageError> {
+    match std::fs::canonicalize(path) {
+        Ok(dir) if dir.is_dir() => Ok(dir),
+        Ok(_) => Err(UsageError::value(
+            flag,
+            path.display(),
+            "it is not a directory (expected an existing directory)",
+        )),
+        Err(error) => Err(UsageError::value(
+            flag,
+            path.display(),
+            format!("{error} (expected an existing directory)"),
+        )),
+    }
+}

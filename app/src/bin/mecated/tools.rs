@@ -1,0 +1,46 @@
+//! `mecated tools`: the real build on the mock model, then the tools of one mode.
+
+use std::process::ExitCode;
+
+use app::build;
+
+use crate::cli::ToolsArgs;
+use crate::out;
+use crate::to_config::common_config;
+
+/// Builds as `run` would (the catalog does not depend on the model), prints the
+/// listing, closes. Exit 0 even when servers failed or tools were skipped; 1 only
+/// when the build fails.
+pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
+    let cfg = match common_config(&args.common) {
+        Ok(cfg) => cfg,
+        Err(error) => return error.exit(),
+    };
+    let built = match build(cfg).await {
+        Ok(built) => built,
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        let json = built.report().tools_json(args.mode);
+        out::stdout(&serde_json::to_string_pretty(&json).unwrap_or_default());
+    } else {
+        let tools = built.report().tools_in(args.mode);
+        let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        for tool in &tools {
+            let mark = if tool.read_only { "ro" } else { "  " };
+            out::stdout(&format!(
+                "{:<width$}  {:<12}  {mark}  {}",
+                tool.name,
+                tool.family.as_str(),
+                out::clip(out::first_line(&tool.description), 120),
+            ));
+        }
+    }
+    if let Err(error) = built.close().await {
+        out::stderr(&format!("warning: {error}"));
+    }
+    ExitCode::SUCCESS
+}

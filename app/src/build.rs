@@ -1,0 +1,346 @@
+//! [`build`]: the one composition of a process, in the fixed order of its six steps.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use adapter_fstools::{CoreToolsOptions, core_tools};
+use adapter_llm::{HttpProviderConfig, MockProvider, build_http_provider};
+use adapter_mcp::{
+    ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
+};
+use adapter_skillfs::{
+    FsSourceConfig, HostEnv, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_skills,
+    resolve_skill_dirs,
+};
+use engine_core::{SkillDraftTool, SkillTool, Tool};
+use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, SkillSource, SystemClock};
+
+use crate::assembly::{CatalogInputs, assemble_catalog};
+use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
+use crate::built::{Built, close_store};
+use crate::commands::{ChainParts, command_chain};
+use crate::config::{AppConfig, ModelConfig, StoreConfig};
+use crate::engine_template::EngineTemplate;
+use crate::error::BuildError;
+use crate::factory::SessionEngineFactory;
+use crate::global_mcp::GlobalMcp;
+use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
+use crate::store::AppStore;
+
+/// The model name sent with every request of the mock provider.
+pub const MOCK_MODEL_NAME: &str = "mock";
+
+/// Composes one process, in this order (run it **once per process**):
+///
+/// 1. resolve the config: canonicalize the workspace, resolve the provider (a missing
+///    key is fatal, naming the variable), check the skill draft directory;
+/// 2. connect the server-global MCP manager: static servers, then ToolHive workloads;
+///    an unreachable server is a WARN and a `failed` entry, never fatal;
+/// 3. resolve skills once (tiers, trust gate); skips are WARNs;
+/// 4. open the store (JSONL under `--store-dir`, else in memory);
+/// 5. build the catalog assets and the shared catalog (`assemble_catalog`, narrated);
+/// 6. build the shared engine and the session factory over the same assets.
+///
+/// It starts no listener, touches no stdin/stdout and installs no signal handler or
+/// global `tracing` subscriber. A failing step closes what earlier steps opened, in
+/// reverse order.
+///
+/// # Errors
+/// [`BuildError`]: a bad workspace, provider or draft directory, a store that cannot
+/// be opened, two built-in families registering one name, an engine that refuses its
+/// dependencies.
+pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
+    let mut diagnostics = Diagnostics::new();
+
+    // 1. Resolve the config.
+    let root = resolve_workspace(&cfg.workspace)?;
+    let (llm, model) = resolve_model(&cfg.model)?;
+    let host = match &cfg.skills.host {
+        Some(host) => host.clone(),
+        None => HostEnv::from_process().unwrap_or_else(|_| HostEnv {
+            cwd: root.clone(),
+            ..HostEnv::default()
+        }),
+    };
+    let skills_options = SkillsOptions {
+        dirs: cfg.skills.dirs.clone(),
+        conventional: cfg.skills.conventional,
+        workspace: root.clone(),
+        trust: cfg.skills.trust,
+    };
+    if let Some(quarantine) = &cfg.skills.draft_dir {
+        let dirs: Vec<PathBuf> = resolve_skill_dirs(&skills_options, &host)
+            .dirs
+            .into_iter()
+            .map(|dir| dir.path)
+            .collect();
+        check_quarantine_placement(quarantine, &root, &dirs, &host.cwd)?;
+    }
+
+    // 2. Connect the server-global MCP manager.
+    let discovery = match &cfg.mcp.toolhive {
+        Some(options) => discover_toolhive(options).await,
+        None => ToolhiveDiscovery::default(),
+    };
+    let merged = merge_servers(cfg.mcp.servers.clone(), discovery);
+    diagnostics.extend(merged.diagnostics.into_entries());
+    let order: Vec<String> = merged.servers.iter().map(|s| s.name.clone()).collect();
+    let Connected { manager, failures } =
+        McpManager::connect(merged.servers, ConnectOptions::default()).await;
+    diagnostics.extend(failures.iter().map(|failure| Diagnostic {
+        level: Level::Warn,
+        message: failure.to_string(),
+    }));
+    let mount = MountOptions {
+        progressive: cfg.progressive_tools,
+    };
+    let global = GlobalMcp::new(manager.clone(), mount);
+    let mcp_servers = server_entries(&order, &global, &failures);
+
+    // 3. Resolve skills once.
+    let load = load_skills(
+        &skills_options,
+        &host,
+        FsSourceConfig {
+            output_cap: cfg.output_cap,
+            ..FsSourceConfig::default()
+        },
+    );
+    diagnostics.extend(load.diagnostics);
+    let skills = load.source.filter(|source| !source.is_empty()).map(|source| {
+        let metas = source.metas().to_vec();
+        let source: Arc<dyn SkillSource> = source;
+        let tool: Arc<dyn Tool> = Arc::new(SkillTool::new(Arc::clone(&source), metas.clone()));
+        SkillAssets { source, metas, tool }
+    });
+
+    // 4. Open the store.
+    let store = match AppStore::open(&cfg.store) {
+        Ok(store) => store,
+        Err(source) => {
+            unwind(None, &manager).await;
+            let path = match &cfg.store {
+                StoreConfig::Dir { path, .. } => path.clone(),
+                StoreConfig::Memory => PathBuf::new(),
+            };
+            return Err(BuildError::Store {
+                path,
+                source: Box::new(source),
+            });
+        }
+    };
+
+    // 5. The catalog assets and the shared catalog.
+    let resources = global.resource_tools(cfg.mcp.resource_tools);
+    let resource_note = resources
+        .diagnostics
+        .entries()
+        .first()
+        .map(|d| d.message.clone())
+        .unwrap_or_default();
+    let active_metas = skills.as_ref().map(|s| s.metas.as_slice()).unwrap_or_default();
+    let skill_draft = cfg.skills.draft_dir.as_ref().map(|quarantine| {
+        let drafter = QuarantineDrafter::new(quarantine, active_metas, Arc::new(SystemClock))
+            .with_output_cap(cfg.output_cap);
+        Arc::new(SkillDraftTool::new(Arc::new(drafter))) as Arc<dyn Tool>
+    });
+    let assets = Arc::new(CatalogAssets {
+        core: core_tools(&CoreToolsOptions::new().with_shell(cfg.shell.is_some())),
+        shell: cfg.shell.is_some(),
+        global: global.clone(),
+        resources: ResourceAssets {
+            tools: resources.tools,
+            note: resource_note,
+        },
+        skills,
+        skill_draft,
+        store: store.clone(),
+        mount,
+    });
+    let assembled = assemble_catalog(
+        &assets,
+        CatalogInputs {
+            client_mcp: None,
+            narrate: true,
+        },
+    );
+    diagnostics.extend(assembled.diagnostics.iter().cloned());
+    if let Some(conflict) = assembled.conflicts.first() {
+        unwind(Some(&store), &manager).await;
+        return Err(BuildError::DuplicateTool {
+            name: conflict.name.clone(),
+            kept: conflict.kept,
+            rejected: conflict.rejected,
+        });
+    }
+
+    // 6. The shared engine and the factory over the same assets.
+    let (commands, command_notes) = command_chain(&ChainParts {
+        commands_dir: cfg.commands_dir.as_deref(),
+        workspace: &root,
+        trust: cfg.skills.trust,
+        host: &host,
+        skills: assets.skills(),
+        global: &global,
+        mcp_prompts: cfg.mcp.prompts,
+        cap: engine_core::OutputCap::new(cfg.output_cap),
+    });
+    diagnostics.extend(command_notes);
+    let template = match EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands)) {
+        Ok(template) => template,
+        Err(error) => {
+            unwind(Some(&store), &manager).await;
+            return Err(BuildError::Workspace {
+                path: cfg.workspace.clone(),
+                reason: error.to_string(),
+            });
+        }
+    };
+    let shared_engine = match template.engine(Arc::clone(&assembled.catalog)) {
+        Ok(engine) => Arc::new(engine),
+        Err(error) => {
+            unwind(Some(&store), &manager).await;
+            return Err(error.into());
+        }
+    };
+    let factory = SessionEngineFactory::new(
+        Arc::clone(&assets),
+        template,
+        Arc::clone(&shared_engine),
+        Arc::clone(&assembled.families),
+        root.clone(),
+        cfg.max_sessions,
+    );
+    let report = BuildReport {
+        tools: all_tool_entries(&assembled.catalog, &assembled.families),
+        skipped: assembled.skipped.clone(),
+        mcp_servers,
+        skills: assets
+            .skills()
+            .map(|(_, metas)| {
+                metas
+                    .iter()
+                    .map(|meta| SkillEntry {
+                        name: meta.name.clone(),
+                        description: meta.description.clone(),
+                        origin: meta.origin,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        diagnostics: diagnostics.into_entries(),
+        progressive_tools: cfg.progressive_tools,
+    };
+    Ok(Built {
+        workspace: root,
+        model,
+        shared_catalog: Arc::clone(&assembled.catalog),
+        shared_families: Arc::clone(&assembled.families),
+        assets,
+        shared_engine,
+        factory,
+        commands,
+        report,
+        store,
+        global,
+        global_manager: manager,
+        closed: AtomicBool::new(false),
+    })
+}
+
+fn resolve_workspace(workspace: &Path) -> Result<PathBuf, BuildError> {
+    let fail = |reason: String| BuildError::Workspace {
+        path: workspace.to_path_buf(),
+        reason,
+    };
+    let root = std::fs::canonicalize(workspace).map_err(|e| fail(e.to_string()))?;
+    if !root.is_dir() {
+        return Err(fail("it is not a directory".to_owned()));
+    }
+    Ok(root)
+}
+
+fn resolve_model(model: &ModelConfig) -> Result<(Arc<dyn LlmProvider>, String), BuildError> {
+    match model {
+        ModelConfig::Mock => Ok((Arc::new(MockProvider::canned()), MOCK_MODEL_NAME.to_owned())),
+        ModelConfig::MockScript(script) => Ok((
+            Arc::new(MockProvider::scripted(script.clone())),
+            MOCK_MODEL_NAME.to_owned(),
+        )),
+        ModelConfig::Provider {
+            kind,
+            base_url,
+            model,
+            api_key,
+        } => {
+            let Some(key) = api_key.clone() else {
+                return Err(BuildError::MissingApiKey {
+                    provider: kind.as_str(),
+                    variable: kind.api_key_env(),
+                });
+            };
+            let mut config = HttpProviderConfig::new(key);
+            if let Some(base_url) = base_url {
+                config = config.with_base_url(base_url.clone());
+            }
+            let name = model.clone().unwrap_or_else(|| kind.default_model().to_owned());
+            config = config.with_model(name.clone());
+            let provider = build_http_provider(*kind, config).map_err(|source| BuildError::Provider {
+                provider: kind.as_str(),
+                source,
+            })?;
+            Ok((provider, name))
+        }
+    }
+}
+
+/// `mcp_servers` of the report: every server in connect order, connected ones with
+/// their live status and counts, failed ones with their (redacted) error.
+fn server_entries(
+    order: &[String],
+    global: &GlobalMcp,
+    failures: &[adapter_mcp::ConnectFailure],
+) -> Vec<McpServerEntry> {
+    let connected = global.servers();
+    order
+        .iter()
+        .filter_map(|name| {
+            if let Some(info) = connected.iter().find(|s| &s.name == name) {
+                return Some(McpServerEntry {
+                    name: info.name.clone(),
+                    transport: info.transport.as_str().to_owned(),
+                    status: info.status.as_str().to_owned(),
+                    error: None,
+                    tools: info.tools,
+                    resources: info.resources,
+                    prompts: info.prompts,
+                });
+            }
+            failures
+                .iter()
+                .find(|f| &f.server == name)
+                .map(|failure| McpServerEntry {
+                    name: failure.server.clone(),
+                    transport: failure.transport.as_str().to_owned(),
+                    status: "failed".to_owned(),
+                    error: Some(failure.error.clone()),
+                    tools: 0,
+                    resources: 0,
+                    prompts: 0,
+                })
+        })
+        .collect()
+}
+
+/// Closes what a failed build opened, in reverse order (store, then MCP servers).
+async fn unwind(store: Option<&AppStore>, manager: &McpManager) {
+    if let Some(store) = store
+        && let Err(error) = close_store(store).await
+    {
+        tracing::warn!(%error, "closing the store of a failed build failed");
+    }
+    if let Err(error) = manager.close().await {
+        tracing::warn!(%error, "closing the MCP servers of a failed build failed");
+    }
+}

@@ -1,0 +1,156 @@
+//! [`Built`]: what one [`build`](crate::build) composed — it owns the server-global
+//! MCP manager, the store, the shared engine and the factory, and closes them in order.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use adapter_mcp::McpManager;
+use engine_core::{Catalog, Engine};
+use engine_ports::{CommandExpander, PermissionMode};
+
+use crate::assembly::FamilyMap;
+use crate::assets::CatalogAssets;
+use crate::error::CloseError;
+use crate::factory::SessionEngineFactory;
+use crate::global_mcp::GlobalMcp;
+use crate::report::{BuildReport, ToolEntry, tool_entries};
+use crate::store::AppStore;
+
+/// Everything one [`build`](crate::build) composed. It owns the server-global MCP
+/// manager (the only handle that closes it), the store, the shared engine and the
+/// session factory; [`Built::close`] ends them in order.
+pub struct Built {
+    pub(crate) workspace: PathBuf,
+    pub(crate) model: String,
+    pub(crate) assets: Arc<CatalogAssets>,
+    pub(crate) shared_catalog: Arc<Catalog>,
+    pub(crate) shared_families: Arc<FamilyMap>,
+    pub(crate) shared_engine: Arc<Engine>,
+    pub(crate) factory: SessionEngineFactory,
+    pub(crate) commands: Arc<dyn CommandExpander>,
+    pub(crate) report: BuildReport,
+    pub(crate) store: AppStore,
+    pub(crate) global: GlobalMcp,
+    pub(crate) global_manager: McpManager,
+    pub(crate) closed: AtomicBool,
+}
+
+impl Built {
+    /// The shared catalog (every session without client servers uses it).
+    pub fn shared_catalog(&self) -> &Arc<Catalog> {
+        &self.shared_catalog
+    }
+
+    /// The shared engine.
+    pub fn shared_engine(&self) -> &Arc<Engine> {
+        &self.shared_engine
+    }
+
+    /// The per-session engine factory.
+    pub fn factory(&self) -> &SessionEngineFactory {
+        &self.factory
+    }
+
+    /// What the build did (tools, skipped, MCP servers, skills, diagnostics).
+    pub fn report(&self) -> &BuildReport {
+        &self.report
+    }
+
+    /// The store every engine writes to.
+    pub fn store(&self) -> &AppStore {
+        &self.store
+    }
+
+    /// The assets every catalog of this process is assembled from.
+    pub fn assets(&self) -> &Arc<CatalogAssets> {
+        &self.assets
+    }
+
+    /// The server-global MCP servers, without the power to close them.
+    pub fn global_mcp(&self) -> &GlobalMcp {
+        &self.global
+    }
+
+    /// The slash-command chain (its `list` is the command palette).
+    pub fn commands(&self) -> &Arc<dyn CommandExpander> {
+        &self.commands
+    }
+
+    /// The canonical workspace root.
+    pub fn workspace_root(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The model name the engines send.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The shared catalog's tools available in `mode`, sorted, with their families
+    /// (`ToolSearch` included with progressive tools).
+    pub fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
+        tool_entries(
+            &self.shared_catalog,
+            &self.shared_families,
+            mode,
+            self.assets.progressive_tools(),
+        )
+    }
+
+    /// Ends everything, in order: (1) every live per-session engine (runs cancelled,
+    /// client MCP servers closed), (2) the shared engine, (3) the server-global MCP
+    /// manager (HTTP sessions ended, stdio children stopped), (4) the store (flushed).
+    /// Listeners are their owner's to stop first.
+    ///
+    /// Idempotent (a second call does nothing), never panics, goes on after a failing
+    /// step (WARN) and returns the first error.
+    ///
+    /// # Errors
+    /// The first step that failed.
+    pub async fn close(&self) -> Result<(), CloseError> {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let mut first: Option<CloseError> = None;
+        if let Err(error) = self.factory.close_all().await {
+            tracing::warn!(%error, "closing the per-session engines failed");
+            first.get_or_insert(error);
+        }
+        self.shared_engine.close();
+        if let Err(error) = self.global_manager.close().await {
+            tracing::warn!(%error, "closing the server-global MCP servers failed");
+            first.get_or_insert(CloseError::Mcp(error));
+        }
+        if let Err(error) = close_store(&self.store).await {
+            tracing::warn!(%error, "closing the store failed");
+            first.get_or_insert(CloseError::Store(Box::new(error)));
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Built")
+            .field("workspace", &self.workspace)
+            .field("model", &self.model)
+            .field("shared_catalog", &self.shared_catalog)
+            .field("store", &self.store)
+            .field("global", &self.global)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Flushes and closes the store off the async workers (the flusher join blocks).
+pub(crate) async fn close_store(store: &AppStore) -> Result<(), engine_ports::StoreError> {
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || store.close()).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(engine_ports::StoreError::StoreDir {
+            path: PathBuf::new(),
+            reason: "closing the store was interrupted".to_owned(),
+            source: None,
+        }),
+    }
+}

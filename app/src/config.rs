@@ -1,0 +1,179 @@
+//! [`AppConfig`]: what [`build`](crate::build) composes, as plain data (no CLI needed).
+
+use std::path::PathBuf;
+
+use adapter_jsonlstore::SyncPolicy;
+use adapter_llm::{ApiKey, MockScript, ProviderKind};
+use adapter_mcp::{ServerConfig, ToolhiveOptions};
+use adapter_skillfs::{HostEnv, ProjectTrust};
+use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Limits};
+use engine_ports::PermissionMode;
+
+/// The default live per-session engine cap of the
+/// [`SessionEngineFactory`](crate::SessionEngineFactory).
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+
+/// The default `--max-turns`.
+pub const DEFAULT_MAX_TURNS: u64 = 100;
+
+/// Everything a [`build`](crate::build) needs, transport-agnostic.
+///
+/// The command line maps its flags onto this value after validating them (exit 2 on a
+/// bad flag); tests construct it directly. `build` receives well-formed values and only
+/// checks what needs the file system or the environment (the workspace exists, the
+/// provider has a key, the draft directory lies apart).
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    /// `--workspace`: the root every core tool is confined to (canonicalized by
+    /// `build`).
+    pub workspace: PathBuf,
+    /// Where sessions, events and the tool-call audit go.
+    pub store: StoreConfig,
+    /// The model.
+    pub model: ModelConfig,
+    /// The shell of the `Shell` tool (`--shell`, default `/bin/sh`); `None` for
+    /// `--no-shell` (no runner, no `Shell` tool).
+    pub shell: Option<PathBuf>,
+    /// Server-global MCP servers and the MCP switches.
+    pub mcp: McpConfig,
+    /// Skills, their trust gate and the draft quarantine.
+    pub skills: SkillsConfig,
+    /// `--commands-dir`.
+    pub commands_dir: Option<PathBuf>,
+    /// `--progressive-tools`: disclosable tools are advertised light and every engine
+    /// owns a `ToolSearch` (D3).
+    pub progressive_tools: bool,
+    /// `--output-cap`: the one output cap (D10), in bytes.
+    pub output_cap: usize,
+    /// Run limits (`--max-turns`).
+    pub limits: Limits,
+    /// How the engines decide permissions and which mode new sessions get.
+    pub engine: EngineSettings,
+    /// Most live per-session engines the factory keeps (over it: `TooManySessions`).
+    pub max_sessions: usize,
+}
+
+impl AppConfig {
+    /// A configuration with the documented defaults: the workspace `workspace`, the
+    /// in-memory store, the `--mock` model, `/bin/sh`, no MCP server and no ToolHive,
+    /// no skills, resource tools and MCP prompts on, the default output cap,
+    /// `--max-turns 100`, headless `--approve read-only`.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            store: StoreConfig::Memory,
+            model: ModelConfig::Mock,
+            shell: Some(PathBuf::from(adapter_fstools::DEFAULT_SHELL)),
+            mcp: McpConfig::default(),
+            skills: SkillsConfig::default(),
+            commands_dir: None,
+            progressive_tools: false,
+            output_cap: DEFAULT_OUTPUT_CAP,
+            limits: Limits {
+                max_turns: DEFAULT_MAX_TURNS,
+                ..Limits::default()
+            },
+            engine: EngineSettings::default(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+        }
+    }
+}
+
+/// Where the store lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreConfig {
+    /// `--store-dir DIR`: the JSONL store (`DIR/sid-v1/…`).
+    Dir {
+        /// The store root.
+        path: PathBuf,
+        /// `--store-sync`.
+        sync: SyncPolicy,
+    },
+    /// No `--store-dir`: sessions live in memory and die with the process.
+    Memory,
+}
+
+/// The model behind every engine.
+#[derive(Clone, Debug)]
+pub enum ModelConfig {
+    /// `--mock`: one canned text turn saying no real model is configured.
+    Mock,
+    /// `--mock-script FILE`, already parsed and validated.
+    MockScript(MockScript),
+    /// `--provider`.
+    Provider {
+        /// `openai-chat` or `anthropic`.
+        kind: ProviderKind,
+        /// `--base-url`.
+        base_url: Option<String>,
+        /// `--model`.
+        model: Option<String>,
+        /// The key from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`; `None` when the
+        /// variable is unset, which `build` refuses naming the variable.
+        api_key: Option<ApiKey>,
+    },
+}
+
+/// Server-global MCP servers (the global manager) and the MCP switches.
+#[derive(Clone, Debug)]
+pub struct McpConfig {
+    /// `--mcp-server` then `--mcp-stdio` entries, in flag order (already validated by
+    /// `adapter_mcp::parse_mcp_flags`).
+    pub servers: Vec<ServerConfig>,
+    /// ToolHive discovery (`--toolhive`, on by default in the CLI); `None` is off.
+    pub toolhive: Option<ToolhiveOptions>,
+    /// `--mcp-resource-tools` (default true).
+    pub resource_tools: bool,
+    /// `--mcp-prompts` (default true).
+    pub prompts: bool,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            toolhive: None,
+            resource_tools: true,
+            prompts: true,
+        }
+    }
+}
+
+/// Skills, the project trust decision and the draft quarantine.
+#[derive(Clone, Debug, Default)]
+pub struct SkillsConfig {
+    /// `--skills-dir`, in flag order.
+    pub dirs: Vec<PathBuf>,
+    /// `--skills-conventional`.
+    pub conventional: bool,
+    /// `--trust-project`: gates the project skill and command directories alike.
+    pub trust: ProjectTrust,
+    /// `--skills-draft-dir`: enables `SkillDraft`; must lie outside the workspace and
+    /// apart from every skill directory.
+    pub draft_dir: Option<PathBuf>,
+    /// The current directory, home and XDG location used to resolve tiers; `None`
+    /// reads them from the process.
+    pub host: Option<HostEnv>,
+}
+
+/// Permission settings and the mode of new sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineSettings {
+    /// An operator answers permission asks (ACP, HTTP, the demo); headless runs turn
+    /// asks into denials.
+    pub interactive: bool,
+    /// What a headless run approves (`--approve`, default `read-only`).
+    pub approve: Approve,
+    /// The mode of sessions created without one (`--mode`, default `default`).
+    pub mode: PermissionMode,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            interactive: false,
+            approve: Approve::ReadOnly,
+            mode: PermissionMode::Default,
+        }
+    }
+}

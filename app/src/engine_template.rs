@@ -1,0 +1,65 @@
+//! [`EngineTemplate`]: the `Deps` every engine of one process shares — the shared
+//! engine and every per-session engine differ only in their catalog.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use adapter_fstools::ShellRunner;
+use engine_core::{
+    Catalog, DefaultPolicy, Deps, Engine, EngineConfig, EngineError, Environment, EnvironmentError, OutputCap,
+};
+use engine_ports::{CommandExpander, LlmProvider, SystemClock};
+
+use crate::config::AppConfig;
+use crate::store::AppStore;
+
+/// `Deps` without a catalog yet; cloning it per engine keeps every handle shared.
+#[derive(Clone)]
+pub(crate) struct EngineTemplate {
+    deps: Deps,
+}
+
+impl EngineTemplate {
+    /// The dependencies of every engine: the model, the environment (canonical root,
+    /// `ShellRunner` unless `--no-shell`, the output cap), one default policy, the
+    /// store as `store`, `event_log` and `recorder`, `SystemClock`, the command chain
+    /// and the settings.
+    pub(crate) fn new(
+        cfg: &AppConfig,
+        root: &Path,
+        llm: Arc<dyn LlmProvider>,
+        model: String,
+        store: &AppStore,
+        commands: Arc<dyn CommandExpander>,
+    ) -> Result<Self, EnvironmentError> {
+        let mut environment = Environment::new(root)?.with_output_cap(OutputCap::new(cfg.output_cap));
+        if let Some(shell) = &cfg.shell {
+            environment = environment.with_runner(Arc::new(ShellRunner::new(shell)));
+        }
+        let config = EngineConfig {
+            model,
+            mode: cfg.engine.mode,
+            limits: cfg.limits,
+            progressive_tools: cfg.progressive_tools,
+            interactive: cfg.engine.interactive,
+            approve: cfg.engine.approve,
+            ..EngineConfig::default()
+        };
+        let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);
+        deps.policy = Some(Arc::new(DefaultPolicy::new(config.interactive, config.approve)));
+        deps.store = Some(store.session_store());
+        deps.event_log = Some(store.event_log());
+        deps.recorder = Some(store.recorder());
+        deps.clock = Some(Arc::new(SystemClock));
+        deps.commands = Some(commands);
+        deps.config = config;
+        Ok(Self { deps })
+    }
+
+    /// An engine over `catalog` with the shared dependencies.
+    pub(crate) fn engine(&self, catalog: Arc<Catalog>) -> Result<Engine, EngineError> {
+        let mut deps = self.deps.clone();
+        deps.catalog = catalog;
+        Engine::new(deps)
+    }
+}

@@ -1,0 +1,71 @@
+//! The composition root of Mecatl: it turns one [`AppConfig`] into running engines,
+//! and it is the only crate that knows every adapter (and `clap`).
+//!
+//! [`build`] runs once per process, in a fixed order (config, server-global MCP
+//! servers, skills, store, catalog assets and the shared catalog, engines), and
+//! returns [`Built`], which owns everything it opened — the server-global MCP manager
+//! above all — and closes it in order ([`Built::close`]). Catalogs come from exactly
+//! one function, [`assemble_catalog`], which registers families in [`FAMILY_ORDER`];
+//! the [`SessionEngineFactory`] hands a session the shared engine, or a private engine
+//! over a catalog assembled from the same [`CatalogAssets`] plus the session's client
+//! MCP servers, so per-session catalogs never drift from the shared one (the parity
+//! invariant). [`BuildReport`] is the build as data (`mecated tools --json`).
+//!
+//! This crate is not the domain (that is `engine-core`) and adds no tool of its own.
+//! The `mecated` binary (`src/bin/mecated/`) maps the command line onto [`AppConfig`],
+//! installs the `tracing` subscriber and prints; the library never touches stdin,
+//! stdout, signals or global subscribers. Start with [`AppConfig::new`] and [`build`],
+//! then [`Built::factory`].
+//!
+//! ```no_run
+//! use app::{AppConfig, SessionRequest, build};
+//! use engine_ports::SessionId;
+//! use futures::StreamExt as _;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let built = build(AppConfig::new("/srv/repo")).await?;
+//! let session = built.factory().create(SessionRequest::default()).await?;
+//! let mut run = session.engine().run(&SessionId::from("s1"), "hello")?;
+//! while let Some(event) = run.next().await {
+//!     println!("{}", serde_json::to_string(&event)?);
+//! }
+//! session.close().await?;
+//! built.close().await?;
+//! # Ok(()) }
+//! ```
+
+mod assembly;
+mod assets;
+mod build;
+mod built;
+mod commands;
+mod config;
+pub mod demo;
+mod engine_template;
+mod error;
+mod factory;
+mod family;
+mod global_mcp;
+mod report;
+mod session_id;
+mod store;
+
+// The public surface, in one place: the config, the build and what it owns, catalog
+// assembly, the factory, the report, and the demo's script and workspace.
+pub use assembly::{
+    AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
+};
+pub use assets::CatalogAssets;
+pub use build::{MOCK_MODEL_NAME, build};
+pub use built::Built;
+pub use config::{
+    AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, EngineSettings, McpConfig, ModelConfig, SkillsConfig,
+    StoreConfig,
+};
+pub use error::{BuildError, CloseError, FactoryError};
+pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
+pub use family::{FAMILY_ORDER, Family, FamilySlot};
+pub use global_mcp::{GlobalMcp, PinnedTools};
+pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
+pub use session_id::new_session_id;
+pub use store::AppStore;

@@ -1,0 +1,167 @@
+//! [`BuildReport`] and the tool listing: what `mecated tools --json` prints and what
+//! hosts list per session and mode.
+
+use std::sync::Arc;
+
+use engine_core::{Catalog, available_in, tool_search_spec};
+use engine_ports::{Diagnostic, PermissionMode, SkillOrigin};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::assembly::{FamilyMap, SkippedTool};
+use crate::family::Family;
+
+/// What the build did, as data (D9): the shared catalog's tools, skipped tools, MCP
+/// servers, skills and every diagnostic.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildReport {
+    /// Every tool of the shared catalog (all modes), sorted by name.
+    pub tools: Vec<ToolEntry>,
+    /// Tools skipped because their name was taken.
+    pub skipped: Vec<SkippedTool>,
+    /// Every global MCP server, connected or failed, in server order.
+    pub mcp_servers: Vec<McpServerEntry>,
+    /// The resolved skills, sorted by name.
+    pub skills: Vec<SkillEntry>,
+    /// Every diagnostic of the build, in order (each WARN is here).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Whether `ToolSearch` is listed (progressive tools).
+    #[serde(skip)]
+    pub progressive_tools: bool,
+}
+
+/// One tool of a listing.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolEntry {
+    /// The catalog name.
+    pub name: String,
+    /// Its family.
+    pub family: Family,
+    /// Whether it is read-only (kept in plan mode, run in parallel).
+    pub read_only: bool,
+    /// Whether it exists only in plan mode.
+    pub plan_only: bool,
+    /// Whether it is advertised light until `ToolSearch` hydrates it.
+    pub disclosable: bool,
+    /// The full description.
+    pub description: String,
+    /// The full argument schema (`null` when the tool has none).
+    pub schema: Value,
+}
+
+/// One global MCP server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct McpServerEntry {
+    /// The server name.
+    pub name: String,
+    /// `streamable-http` or `stdio`.
+    pub transport: String,
+    /// `connected`, `dropped`, `closed` or `failed`.
+    pub status: String,
+    /// Why it failed (redacted), for `failed`.
+    pub error: Option<String>,
+    /// Tools in its snapshot.
+    pub tools: usize,
+    /// Resources in its snapshot.
+    pub resources: usize,
+    /// Prompts in its snapshot.
+    pub prompts: usize,
+}
+
+/// One resolved skill.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkillEntry {
+    /// The skill name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its tier.
+    pub origin: SkillOrigin,
+}
+
+impl BuildReport {
+    /// The tools available in `mode`, sorted by name, with `ToolSearch` (family
+    /// `meta`) when progressive tools are on.
+    pub fn tools_in(&self, mode: PermissionMode) -> Vec<ToolEntry> {
+        let mut tools: Vec<ToolEntry> = self
+            .tools
+            .iter()
+            .filter(|t| match mode {
+                PermissionMode::Plan => t.read_only,
+                PermissionMode::Default | PermissionMode::AcceptEdits => !t.plan_only,
+            })
+            .cloned()
+            .collect();
+        if self.progressive_tools {
+            add_tool_search(&mut tools);
+        }
+        tools
+    }
+
+    /// The `mecated tools --json` object for `mode`:
+    /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`.
+    pub fn tools_json(&self, mode: PermissionMode) -> Value {
+        serde_json::json!({
+            "tools": self.tools_in(mode),
+            "skipped": self.skipped,
+            "mcp_servers": self.mcp_servers,
+            "skills": self.skills,
+            "diagnostics": self.diagnostics,
+        })
+    }
+}
+
+/// The tools of `catalog` available in `mode`, sorted by name, each with its family
+/// from `families`; with `progressive`, `ToolSearch` (family `meta`) too.
+pub fn tool_entries(
+    catalog: &Catalog,
+    families: &FamilyMap,
+    mode: PermissionMode,
+    progressive: bool,
+) -> Vec<ToolEntry> {
+    let mut tools: Vec<ToolEntry> = catalog
+        .entries()
+        .filter(|(_, tool)| available_in(tool.as_ref(), mode))
+        .map(|(name, tool)| {
+            let spec = tool.spec();
+            ToolEntry {
+                name: name.to_owned(),
+                family: families.get(name).copied().unwrap_or(Family::Core),
+                read_only: tool.read_only(),
+                plan_only: tool.plan_only(),
+                disclosable: tool.advertised_spec().is_some(),
+                description: spec.description().to_owned(),
+                schema: spec.schema().cloned().unwrap_or(Value::Null),
+            }
+        })
+        .collect();
+    if progressive {
+        add_tool_search(&mut tools);
+    }
+    tools
+}
+
+/// Every tool of `catalog`, whatever the mode (the report's listing).
+pub(crate) fn all_tool_entries(catalog: &Catalog, families: &Arc<FamilyMap>) -> Vec<ToolEntry> {
+    let mut tools = tool_entries(catalog, families, PermissionMode::Default, false);
+    let plan_only = tool_entries(catalog, families, PermissionMode::Plan, false)
+        .into_iter()
+        .filter(|t| t.plan_only);
+    tools.extend(plan_only);
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools
+}
+
+fn add_tool_search(tools: &mut Vec<ToolEntry>) {
+    let spec = tool_search_spec();
+    tools.push(ToolEntry {
+        name: spec.name().to_owned(),
+        family: Family::Meta,
+        read_only: true,
+        plan_only: false,
+        disclosable: false,
+        description: spec.description().to_owned(),
+        schema: spec.schema().cloned().unwrap_or(Value::Null),
+    });
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+}

@@ -1,0 +1,333 @@
+//! The catalog-parity invariant (§5, scenarios 1–3): the baseline is the real build
+//! output; a per-session catalog equals the shared one by name, plus only the
+//! session's `mcp__<client>__*` tools, in every mode.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use adapter_jsonlstore::SyncPolicy;
+use app::{Built, FAMILY_ORDER, Family, FamilySlot, SessionRequest, StoreConfig, build};
+use async_trait::async_trait;
+use engine_core::{Catalog, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
+use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, ToolSpec};
+
+use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+use crate::support::{Scratch, client_spec, config, http_server};
+
+/// Every family and the names it must contribute to the fully loaded build. Reserved
+/// families list their names once they are built (this catches a family dropped from
+/// both sides).
+const REQUIRED: &[(Family, &[&str])] = &[
+    (
+        Family::Core,
+        &["Read", "Write", "Edit", "Glob", "Grep", "ListDir", "Shell"],
+    ),
+    (Family::McpGlobal, &["mcp__globe__echo"]),
+    (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
+    (Family::Delegation, &[]),
+    (Family::Memory, &[]),
+    (Family::Skill, &["Skill", "SkillDraft"]),
+];
+
+/// The fully loaded setup: shell, one skill, a draft dir outside the workspace,
+/// resource tools, progressive tools, a JSONL store, the `globe` server (tool `echo`,
+/// one resource) and the client server `cli` (tools `echo`, `ping`).
+struct Loaded {
+    _scratch: Scratch,
+    _globe: McpFixture,
+    cli: McpFixture,
+    built: Built,
+}
+
+async fn fully_loaded() -> Loaded {
+    let scratch = Scratch::new();
+    let skills = scratch.skill("skills", "greet", "Greets people politely.");
+    let globe = McpFixture::start(FixtureSpec::tools("global:", &["echo"]).with_resource(
+        "globe://readme",
+        "readme",
+        "hello from globe",
+    ))
+    .await;
+    let cli = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::new("echo"), FixtureTool::read_only("ping")],
+        prefix: "client:".to_owned(),
+        resources: Vec::new(),
+    })
+    .await;
+    let mut cfg = config(&scratch);
+    cfg.shell = Some("/bin/sh".into());
+    cfg.skills.dirs = vec![skills];
+    cfg.skills.draft_dir = Some(scratch.path("drafts"));
+    cfg.mcp.resource_tools = true;
+    cfg.mcp.servers = vec![http_server("globe", &globe.url)];
+    cfg.progressive_tools = true;
+    cfg.store = StoreConfig::Dir {
+        path: scratch.path("store"),
+        sync: SyncPolicy::Never,
+    };
+    let built = build(cfg).await.unwrap();
+    Loaded {
+        _scratch: scratch,
+        _globe: globe,
+        cli,
+        built,
+    }
+}
+
+fn names(catalog: &Catalog) -> Vec<String> {
+    catalog.names().map(str::to_owned).collect()
+}
+
+fn names_in(catalog: &Catalog, mode: PermissionMode) -> Vec<String> {
+    catalog
+        .available_names(mode)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The parity comparison: `session` must hold every `shared` name, and its extras
+/// must all start with `client_prefix` (at least one of them) or, without a prefix,
+/// not exist. The error lists the missing and the extra names.
+fn compare(shared: &[String], session: &[String], client_prefix: Option<&str>) -> Result<(), String> {
+    let shared_set: BTreeSet<&String> = shared.iter().collect();
+    let session_set: BTreeSet<&String> = session.iter().collect();
+    let missing: Vec<&&String> = shared_set.difference(&session_set).collect();
+    let extra: Vec<&&String> = session_set.difference(&shared_set).collect();
+    let foreign: Vec<&&&String> = extra
+        .iter()
+        .filter(|name| client_prefix.is_none_or(|prefix| !name.starts_with(prefix)))
+        .collect();
+    let no_client_tool = client_prefix.is_some() && extra.is_empty();
+    if missing.is_empty() && foreign.is_empty() && !no_client_tool {
+        return Ok(());
+    }
+    Err(format!(
+        "catalog parity broken: missing {missing:?}; extra {foreign:?}{}",
+        if no_client_tool {
+            "; no client tool was mounted"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// Every mode and the unfiltered catalog.
+fn compare_all(shared: &Catalog, session: &Catalog, client_prefix: Option<&str>, plan_has_client: bool) {
+    compare(&names(shared), &names(session), client_prefix).unwrap();
+    for mode in PermissionMode::ALL {
+        let prefix = match mode {
+            PermissionMode::Plan if !plan_has_client => None,
+            _ => client_prefix,
+        };
+        compare(&names_in(shared, mode), &names_in(session, mode), prefix)
+            .unwrap_or_else(|e| panic!("mode {mode}: {e}"));
+    }
+}
+
+fn advertises_tool_search(engine: &Engine) -> bool {
+    turn_specs(
+        engine.catalog(),
+        PermissionMode::Default,
+        &BTreeSet::new(),
+        engine.config().progressive_tools,
+    )
+    .iter()
+    .any(|spec| spec.name() == TOOL_SEARCH_NAME)
+}
+
+#[tokio::test]
+async fn the_fully_loaded_build_has_every_required_family() {
+    let loaded = fully_loaded().await;
+    let built = &loaded.built;
+    let listed = built.tools(PermissionMode::Default);
+    for (family, required) in REQUIRED {
+        for name in *required {
+            let entry = listed
+                .iter()
+                .find(|t| t.name == *name)
+                .unwrap_or_else(|| panic!("{name} ({family}) is missing from the shared catalog"));
+            assert_eq!(entry.family, *family, "{name}");
+        }
+    }
+    assert!(advertises_tool_search(built.shared_engine()));
+    let private = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    assert!(advertises_tool_search(private.engine()));
+    assert!(
+        listed
+            .iter()
+            .any(|t| t.name == TOOL_SEARCH_NAME && t.family == Family::Meta)
+    );
+
+    // The global servers as hosts see them: snapshots, live reads, no reconnect.
+    let global = built.global_mcp();
+    assert_eq!(global.resources().len(), 1);
+    let contents = global
+        .read_resource("globe", "globe://readme", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(contents.len(), 1);
+    let generation = global.pinned_tools().generation();
+    assert!(!global.refresh().await, "nothing changed");
+    assert_eq!(global.pinned_tools().generation(), generation);
+    private.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_private_engine_without_client_servers_has_exactly_the_shared_names() {
+    let loaded = fully_loaded().await;
+    let built = &loaded.built;
+    let private = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    assert!(private.is_private());
+    assert!(!Arc::ptr_eq(private.engine(), built.shared_engine()));
+    assert_eq!(names(built.shared_catalog()), names(private.engine().catalog()));
+    compare_all(built.shared_catalog(), private.engine().catalog(), None, false);
+
+    // `create` without client servers is the shared engine itself.
+    let shared = built.factory().create(SessionRequest::default()).await.unwrap();
+    assert!(!shared.is_private());
+    assert!(Arc::ptr_eq(shared.engine(), built.shared_engine()));
+    shared.close().await.unwrap();
+    private.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_server_adds_only_its_own_tools_in_every_mode() {
+    let loaded = fully_loaded().await;
+    let built = &loaded.built;
+    let session = built
+        .factory()
+        .create(SessionRequest::new(vec![client_spec("cli", &loaded.cli.url)]))
+        .await
+        .unwrap();
+    let catalog = session.engine().catalog();
+    let shared = names(built.shared_catalog());
+    let extra: Vec<String> = names(catalog)
+        .into_iter()
+        .filter(|n| !shared.contains(n))
+        .collect();
+    assert_eq!(extra, ["mcp__cli__echo", "mcp__cli__ping"]);
+    assert_eq!(session.client_tool_names(), ["mcp__cli__echo", "mcp__cli__ping"]);
+    compare_all(built.shared_catalog(), catalog, Some("mcp__cli__"), true);
+    let families: Vec<Family> = session
+        .tools(PermissionMode::Default)
+        .into_iter()
+        .filter(|t| t.name.starts_with("mcp__cli__"))
+        .map(|t| t.family)
+        .collect();
+    assert_eq!(families, [Family::McpClient, Family::McpClient]);
+    session.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+/// A tool registered outside `assemble_catalog`.
+struct Sneaky;
+
+#[async_trait]
+impl Tool for Sneaky {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new("Sneaky", "Registered behind the assembly's back.")
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn execute(
+        &self,
+        _: &CancellationToken,
+        call: &ToolCall,
+        _: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text(call.id().clone(), "sneaky"))
+    }
+}
+
+#[tokio::test]
+async fn the_comparison_catches_a_tool_registered_outside_assembly() {
+    let loaded = fully_loaded().await;
+    let built = &loaded.built;
+    let private = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+
+    let mut tampered = (**built.shared_catalog()).clone();
+    tampered.register(Arc::new(Sneaky)).unwrap();
+    let error = compare(&names(&tampered), &names(private.engine().catalog()), None).unwrap_err();
+    assert!(error.contains("missing [\"Sneaky\"]"), "{error}");
+    let error = compare(&names(private.engine().catalog()), &names(&tampered), None).unwrap_err();
+    assert!(error.contains("extra [\"Sneaky\"]"), "{error}");
+    let error = compare(
+        &names(private.engine().catalog()),
+        &names(&tampered),
+        Some("mcp__cli__"),
+    )
+    .unwrap_err();
+    assert!(error.contains("Sneaky"), "{error}");
+    // And a client server that mounted nothing is caught too.
+    let same = names(private.engine().catalog());
+    assert!(compare(&same, &same, Some("mcp__cli__")).is_err());
+    private.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_global_mcp_or_shell_parity_still_holds() {
+    let scratch = Scratch::new();
+    let built = build(config(&scratch)).await.unwrap();
+    let session = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    let listed = names(session.engine().catalog());
+    assert!(listed.contains(&"Read".to_owned()));
+    assert!(!listed.iter().any(|n| n.starts_with("mcp__")));
+    compare_all(built.shared_catalog(), session.engine().catalog(), None, false);
+    session.close().await.unwrap();
+    built.close().await.unwrap();
+
+    let mut cfg = config(&scratch);
+    cfg.shell = None;
+    let built = build(cfg).await.unwrap();
+    let session = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
+    assert!(built.shared_catalog().lookup("Shell").is_none());
+    assert!(session.engine().catalog().lookup("Shell").is_none());
+    assert!(built.shared_engine().catalog().lookup("Read").is_some());
+    compare_all(built.shared_catalog(), session.engine().catalog(), None, false);
+    session.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+#[test]
+fn family_order_is_the_seed_sequence() {
+    assert_eq!(
+        FAMILY_ORDER,
+        [
+            FamilySlot::Core,
+            FamilySlot::GlobalMcp,
+            FamilySlot::ClientMcp,
+            FamilySlot::Subagent,
+            FamilySlot::Parallel,
+            FamilySlot::Team,
+            FamilySlot::Memory,
+            FamilySlot::UserModel,
+            FamilySlot::Skill,
+            FamilySlot::SkillDraft,
+        ]
+    );
+}

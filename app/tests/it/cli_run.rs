@@ -1,0 +1,165 @@
+//! `mecated run` (scenario 12): approvals, limits, the JSONL event stream, and
+//! continuing a stored session.
+
+use serde_json::Value;
+
+use crate::support::{Output, Scratch, json_lines, mecated};
+
+const WRITE_THEN_TEXT: &str = r#"{"turns": [
+  {"text": "writing", "tool_calls": [{"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}]},
+  {"text": "all done"}
+]}"#;
+
+async fn run(scratch: &Scratch, script: &str, extra: &[&str]) -> Output {
+    let script = scratch.write("script.json", script).display().to_string();
+    let ws = scratch.ws().display().to_string();
+    let mut args = vec![
+        "run",
+        "--workspace",
+        ws.as_str(),
+        "--toolhive=false",
+        "--mock-script",
+        script.as_str(),
+    ];
+    args.extend(extra);
+    mecated(scratch.dir.path(), &args, &[]).await
+}
+
+fn results(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|e| e["type"] == "tool.result").collect()
+}
+
+#[tokio::test]
+async fn approve_all_runs_the_write_and_exits_0() {
+    let scratch = Scratch::new();
+    let output = run(&scratch, WRITE_THEN_TEXT, &["--approve", "all", "write it"]).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(scratch.ws().join("out.txt")).unwrap(),
+        "hello"
+    );
+    assert_eq!(output.stdout, "writing\nall done\n");
+    assert!(
+        output.stderr.contains("[tool] Write path=out.txt content=hello"),
+        "{}",
+        output.stderr
+    );
+    assert!(output.stderr.contains("[tool] Write → ok"), "{}", output.stderr);
+}
+
+#[tokio::test]
+async fn the_default_approval_denies_the_write_and_the_model_sees_it() {
+    let scratch = Scratch::new();
+    let output = run(&scratch, WRITE_THEN_TEXT, &["--output", "jsonl", "write it"]).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(!scratch.ws().join("out.txt").exists());
+    let events = json_lines(&output.stdout);
+    let denied = results(&events);
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0]["name"], "Write");
+    assert_eq!(denied[0]["is_error"], true);
+    assert!(
+        denied[0]["content"].as_str().unwrap().contains("read-only"),
+        "{}",
+        denied[0]
+    );
+}
+
+#[tokio::test]
+async fn a_turn_limit_stop_exits_1() {
+    let scratch = Scratch::new();
+    let output = run(
+        &scratch,
+        WRITE_THEN_TEXT,
+        &["--max-turns", "1", "--approve", "all", "write it"],
+    )
+    .await;
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("[run] stopped: max_turns"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[tokio::test]
+async fn jsonl_prints_one_event_per_line_in_seq_order() {
+    let scratch = Scratch::new();
+    let output = run(
+        &scratch,
+        WRITE_THEN_TEXT,
+        &["--output", "jsonl", "--approve", "all", "go"],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let events = json_lines(&output.stdout);
+    assert_eq!(events.first().unwrap()["type"], "session.init");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["stop"], "end_turn");
+    assert_eq!(last["text"], "all done");
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let call = events.iter().find(|e| e["type"] == "tool.call").unwrap();
+    assert_eq!(call["call_id"], "w1");
+    assert_eq!(call["name"], "Write");
+    assert_eq!(call["args"]["path"], "out.txt");
+    assert!(events.iter().any(|e| e["type"] == "message.delta"));
+    assert!(output.stderr.is_empty(), "{}", output.stderr);
+}
+
+#[tokio::test]
+async fn a_stored_session_continues_where_it_stopped() {
+    let scratch = Scratch::new();
+    let store = scratch.path("store").display().to_string();
+    let script = r#"{"turns": [{"text": "first answer"}, {"text": "second answer"}]}"#;
+    let args = [
+        "--store-dir",
+        store.as_str(),
+        "--session",
+        "s1",
+        "--output",
+        "jsonl",
+    ];
+    let first = run(&scratch, script, &[&args[..], &["hello"]].concat()).await;
+    let second = run(&scratch, script, &[&args[..], &["again"]].concat()).await;
+    assert_eq!((first.code, second.code), (0, 0), "{first:?} {second:?}");
+    let first = json_lines(&first.stdout);
+    let second = json_lines(&second.stdout);
+    assert_eq!(first.last().unwrap()["text"], "first answer");
+    assert_eq!(second.last().unwrap()["text"], "second answer");
+    let last_seq = first.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(second[0]["seq"].as_u64().unwrap(), last_seq + 1);
+    assert_eq!(second[0]["session_id"], "s1");
+
+    // The event log holds both runs in one increasing sequence.
+    let token = adapter_jsonlstore::JsonlStore::token(&engine_ports::SessionId::from("s1"));
+    let log = std::fs::read_to_string(scratch.path(&format!("store/sid-v1/{token}.events.jsonl"))).unwrap();
+    let logged: Vec<u64> = json_lines(&log)
+        .iter()
+        .map(|line| line["ev"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(logged, (1..=logged.len() as u64).collect::<Vec<_>>());
+    assert_eq!(logged.len(), first.len() + second.len());
+}
+
+#[tokio::test]
+async fn a_mode_flag_applies_plan_mode() {
+    let scratch = Scratch::new();
+    let output = run(
+        &scratch,
+        WRITE_THEN_TEXT,
+        &["--mode", "plan", "--approve", "all", "--output", "jsonl", "try"],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let events = json_lines(&output.stdout);
+    assert_eq!(events[0]["mode"], "plan");
+    let result = results(&events)[0];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"].as_str().unwrap().contains("plan mode"),
+        "{result}"
+    );
+    assert!(!scratch.ws().join("out.txt").exists());
+}

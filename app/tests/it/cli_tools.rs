@@ -1,0 +1,333 @@
+//! `mecated tools` (scenario 11): the real build, listed per mode; `--json` is the
+//! overview object, exactly.
+
+use serde_json::{Value, json};
+
+use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+use crate::support::{Scratch, mecated};
+
+/// The keys of an object, in order.
+fn keys(value: &Value) -> Vec<&str> {
+    value.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+fn tool<'a>(listing: &'a Value, name: &str) -> &'a Value {
+    listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
+#[tokio::test]
+async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
+    // `s` + `_echo` and `s_` + `echo` both give `mcp__s___echo`: the first server wins.
+    let s = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("_echo"), FixtureTool::new("write")],
+        prefix: "s:".to_owned(),
+        resources: vec![("s://doc".to_owned(), "doc".to_owned(), "text".to_owned())],
+    })
+    .await;
+    let s_ = McpFixture::start(FixtureSpec::tools("s_:", &["echo"])).await;
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let server_s = format!("s={}", s.url);
+    let server_s_ = format!("s_={}", s_.url);
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "tools",
+            "--json",
+            "--workspace",
+            &ws,
+            "--no-shell",
+            "--mcp-server",
+            &server_s,
+            "--mcp-server",
+            "dead=http://127.0.0.1:1/mcp",
+            "--mcp-server",
+            &server_s_,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let listing: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(
+        keys(&listing),
+        ["tools", "skipped", "mcp_servers", "skills", "diagnostics"]
+    );
+
+    let names: Vec<&str> = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Edit",
+            "Glob",
+            "Grep",
+            "ListDir",
+            "ListMcpResources",
+            "Read",
+            "ReadMcpResource",
+            "Write",
+            "mcp__s___echo",
+            "mcp__s__write",
+        ]
+    );
+    let echo = tool(&listing, "mcp__s___echo");
+    assert_eq!(
+        keys(echo),
+        [
+            "name",
+            "family",
+            "read_only",
+            "plan_only",
+            "disclosable",
+            "description",
+            "schema"
+        ]
+    );
+    assert_eq!(
+        echo,
+        &json!({
+            "name": "mcp__s___echo", "family": "mcp-global", "read_only": true, "plan_only": false,
+            "disclosable": false, "description": "Fixture tool _echo.",
+            "schema": {"type": "object", "properties": {"text": {"type": "string"}, "path": {"type": "string"}}},
+        })
+    );
+    assert_eq!(tool(&listing, "Read")["family"], "core");
+    assert_eq!(tool(&listing, "ListMcpResources")["family"], "mcp-resource");
+    assert_eq!(tool(&listing, "mcp__s__write")["read_only"], false);
+
+    assert_eq!(
+        listing["skipped"].as_array().unwrap().len(),
+        1,
+        "{}",
+        listing["skipped"]
+    );
+    let skipped = &listing["skipped"][0];
+    assert_eq!(keys(skipped), ["name", "family", "reason"]);
+    assert_eq!(skipped["name"], "mcp__s___echo");
+    assert_eq!(skipped["family"], "mcp-global");
+    assert!(
+        skipped["reason"].as_str().unwrap().contains("mcp-global"),
+        "{skipped}"
+    );
+
+    let servers = listing["mcp_servers"].as_array().unwrap();
+    let order: Vec<&str> = servers.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(order, ["s", "dead", "s_"]);
+    assert_eq!(
+        keys(&servers[0]),
+        [
+            "name",
+            "transport",
+            "status",
+            "error",
+            "tools",
+            "resources",
+            "prompts"
+        ]
+    );
+    assert_eq!(
+        servers[0],
+        json!({"name": "s", "transport": "streamable-http", "status": "connected", "error": null,
+               "tools": 2, "resources": 1, "prompts": 0})
+    );
+    assert_eq!(servers[1]["status"], "failed");
+    assert_eq!(servers[1]["tools"], 0);
+    assert!(
+        servers[1]["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{}",
+        servers[1]
+    );
+    assert_eq!(listing["skills"], json!([]));
+    let diagnostics = listing["diagnostics"].as_array().unwrap();
+    assert!(diagnostics.iter().all(|d| keys(d) == ["level", "message"]));
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["level"] == "warn" && d["message"].as_str().unwrap().contains("\"dead\"")),
+        "{diagnostics:?}"
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["level"] == "warn" && d["message"].as_str().unwrap().contains("mcp__s___echo")),
+        "{diagnostics:?}"
+    );
+}
+
+#[tokio::test]
+async fn plan_mode_and_progressive_tools_change_the_listing() {
+    let fixture = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("peek"), FixtureTool::new("poke")],
+        prefix: String::new(),
+        resources: Vec::new(),
+    })
+    .await;
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let server = format!("fx={}", fixture.url);
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "tools",
+            "--json",
+            "--workspace",
+            &ws,
+            "--mode",
+            "plan",
+            "--progressive-tools",
+            "--mcp-server",
+            &server,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let listing: Value = serde_json::from_str(&output.stdout).unwrap();
+    let entries: Vec<(&str, &str, bool, bool)> = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["family"].as_str().unwrap(),
+                t["read_only"].as_bool().unwrap(),
+                t["disclosable"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("Glob", "core", true, false),
+            ("Grep", "core", true, false),
+            ("ListDir", "core", true, false),
+            ("Read", "core", true, false),
+            ("ToolSearch", "meta", true, false),
+            ("mcp__fx__peek", "mcp-global", true, true),
+        ]
+    );
+    assert!(
+        tool(&listing, "mcp__fx__peek")["schema"].is_object(),
+        "the full spec is shown"
+    );
+
+    let text = mecated(
+        scratch.dir.path(),
+        &["tools", "--workspace", &ws, "--mode", "plan", "--toolhive=false"],
+        &[],
+    )
+    .await;
+    assert_eq!(text.code, 0, "{text:?}");
+    let first: Vec<&str> = text
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(first, ["Glob", "Grep", "ListDir", "Read"]);
+    assert!(
+        text.stdout
+            .lines()
+            .all(|l| l.contains(" core ") && l.contains(" ro ")),
+        "{}",
+        text.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_failing_build_exits_1() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let inside = scratch.ws().join("drafts").display().to_string();
+    let output = mecated(
+        scratch.dir.path(),
+        &["tools", "--workspace", &ws, "--skills-draft-dir", &inside],
+        &[],
+    )
+    .await;
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(output.stderr.contains("--skills-draft-dir"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("inside the workspace"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "tools",
+            "--json",
+            "--workspace",
+            &ws,
+            "--no-shell",
+            "--mode",
+            "plan",
+            "--toolhive=false",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let listing: Value = serde_json::from_str(&output.stdout).unwrap();
+    let mut core: Vec<Value> =
+        adapter_fstools::core_tools(&adapter_fstools::CoreToolsOptions::new().with_shell(false))
+            .iter()
+            .filter(|tool| tool.read_only())
+            .map(|tool| {
+                let spec = tool.spec();
+                json!({
+                    "name": spec.name(), "family": "core", "read_only": true, "plan_only": false,
+                    "disclosable": false, "description": spec.description(), "schema": spec.schema().unwrap(),
+                })
+            })
+            .collect();
+    core.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let info = |message: &str| json!({"level": "info", "message": message});
+    let expected = json!({
+        "tools": core,
+        "skipped": [],
+        "mcp_servers": [],
+        "skills": [],
+        "diagnostics": [
+            info("MCP disabled: no MCP server from --mcp-server, --mcp-stdio or ToolHive"),
+            info("core tools enabled: 6 tools, Shell disabled by --no-shell"),
+            info("server-global MCP tools disabled: no MCP server is connected or none lists a tool"),
+            info("MCP resource tools disabled: no connected MCP server lists a resource"),
+            info("client MCP tools: mounted per session only"),
+            info("Subagent/InspectSubagent/SubagentStatus tools disabled: not built yet (reserved slot)"),
+            info("Parallel tools disabled: not built yet (reserved slot)"),
+            info("Team/InspectMember tools disabled: not built yet (reserved slot)"),
+            info("memory tools disabled: not built yet (reserved slot)"),
+            info("user-model tools disabled: not built yet (reserved slot)"),
+            info("Skill tool disabled: no skill resolved"),
+            info("SkillDraft tool disabled: no --skills-draft-dir"),
+            info("MCP prompt commands disabled: no connected MCP server lists a prompt"),
+        ],
+    });
+    assert_eq!(listing, expected);
+    assert_eq!(
+        listing["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["Glob", "Grep", "ListDir", "Read"]
+    );
+}

@@ -1,0 +1,140 @@
+//! `mecated run --provider openai-chat` end to end against the real fakellm peer,
+//! with an MCP tool whose name a provider would reject (scenario 22, D6): the wire
+//! carries the encoded name, the events and `.tools.jsonl` the real one.
+
+use std::process::Command;
+
+use serde_json::Value;
+use test_peers::PeerProcess;
+
+use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+use crate::support::{Scratch, json_lines, mecated};
+
+const TEST: &str = "run_against_fakellm_keeps_real_tool_names";
+const REAL_NAME: &str = "mcp__files__read.file/v2";
+
+fn fakellm(config: &str) -> Option<PeerProcess> {
+    let fakellm = test_peers::venv_bin(TEST, "fakellm")?;
+    let config = test_peers::repo_root().join("tests/peers/fakellm").join(config);
+    let peer = PeerProcess::start(|port| {
+        let mut command = Command::new(&fakellm);
+        command
+            .args([
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--config",
+            ])
+            .arg(&config);
+        command
+    })
+    .unwrap_or_else(|error| panic!("fakellm did not start: {error}"));
+    Some(peer)
+}
+
+#[tokio::test]
+async fn run_against_fakellm_keeps_real_tool_names() {
+    let Some(llm) = fakellm("d6.yaml") else {
+        return;
+    };
+    let files = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("read.file/v2")],
+        prefix: "contents of ".to_owned(),
+        resources: Vec::new(),
+    })
+    .await;
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let store = scratch.path("store").display().to_string();
+    let base = format!("{}/v1", llm.base_url());
+    let server = format!("files={}", files.url);
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--toolhive=false",
+            "--store-dir",
+            &store,
+            "--session",
+            "d6",
+            "--provider",
+            "openai-chat",
+            "--base-url",
+            &base,
+            "--mcp-server",
+            &server,
+            "--output",
+            "jsonl",
+            "read the notes",
+        ],
+        &[("OPENAI_API_KEY", "sk-any")],
+    )
+    .await;
+    assert_eq!(
+        output.code,
+        0,
+        "{output:?}\nfakellm stderr:\n{}",
+        llm.stderr_text()
+    );
+    let events = json_lines(&output.stdout);
+    let init = &events[0];
+    assert_eq!(init["model"], "gpt-5");
+    assert!(init["tools"].as_array().unwrap().iter().any(|t| t == REAL_NAME));
+    let call = events
+        .iter()
+        .find(|e| e["type"] == "tool.call")
+        .expect("a tool call");
+    assert_eq!(call["name"], REAL_NAME);
+    assert_eq!(call["args"], serde_json::json!({"path": "notes.txt"}));
+    let result = events.iter().find(|e| e["type"] == "tool.result").unwrap();
+    assert_eq!(result["name"], REAL_NAME);
+    assert_eq!(result["content"], "contents of notes.txt");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["stop"].as_str()),
+        (Some("result"), Some("end_turn"))
+    );
+    assert_eq!(last["text"], "read it");
+    assert_eq!(files.calls()[0].0, "read.file/v2");
+
+    let token = adapter_jsonlstore::JsonlStore::token(&engine_ports::SessionId::from("d6"));
+    let audit = std::fs::read_to_string(scratch.path(&format!("store/sid-v1/{token}.tools.jsonl"))).unwrap();
+    let records = json_lines(&audit);
+    let tools: Vec<&str> = records.iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert_eq!(tools, [REAL_NAME]);
+    assert!(!audit.contains("read_file_v2_"), "the wire name leaked: {audit}");
+    assert!(
+        !output.stdout.contains("read_file_v2_"),
+        "the wire name leaked into events"
+    );
+
+    let stats: Value = fakellm_stats(&llm.base_url()).await;
+    let mut fired: Vec<&str> = stats["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["matched_rule"].as_str())
+        .collect();
+    fired.sort_unstable();
+    assert_eq!(fired, ["d6-call", "d6-result"], "{stats}");
+}
+
+/// `GET /_fakellm/stats` over a plain TCP connection (HTTP/1.0, no client crate).
+async fn fakellm_stats(base: &str) -> Value {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET /_fakellm/stats HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("stats did not parse ({e}): {response}"))
+}

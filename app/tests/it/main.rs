@@ -1,0 +1,18 @@
+//! Integration tests of the composition root and the `mecated` binary: catalog
+//! parity, lifecycles, the CLI surface, the demo, and end-to-end runs against real
+//! peers (the MCP conformance suite, fakellm).
+
+// Test code: failing loudly is the point, and helpers are shared across modules.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
+
+mod api;
+mod catalog_parity;
+mod cli_run;
+mod cli_tools;
+mod cli_usage;
+mod conformance;
+mod demo;
+mod fakellm;
+mod lifecycle;
+mod skills_commands;
+mod support;
