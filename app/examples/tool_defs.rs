@@ -11,7 +11,8 @@
 //! (`{"type":"function","function":{"name","description","parameters"}}`, compact
 //! JSON, as `adapter-llm` sends it). Prints one JSON object on stdout with the byte
 //! counts for the whole catalog and for the MCP servers' part alone (their tools, plus
-//! `ToolSearch` when progressive tools are on). `scripts/benchmarks.sh` runs it.
+//! `ToolSearch` when progressive tools are on), and where the progressive bytes go.
+//! `scripts/benchmarks.sh` runs it.
 
 // A measuring program: it reports on stdout, and a broken setup is fatal.
 #![allow(
@@ -115,6 +116,20 @@ fn main() {
             "whole": measure(specs.iter()),
             "mcp": measure(mcp_part),
         });
+        if progressive {
+            // Where the progressive bytes go, and what listing the disclosable tools by
+            // name alone (inside ToolSearch's description) would cost instead.
+            let search = specs.iter().find(|s| s.name() == TOOL_SEARCH_NAME);
+            let search_bytes = search.map_or(0, |s| serde_json::to_vec(&openai_tool(s)).unwrap().len());
+            let light: Vec<&ToolSpec> = specs.iter().filter(|s| s.name().starts_with("mcp__")).collect();
+            report["progressive"]["detail"] = json!({
+                "tool_search_bytes": search_bytes,
+                "light_tools": light.len(),
+                "light_description_bytes": light.iter().map(|s| s.description().len()).sum::<usize>(),
+                "light_schema_bytes": light.iter().map(|s| s.schema().map_or(0, |v| v.to_string().len())).sum::<usize>(),
+                "names_only_bytes": search_bytes + light.iter().map(|s| s.name().len() + 2).sum::<usize>(),
+            });
+        }
         report["servers"] = built
             .report()
             .mcp_servers
