@@ -1,0 +1,295 @@
+"""Runs every measurement of BENCHMARKS.md and writes the raw results as JSON.
+
+Called by scripts/benchmarks.sh (which documents the modes); standard library only.
+
+  full   release builds; criterion with 1 s warm-up and 3 s measurement per bench (the
+         sample counts the benches set); MCP clients 200 warm-up + 2,000 measured calls,
+         3 rounds
+  smoke  the same code paths on a tiny configuration: dev profile, criterion --quick,
+         a handful of MCP calls, one round (CI runs this to keep the scripts working)
+
+Each step records the load average before and after it, because the machine is shared.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = Path(os.environ.get("MECATED_PEERS_DIR", ROOT / ".peers"))
+NODE = PEERS / "npm/node_modules/.bin/node"
+EVERYTHING = PEERS / "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM = PEERS / "npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+TS_SDK = PEERS / "npm/node_modules/@modelcontextprotocol/sdk/package.json"
+VENV_PYTHON = PEERS / "venv/bin/python"
+MCP_SERVER_GIT = PEERS / "venv/bin/mcp-server-git"
+JOBS = os.environ.get("CARGO_BUILD_JOBS", "2")
+
+# The criterion bench targets, with an optional filter and environment. The store
+# bench only needs its append and recorder groups here; its long-history Load fixture
+# is shrunk so its setup does not dominate the run (the filter skips that bench).
+CRITERION_BENCHES = [
+    {"package": "engine-core", "bench": "catalog"},
+    {"package": "engine-core", "bench": "dispatch"},
+    {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder",
+     "env": {"JSONLSTORE_BENCH_SAVES": "10"}},
+    {"package": "adapter-mcp", "bench": "mcp_overhead"},
+    {"package": "app", "bench": "build"},
+    {"package": "app", "bench": "assembly"},
+    {"package": "app", "bench": "turn"},
+]
+
+MODES = {
+    "full": {"profile": "release", "criterion": ["--noplot", "--warm-up-time", "1", "--measurement-time", "3"],
+             "warm_up": 200, "calls": 2000, "rounds": 3},
+    "smoke": {"profile": "dev",
+              "criterion": ["--noplot", "--quick", "--measurement-time", "0.1", "--nresamples", "1000"],
+              "warm_up": 5, "calls": 20, "rounds": 1},
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def load() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    info = {"nproc": os.cpu_count(), "kernel": platform.release(), "cpu": "unknown"}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            info["cpu"] = line.split(":", 1)[1].strip()
+            break
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            info["memory_gib"] = round(int(line.split()[1]) / 1024 / 1024, 1)
+    info["rustc"] = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    df = subprocess.run(["df", "-T", tempfile.gettempdir()], capture_output=True, text=True).stdout.splitlines()
+    info["tmp_filesystem"] = " ".join(df[-1].split()[:2]) if df else "unknown"
+    if NODE.exists():
+        info["node"] = subprocess.run([NODE, "--version"], capture_output=True, text=True).stdout.strip()
+    if VENV_PYTHON.exists():
+        info["python"] = subprocess.run([VENV_PYTHON, "--version"], capture_output=True, text=True).stdout.strip()
+    return info
+
+
+def require_peers() -> None:
+    """A missing peer fails the run (CI=true never skips); install.sh installs them."""
+    missing = [p for p in (NODE, EVERYTHING, FILESYSTEM, TS_SDK, VENV_PYTHON, MCP_SERVER_GIT) if not p.exists()]
+    if missing:
+        sys.exit("missing peers (run tests/peers/install.sh): " + ", ".join(map(str, missing)))
+
+
+def cargo_profile_args(profile: str) -> list[str]:
+    return ["--release"] if profile == "release" else []
+
+
+def run_step(name: str, results: dict, fn):
+    """Runs one measurement step, recording its wall time and the load around it."""
+    log(f"{name}: start (load {load()})")
+    before, started = load(), time.monotonic()
+    value = fn()
+    results["steps"][name] = {"seconds": round(time.monotonic() - started, 1), "load_before": before,
+                              "load_after": load()}
+    log(f"{name}: done in {results['steps'][name]['seconds']} s")
+    return value
+
+
+# --- criterion -------------------------------------------------------------------
+
+def run_criterion(mode: dict, work: Path) -> dict:
+    """Runs each bench target; returns its stdout lines and the estimates it wrote."""
+    home = work / "criterion"
+    shutil.rmtree(home, ignore_errors=True)
+    out = {}
+    for bench in CRITERION_BENCHES:
+        key = f"{bench['package']}/{bench['bench']}"
+        # --workspace: features unify as in the build step (and as in `cargo test`), so
+        # nothing is rebuilt here.
+        cmd = ["cargo", "bench", "--locked", "-j", JOBS, "--workspace", "--all-features", "--bench", bench["bench"]]
+        if mode["profile"] != "release":
+            cmd += ["--profile", mode["profile"]]
+        cmd += ["--", *mode["criterion"]]
+        if "filter" in bench:
+            cmd.append(bench["filter"])
+        env = {**os.environ, "CRITERION_HOME": str(home), **bench.get("env", {})}
+        log(f"criterion {key}: {shlex.join(cmd)}")
+        before = load()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        (work / f"{key.replace('/', '_')}.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            sys.exit(f"criterion {key} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        out[key] = {"stdout": proc.stdout.splitlines(), "load_before": before, "load_after": load()}
+    return {"targets": out, "estimates": read_estimates(home)}
+
+
+def read_estimates(home: Path) -> dict:
+    """criterion's `new/` results by full id: median with its 95 % interval, mean, and
+    the spread (min, quartiles, max) of the per-sample times, all in ns per iteration."""
+    found = {}
+    for meta in home.glob("**/new/benchmark.json"):
+        full_id = json.loads(meta.read_text())["full_id"]
+        est = json.loads((meta.parent / "estimates.json").read_text())
+        sample = json.loads((meta.parent / "sample.json").read_text())
+        per_iter = sorted(t / i for t, i in zip(sample["times"], sample["iters"]))
+        found[full_id] = {
+            "median": est["median"]["point_estimate"],
+            "median_ci": [est["median"]["confidence_interval"]["lower_bound"],
+                          est["median"]["confidence_interval"]["upper_bound"]],
+            "mean": est["mean"]["point_estimate"],
+            "samples": len(per_iter),
+            "min": per_iter[0], "p25": quantile(per_iter, 0.25), "p75": quantile(per_iter, 0.75),
+            "max": per_iter[-1],
+        }
+    return found
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolation quantile of an already sorted list."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+# --- peers -----------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Everything:
+    """server-everything in streamable-HTTP mode on a free loopback port, in its own
+    process group, killed by that group on exit (never by name)."""
+
+    def __enter__(self):
+        for _ in range(3):  # someone may take the port in between: retry
+            port = free_port()
+            self.proc = subprocess.Popen([NODE, EVERYTHING, "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    self.url = f"http://127.0.0.1:{port}/mcp"
+                    return self
+                except OSError:
+                    time.sleep(0.1)
+            self.__exit__()
+        sys.exit("server-everything did not start")
+
+    def __exit__(self, *_):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
+def json_of(cmd: list, **kwargs) -> dict:
+    """Runs a driver that prints one JSON object on its last stdout line."""
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kwargs)
+    if proc.returncode != 0:
+        sys.exit(f"{shlex.join(map(str, cmd))} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cargo_example(example: str, profile: str) -> list[str]:
+    """An example binary the build step made."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return [str(target / ("release" if profile == "release" else "debug") / "examples" / example)]
+
+
+def run_mcp(mode: dict, url: str) -> dict:
+    """Echo latency through (a) our McpTool, (b) bare rmcp, (c) the Python SDK and
+    (d) the TypeScript SDK on one server, and (a)/(b) again over stdio; in rounds."""
+    counts = ["--warm-up", str(mode["warm_up"]), "--calls", str(mode["calls"])]
+    echo = cargo_example("echo_latency", mode["profile"])
+    stdio_cmd = [str(NODE), str(EVERYTHING), "stdio"]
+    rounds = []
+    for r in range(mode["rounds"]):
+        log(f"MCP round {r + 1}/{mode['rounds']}")
+        http = json_of([*echo, "--url", url, *counts])
+        python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *counts])
+        node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *counts],
+                       env={**os.environ, "MECATED_PEERS_DIR": str(PEERS)})
+        stdio = json_of([*echo, "--stdio", *stdio_cmd, "--", *counts])
+        rounds.append({"load": load(), "http_ours": http["ours_us"], "http_bare": http["bare_us"],
+                       "python": python["samples_us"], "typescript": node["samples_us"],
+                       "stdio_ours": stdio["ours_us"], "stdio_bare": stdio["bare_us"],
+                       "python_sdk": python["sdk"], "typescript_sdk": node["sdk"]})
+    return {"warm_up": mode["warm_up"], "calls": mode["calls"], "rounds": rounds}
+
+
+def run_disclosure(mode: dict, url: str) -> dict:
+    """Per-turn tool definitions with server-everything (HTTP), server-filesystem and
+    mcp-server-git (stdio) mounted, progressive tools off and on."""
+    with tempfile.TemporaryDirectory() as ws:
+        git_env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.test",
+                   "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.test"}
+        Path(ws, "README.md").write_text("bench\n")
+        for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "init"]):
+            subprocess.run(["git", *args], cwd=ws, env=git_env, check=True)
+        cmd = [*cargo_example("tool_defs", mode["profile"]), "--workspace", ws,
+               "--mcp-server", f"ev={url}",
+               "--mcp-stdio", f"fs={shlex.join([str(NODE), str(FILESYSTEM), ws])}",
+               "--mcp-stdio", f"git={shlex.join([str(MCP_SERVER_GIT), '-r', ws])}"]
+        return json_of(cmd)
+
+
+def build(mode: dict) -> None:
+    """Builds the drivers and bench targets first, so no compile runs inside a measurement."""
+    # Workspace-wide, like `cargo test --workspace --all-features`: one feature set, so
+    # the smoke run in CI reuses what the test step built.
+    subprocess.run(["cargo", "build", "--locked", "-j", JOBS, "--workspace", "--all-features", "--examples",
+                    *cargo_profile_args(mode["profile"])], cwd=ROOT, check=True)
+    benches = ["cargo", "bench", "--no-run", "--locked", "-j", JOBS, "--workspace", "--all-features"]
+    if mode["profile"] != "release":
+        benches += ["--profile", mode["profile"]]
+    for b in CRITERION_BENCHES:
+        benches += ["--bench", b["bench"]]
+    subprocess.run(benches, cwd=ROOT, check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=sorted(MODES), default="full")
+    parser.add_argument("--work", type=Path, required=True, help="directory for logs and raw results")
+    args = parser.parse_args()
+    mode = MODES[args.mode]
+    args.work = args.work.resolve()  # bench binaries run in their package directory
+    args.work.mkdir(parents=True, exist_ok=True)
+    require_peers()
+    started = time.monotonic()
+    results = {"mode": args.mode, "settings": mode, "machine": machine(), "load_start": load(),
+               "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "steps": {}}
+    run_step("build", results, lambda: build(mode))
+    results["criterion"] = run_step("criterion", results, lambda: run_criterion(mode, args.work))
+    with Everything() as everything:
+        results["mcp"] = run_step("mcp", results, lambda: run_mcp(mode, everything.url))
+        results["disclosure"] = run_step("disclosure", results, lambda: run_disclosure(mode, everything.url))
+    results["load_end"] = load()
+    results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    results["seconds"] = round(time.monotonic() - started)
+    (args.work / "results.json").write_text(json.dumps(results, indent=1))
+    log(f"results in {args.work / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
