@@ -21,6 +21,9 @@ cargo clippy --workspace --all-targets --all-features --locked -j "$jobs" -- -D 
 step "cargo test"
 cargo test --workspace --all-features --locked -j "$jobs"
 
+step "benchmark scripts (smoke: every step of scripts/benchmarks.sh on a tiny configuration)"
+scripts/benchmarks.sh --smoke
+
 step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --locked -j "$jobs" --quiet
 
