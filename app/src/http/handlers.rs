@@ -68,13 +68,14 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
     let id = SessionId::from(new_session_id());
     let mode = body.mode.unwrap_or(session_engine.engine().config().mode);
     if let Err(error) = session_engine.engine().create_session(&id, mode).await {
-        if let Err(close) = session_engine.close().await {
-            tracing::warn!(error = %close, "closing the engine of a session that was not created failed");
-        }
+        close_quietly(session_engine).await;
         return Err(error.into());
     }
     let client_tools = session_engine.client_tool_names().len();
-    slot.fill(id.clone(), session_engine);
+    if let Err((error, session_engine)) = slot.fill(id.clone(), session_engine) {
+        close_quietly(session_engine).await;
+        return Err(error);
+    }
     tracing::info!(session_id = %id, %mode, client_tools, "session created");
     let location = format!("/v1/sessions/{id}");
     Ok((
@@ -129,7 +130,8 @@ pub(crate) async fn delete(
     State(state): AppState,
     SessionPath(id): SessionPath,
 ) -> Result<Response, ApiError> {
-    match state.sessions.remove(&id) {
+    let (live, _deletion) = state.sessions.begin_delete(&id);
+    match live {
         Some(session) => session.close().await,
         None => {
             stored(&state, &id).await?;
@@ -273,10 +275,20 @@ async fn live_session(state: &ServerState, id: &SessionId) -> Result<Arc<HttpSes
     if let Some(session) = state.sessions.get(id) {
         return Ok(session);
     }
+    if state.sessions.is_deleting(id) {
+        return Err(ApiError::unknown_session(id.as_str()));
+    }
     stored(state, id).await?;
     let slot = state.sessions.reserve()?;
     let shared = state.built.factory().create(SessionRequest::default()).await?;
-    Ok(slot.fill(id.clone(), shared))
+    slot.fill(id.clone(), shared).map_err(|(error, _shared)| error)
+}
+
+/// Closes the engine of a session that did not come to be.
+async fn close_quietly(session_engine: crate::factory::SessionEngine) {
+    if let Err(error) = session_engine.close().await {
+        tracing::warn!(%error, "closing the engine of a session that was not created failed");
+    }
 }
 
 /// The stored snapshot of `id`; 404 naming it when the store does not hold it.

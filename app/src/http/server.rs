@@ -10,6 +10,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -184,7 +185,14 @@ impl HttpServer {
                 stopping.cancel();
             }
         };
-        let server = axum::serve(self.listener, router(Arc::clone(&state))).with_graceful_shutdown(signal);
+        // SSE writes many small frames: without TCP_NODELAY, Nagle's algorithm and the
+        // peer's delayed ACK hold each one back by up to 40 ms.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY could not be set");
+            }
+        });
+        let server = axum::serve(listener, router(Arc::clone(&state))).with_graceful_shutdown(signal);
         let drain_timeout = self.drain_timeout;
         let outcome = tokio::select! {
             outcome = server.into_future() => outcome.map_err(ServeError::Io),

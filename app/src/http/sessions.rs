@@ -114,6 +114,9 @@ pub(crate) struct Sessions {
 struct Registry {
     live: HashMap<SessionId, Arc<HttpSession>>,
     reserved: usize,
+    /// Sessions whose deletion is under way (with the number of deletions): no
+    /// request may revive them.
+    deleting: HashMap<SessionId, usize>,
 }
 
 /// A reserved place under the cap; given back on drop unless filled.
@@ -125,15 +128,25 @@ pub(crate) struct Slot<'a> {
 impl Slot<'_> {
     /// Registers `session_engine` as the live session `id`; when `id` became live
     /// meanwhile (two requests adopting one stored session), that one wins.
-    pub(crate) fn fill(mut self, id: SessionId, session_engine: SessionEngine) -> Arc<HttpSession> {
+    ///
+    /// # Errors
+    /// 404 while `id` is being deleted; `session_engine` is handed back to be closed.
+    pub(crate) fn fill(
+        mut self,
+        id: SessionId,
+        session_engine: SessionEngine,
+    ) -> Result<Arc<HttpSession>, (ApiError, SessionEngine)> {
         let mut registry = self.sessions.registry();
         registry.reserved = registry.reserved.saturating_sub(1);
         self.armed = false;
+        if registry.deleting.contains_key(&id) {
+            return Err((ApiError::unknown_session(id.as_str()), session_engine));
+        }
         let session = registry
             .live
             .entry(id.clone())
             .or_insert_with(|| Arc::new(HttpSession::new(id, session_engine)));
-        Arc::clone(session)
+        Ok(Arc::clone(session))
     }
 }
 
@@ -186,9 +199,22 @@ impl Sessions {
         self.registry().live.get(id).cloned()
     }
 
-    /// Takes the live session `id` out (it gets no new requests).
-    pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<HttpSession>> {
-        self.registry().live.remove(id)
+    /// Starts deleting `id`: takes the live session out (it gets no new requests)
+    /// and keeps `id` from being revived until the [`Deletion`] is dropped.
+    pub(crate) fn begin_delete(&self, id: &SessionId) -> (Option<Arc<HttpSession>>, Deletion<'_>) {
+        let mut registry = self.registry();
+        *registry.deleting.entry(id.clone()).or_default() += 1;
+        let live = registry.live.remove(id);
+        let deletion = Deletion {
+            sessions: self,
+            id: id.clone(),
+        };
+        (live, deletion)
+    }
+
+    /// Whether `id` is being deleted.
+    pub(crate) fn is_deleting(&self, id: &SessionId) -> bool {
+        self.registry().deleting.contains_key(id)
     }
 
     /// Takes every live session out.
@@ -199,6 +225,24 @@ impl Sessions {
     /// Every live session.
     pub(crate) fn all(&self) -> Vec<Arc<HttpSession>> {
         self.registry().live.values().cloned().collect()
+    }
+}
+
+/// A deletion under way; dropping it lets the id be used again.
+pub(crate) struct Deletion<'a> {
+    sessions: &'a Sessions,
+    id: SessionId,
+}
+
+impl Drop for Deletion<'_> {
+    fn drop(&mut self) {
+        let mut registry = self.sessions.registry();
+        if let Some(count) = registry.deleting.get_mut(&self.id) {
+            *count -= 1;
+            if *count == 0 {
+                registry.deleting.remove(&self.id);
+            }
+        }
     }
 }
 
