@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use adapter_llm::{MockScript, MockTurn};
 use app::{AppConfig, HttpOptions, ModelConfig, StoreConfig};
-use futures::StreamExt as _;
 use engine_ports::{EventKind, Message, SessionId, StopReason};
+use futures::StreamExt as _;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -339,7 +339,10 @@ async fn idle_streams_carry_keep_alive_comments() {
         }
     }
     assert!(keep_alives > 0, "a second of silence carried no keep-alive");
-    assert!(stream.next_raw_frame().await.is_none(), "the stream ends after result");
+    assert!(
+        stream.next_raw_frame().await.is_none(),
+        "the stream ends after result"
+    );
     server.stop().await;
 }
 
@@ -762,7 +765,10 @@ async fn sessions_already_in_the_store_are_listed_continued_and_deleted() {
         sync: adapter_jsonlstore::SyncPolicy::default(),
     };
     let earlier = app::build(cfg.clone()).await.unwrap();
-    let mut run = earlier.shared_engine().run(&SessionId::from("earlier"), "hi").unwrap();
+    let mut run = earlier
+        .shared_engine()
+        .run(&SessionId::from("earlier"), "hi")
+        .unwrap();
     let mut last_seq = 0;
     while let Some(event) = run.next().await {
         last_seq = event.seq;
@@ -772,7 +778,10 @@ async fn sessions_already_in_the_store_are_listed_continued_and_deleted() {
 
     let server = TestServer::start(cfg).await;
     let listing = server.get("/v1/sessions").await;
-    assert_eq!(listing.body["sessions"][0]["session_id"], "earlier", "{listing:?}");
+    assert_eq!(
+        listing.body["sessions"][0]["session_id"], "earlier",
+        "{listing:?}"
+    );
     assert_eq!(listing.body["sessions"][0]["turns"], 1);
     let one = server.get("/v1/sessions/earlier").await;
     assert_eq!(one.body, listing.body["sessions"][0]);
