@@ -8,11 +8,13 @@
 mod api;
 mod catalog_parity;
 mod cli_run;
+mod cli_serve;
 mod cli_tools;
 mod cli_usage;
 mod conformance;
 mod demo;
 mod fakellm;
+mod http_api;
 mod lifecycle;
 mod skills_commands;
 mod support;

@@ -1,6 +1,7 @@
 //! Shared test support: workspaces and configs, the `mecated` binary, log capture,
 //! MCP fixture servers, bounded waits.
 
+pub mod http;
 pub mod logs;
 pub mod mcp_fixture;
 
@@ -126,6 +127,7 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("MECATED_LOG")
+        .env_remove("MECATED_AUTH_TOKEN")
         .env_remove("XDG_CONFIG_HOME")
         .env("HOME", home)
         .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")
