@@ -376,27 +376,37 @@ def build_acp_http(rep: Report) -> str:
 
 
 def acp_http(rep: Report) -> str:
-    """ACP and HTTP round trips, from the app's acp and http benches when they exist."""
+    """ACP and HTTP round trips, from the app's `acp` and `http` benches: the percentiles
+    they print over 200 prompts, then criterion's median."""
     rows = []
-    for full_id, label, target_ns, key in ACP_HTTP_FIGURES:
+    for target, pattern, what, full_id, targets, note in ACP_HTTP_FIGURES:
+        line = rep.line(target, pattern)
         e = rep.crit(full_id)
-        if not e:
-            rows.append([label, "not measured: the bench does not exist in this tree", "—", target_label(target_ns),
-                         "—"])
+        if not line:
+            rows.append([what, "not measured: no such bench in this tree", "—", "—", "—", "—"])
             continue
-        ok = e["median"] <= target_ns if target_ns else None
-        shown = fmt_ns(e["median"])
-        rows.append([label, shown, spread(e), target_label(target_ns),
-                     rep.judge(label, shown, ok, key, summary=True)])
-    return table(["round trip (criterion)", "median", "spread", "target", "verdict"], rows)
+        values = durations(line.split(":", 1)[1])
+        named = dict(zip(targets["fields"], values))
+        shown = ", ".join(f"{k} {fmt_ns(v)}" for k, v in named.items())
+        ok = all(named[k] <= limit for k, limit in targets["limits"].items())
+        limits = ", ".join(f"{k} ≤ {fmt_ns(v)}" for k, v in targets["limits"].items())
+        rows.append([what, shown, fmt_ns(e["median"]) if e else "—", spread(e), limits,
+                     rep.judge(what, shown, ok, note, summary=True)])
+    return table(["round trip", "percentiles (200 prompts)", "criterion median", "criterion spread", "target",
+                  "verdict"], rows)
 
 
-def target_label(ns: float | None) -> str:
-    return f"p50 ≤ {fmt_ns(ns)}" if ns else "—"
-
-
-# (criterion full id, what, p50 target in ns, miss note) for the ACP and HTTP rows.
-ACP_HTTP_FIGURES: list[tuple[str, str, float | None, str]] = []
+# (bench target, line pattern, what, criterion id, printed fields and limits in ns, miss note).
+ACP_HTTP_FIGURES = [
+    ("app/acp", r"^acp one text turn", "ACP prompt, one text turn (in-process client over a pipe)",
+     "acp/prompt-one-text-turn",
+     {"fields": ["first update p50", "response p50", "response p99"],
+      "limits": {"first update p50": 5e6, "response p50": 10e6, "response p99": 25e6}}, "acp"),
+    ("app/acp", r"^acp one Read call turn", "ACP prompt, one Read call turn then text", "acp/prompt-one-read-turn",
+     {"fields": ["first update p50", "response p50", "response p99"], "limits": {"response p50": 20e6}}, "acp"),
+    ("app/http", r"^HTTP create \+ prompt", "HTTP create + prompt + full SSE stream, one text turn (loopback)",
+     "http/create+prompt+sse", {"fields": ["p50", "p99"], "limits": {"p50": 15e6}}, "http"),
+]
 
 
 def steps(rep: Report) -> str:
