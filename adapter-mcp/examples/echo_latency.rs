@@ -112,7 +112,8 @@ async fn bare_client(target: &Target) -> RunningService<RoleClient, Bare> {
                 .pool_max_idle_per_host(0)
                 .build()
                 .unwrap();
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).reinit_on_expired_session(false);
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).reinit_on_expired_session(false);
             Bare.serve(StreamableHttpClientTransport::with_client(http, config))
                 .await
                 .unwrap()
@@ -215,7 +216,10 @@ fn main() {
                 (ours, call_bare(&bare, &options).await)
             } else {
                 let bare_took = call_bare(&bare, &options).await;
-                (call_ours(&catalog, &name, &args_text, &cancel, &env).await, bare_took)
+                (
+                    call_ours(&catalog, &name, &args_text, &cancel, &env).await,
+                    bare_took,
+                )
             };
             if round >= options.warm_up {
                 ours_us.push(micros(ours));

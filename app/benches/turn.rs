@@ -22,7 +22,7 @@ use adapter_llm::{MockScript, MockTurn};
 use adapter_skillfs::HostEnv;
 use app::{AppConfig, Built, ModelConfig, build};
 use criterion::Criterion;
-use engine_ports::{SessionId, SessionStore as _, ToolCall};
+use engine_ports::{SessionId, ToolCall};
 use futures::StreamExt as _;
 
 async fn built_with(ws: &std::path::Path, turns: Vec<MockTurn>) -> Built {
@@ -64,8 +64,11 @@ fn main() {
         let read = built_with(
             ws.path(),
             vec![
-                MockTurn::text("let me look")
-                    .with_call(ToolCall::new("c1", "Read", r#"{"path":"README.md"}"#)),
+                MockTurn::text("let me look").with_call(ToolCall::new(
+                    "c1",
+                    "Read",
+                    r#"{"path":"README.md"}"#,
+                )),
                 MockTurn::text("done"),
             ],
         )
@@ -75,10 +78,12 @@ fn main() {
     let counter = AtomicU64::new(0);
     let mut criterion = Criterion::default().configure_from_args();
     criterion.bench_function("turn/mock/text", |b| {
-        b.to_async(&runtime).iter_custom(|iters| runs(&text, &counter, iters));
+        b.to_async(&runtime)
+            .iter_custom(|iters| runs(&text, &counter, iters));
     });
     criterion.bench_function("turn/mock/read_then_text", |b| {
-        b.to_async(&runtime).iter_custom(|iters| runs(&read, &counter, iters));
+        b.to_async(&runtime)
+            .iter_custom(|iters| runs(&read, &counter, iters));
     });
     criterion.final_summary();
     runtime.block_on(async {

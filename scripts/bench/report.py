@@ -33,10 +33,9 @@ MISS_NOTES = {
                 "a `BTreeMap` of names), so it is O(n log n) in the shared tools; cloning the frozen shared "
                 "index, or layering the session's client tools over the shared `Arc<Catalog>`, would make it "
                 "O(client tools).",
-    "mcp_ab": "Our path adds the catalog lookup, argument parsing, the resilience wrapper and result mapping "
-              "under the D10 cap to rmcp's call; on loopback a call costs well under a millisecond, so a few "
-              "tens of µs of mapping or one extra task hop shows as a ratio. Profiling `call_tool_on` "
-              "(one task spawn per call for cancellation) is the next step.",
+    "mcp_ab": "Our path adds the catalog lookup, argument parsing, the resilience wrapper (session "
+              "generation, reconnect rules, cancellation) and result mapping under the D10 cap to rmcp's own "
+              "call; a profile of `McpTool::execute` on this fixture would show which part to trim.",
     "mcp_sdk": "The adapter builds its reqwest client with `pool_max_idle_per_host(0)` (no keep-alive, so a "
                "restarted server never meets a stale pooled connection, see `adapter-mcp/src/http.rs`): every "
                "call opens a new TCP connection, while both SDK clients reuse theirs. Keeping one connection "
