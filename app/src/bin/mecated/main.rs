@@ -1,6 +1,7 @@
-//! `mecated`: the Mecatl command line — `tools`, `run`, `skills list|promote`,
+//! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `skills list|promote`,
 //! `demo`, and the hidden `mcp conformance-client`.
 
+mod acp;
 mod cli;
 mod conformance;
 mod demo;
@@ -46,6 +47,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Tools(args) => tools::tools(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Acp(args) => acp::acp(args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
         Command::Demo(args) => demo::demo(args).await,
