@@ -106,6 +106,12 @@ async fn create_session(sessions: &Sessions, request: &NewSessionRequest) -> Res
             format!("the session cannot be created: {error}"),
         ));
     }
+    tracing::info!(
+        session_id = %id,
+        client_servers = request.mcp_servers.len(),
+        client_tools = engine.client_tool_names().len(),
+        "ACP session created"
+    );
     Ok(sessions.insert(&id, engine))
 }
 

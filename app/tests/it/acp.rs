@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ImageContent, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
+    ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
     SetSessionModeRequest, StopReason, TextContent,
 };
 use serde_json::{Value, json};
@@ -281,6 +281,48 @@ async fn a_stdio_filesystem_server_serves_its_session_only_and_exits_with_the_co
         crate::support::wait_until(PATIENCE, || !alive(child)).await,
         "the stdio server outlived the connection"
     );
+}
+
+const TEST_ENV: &str = "a_stdio_server_gets_the_entrys_env_and_none_of_the_harness_credentials";
+
+#[tokio::test]
+async fn a_stdio_server_gets_the_entrys_env_and_none_of_the_harness_credentials() {
+    let Some(node) = test_peers::node(TEST_ENV) else {
+        return;
+    };
+    let Some(server) =
+        test_peers::npm_file(TEST_ENV, "@modelcontextprotocol/server-everything/dist/index.js")
+    else {
+        return;
+    };
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "g1", "name": "mcp__ev__get-env", "args": {}}]},
+          {"text": "done"}
+        ]}"#,
+    );
+    let mut client = setup
+        .start_with_env(&[
+            ("OPENAI_API_KEY", "sk-harness-secret"),
+            ("MCP_EV_TOKEN", "harness-token"),
+        ])
+        .await;
+    let stdio = McpServer::Stdio(
+        McpServerStdio::new("ev", node)
+            .args(vec![server.display().to_string(), "stdio".to_owned()])
+            .env(vec![EnvVariable::new("FROM_THE_EDITOR", "yes")]),
+    );
+    let session = client.session(&setup.ws(), vec![stdio]).await;
+    let response = client.prompt(&session, "show your env").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let result = of_kind(&updates, "tool_call_update")[0];
+    assert_eq!(result["status"], "completed", "{result}");
+    let env = result_text(result);
+    assert!(env.contains("FROM_THE_EDITOR"), "{env}");
+    assert!(!env.contains("sk-harness-secret"), "{env}");
+    assert!(!env.contains("harness-token"), "{env}");
+    exits_cleanly(client).await;
 }
 
 const TEST_EDITOR: &str = "an_editor_session_calls_a_core_tool_and_a_client_http_mcp_tool";
