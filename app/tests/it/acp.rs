@@ -105,6 +105,34 @@ fn http_server(name: &str, url: &str) -> McpServer {
 }
 
 #[tokio::test]
+async fn the_command_line_needs_a_model_and_an_immediate_eof_exits_0() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let no_model = crate::support::mecated(scratch.dir.path(), &["acp", "--workspace", &ws], &[]).await;
+    assert_eq!(no_model.code, 2, "{no_model:?}");
+    for needle in ["--mock", "--mock-script", "--provider"] {
+        assert!(no_model.stderr.contains(needle), "{no_model:?}");
+    }
+    let bad_workspace = crate::support::mecated(
+        scratch.dir.path(),
+        &["acp", "--mock", "--workspace", "/no/such/dir"],
+        &[],
+    )
+    .await;
+    assert_eq!(bad_workspace.code, 2, "{bad_workspace:?}");
+    assert!(bad_workspace.stderr.contains("--workspace"), "{bad_workspace:?}");
+    // stdin is /dev/null: EOF before any message.
+    let eof = crate::support::mecated(
+        scratch.dir.path(),
+        &["acp", "--mock", "--toolhive=false", "--workspace", &ws],
+        &[],
+    )
+    .await;
+    assert_eq!(eof.code, 0, "{eof:?}");
+    assert_eq!(eof.stdout, "", "{eof:?}");
+}
+
+#[tokio::test]
 async fn initialize_advertises_v1_text_prompts_and_http_mcp_only() {
     let setup = Setup::new(READ_THEN_DONE);
     // Launched the way an editor built on the crate launches an agent.
