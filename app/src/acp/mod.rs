@@ -62,7 +62,8 @@ impl AcpServer {
 
     /// Serves one connection until its incoming side ends (EOF), then closes every
     /// session it created: runs cancelled, pending asks denied, private engines
-    /// closed with their client MCP servers (never the global ones).
+    /// closed with their client MCP servers (never the global ones). Sessions belong
+    /// to this server: give each connection a server of its own.
     ///
     /// # Errors
     /// [`AcpError`] when the transport fails; the sessions are closed all the same.
@@ -70,11 +71,6 @@ impl AcpServer {
         let outcome = self.connection(transport).await;
         self.sessions.close_all().await;
         outcome.map_err(AcpError)
-    }
-
-    /// How many sessions are open.
-    pub fn session_count(&self) -> usize {
-        self.sessions.len()
     }
 
     async fn connection(
