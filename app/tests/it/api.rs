@@ -2,8 +2,8 @@
 //! the futures they spawn are `Send`.
 
 use app::{
-    AppConfig, AppStore, AssembledCatalog, BuildReport, Built, CatalogAssets, GlobalMcp, SessionEngine,
-    SessionEngineFactory, SessionRequest, build,
+    AppConfig, AppStore, AssembledCatalog, AuthToken, BuildReport, Built, CatalogAssets, GlobalMcp,
+    HttpOptions, HttpServer, SessionEngine, SessionEngineFactory, SessionRequest, build,
 };
 
 fn send_sync<T: Send + Sync>() {}
@@ -20,6 +20,9 @@ fn shared_types_are_send_and_sync() {
     send_sync::<AssembledCatalog>();
     send_sync::<AppStore>();
     send_sync::<BuildReport>();
+    send_sync::<HttpServer>();
+    send_sync::<HttpOptions>();
+    send_sync::<AuthToken>();
 }
 
 #[test]
@@ -36,4 +39,7 @@ fn host_futures_are_send() {
     let close_future = |built: std::sync::Arc<Built>| async move { built.close().await };
     fn check_close<F: std::future::Future + Send>(_: &dyn Fn(std::sync::Arc<Built>) -> F) {}
     check_close(&close_future);
+    let serve_future = |server: HttpServer| server.serve(std::future::pending());
+    fn check_serve<F: std::future::Future + Send>(_: &dyn Fn(HttpServer) -> F) {}
+    check_serve(&serve_future);
 }

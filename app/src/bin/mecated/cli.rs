@@ -33,6 +33,8 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout for an editor.
     Acp(AcpArgs),
+    /// Serve the HTTP + SSE API (loopback by default).
+    Serve(ServeArgs),
     /// List skills, or promote a reviewed skill draft.
     #[command(subcommand)]
     Skills(SkillsCommand),
@@ -203,6 +205,22 @@ pub(crate) struct AcpArgs {
     pub(crate) model: ModelArgs,
 }
 
+/// `serve` flags.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// The address to listen on. Off loopback an auth token is required.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8081", value_parser = parse_http_addr)]
+    pub(crate) http_addr: std::net::SocketAddr,
+    /// The bearer token every /v1 request must carry (prefer the MECATED_AUTH_TOKEN
+    /// environment variable: a flag shows in the process list).
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) auth_token: Option<String>,
+}
+
 /// `skills list` flags.
 #[derive(Debug, Args)]
 pub(crate) struct SkillsListArgs {
@@ -262,6 +280,12 @@ fn parse_max_turns(value: &str) -> Result<u64, String> {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a whole number of at least 1".to_owned()),
     }
+}
+
+fn parse_http_addr(value: &str) -> Result<std::net::SocketAddr, String> {
+    value
+        .parse()
+        .map_err(|_| "expected IP:PORT, such as 127.0.0.1:8081 or [::1]:8081".to_owned())
 }
 
 fn parse_output_cap(value: &str) -> Result<usize, String> {

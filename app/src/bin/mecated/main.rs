@@ -1,5 +1,5 @@
-//! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `skills list|promote`,
-//! `demo`, and the hidden `mcp conformance-client`.
+//! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `serve`, `skills
+//! list|promote`, `demo`, and the hidden `mcp conformance-client`.
 
 mod acp;
 mod cli;
@@ -7,6 +7,7 @@ mod conformance;
 mod demo;
 mod out;
 mod run;
+mod serve;
 mod skills;
 mod to_config;
 mod tools;
@@ -21,7 +22,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, McpCommand, SkillsCommand};
 
-/// The variable that sets the log filter (`tracing` directives, default `warn`).
+/// The variable that sets the log filter (`tracing` directives, default `warn`, `info`
+/// for `serve`).
 const LOG_ENV: &str = "MECATED_LOG";
 
 fn main() -> ExitCode {
@@ -30,7 +32,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage::clap_failure(&error, &args),
     };
-    init_logging();
+    // `serve` is a long-running server: its operators want to see what it does.
+    let default_filter = if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    };
+    init_logging(default_filter);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -48,6 +56,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Tools(args) => tools::tools(args).await,
         Command::Run(args) => run::run(args).await,
         Command::Acp(args) => acp::acp(args).await,
+        Command::Serve(args) => serve::serve(args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
         Command::Demo(args) => demo::demo(args).await,
@@ -55,9 +64,9 @@ async fn dispatch(cli: Cli) -> ExitCode {
     }
 }
 
-/// Logs go to stderr, filtered by `MECATED_LOG` (default `warn`).
-fn init_logging() {
-    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
+/// Logs go to stderr, filtered by `MECATED_LOG` (default `warn`; `info` for `serve`).
+fn init_logging(default_filter: &str) {
+    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default_filter));
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter)

@@ -2,6 +2,7 @@
 //! MCP fixture servers, bounded waits, a real ACP client.
 
 pub mod acp_client;
+pub mod http;
 pub mod logs;
 pub mod mcp_fixture;
 
@@ -127,6 +128,7 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("MECATED_LOG")
+        .env_remove("MECATED_AUTH_TOKEN")
         .env_remove("XDG_CONFIG_HOME")
         .env("HOME", home)
         .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")

@@ -1,0 +1,118 @@
+//! `mecated serve`: the HTTP + SSE API until SIGINT or SIGTERM, then an orderly
+//! shutdown (stop accepting, cancel runs, close sessions, `Built::close`, exit 0).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use app::{AuthToken, HttpOptions, HttpServer, build};
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::cli::ServeArgs;
+use crate::out;
+use crate::to_config::{common_config, env_var, model_config};
+use crate::usage::UsageError;
+
+/// The variable holding the API's bearer token (preferred over `--auth-token`).
+const AUTH_TOKEN_ENV: &str = "MECATED_AUTH_TOKEN";
+
+/// Checks the flags (exit 2), builds with interactive engines (exit 1 when the build
+/// fails), listens, prints `mecated serve: listening on http://ADDR` on stderr and
+/// serves until SIGINT or SIGTERM; exit 0 after an orderly shutdown.
+pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
+    let auth_token = match auth_token(&args) {
+        Ok(token) => token,
+        Err(error) => return error.exit(),
+    };
+    let cfg = common_config(&args.common).and_then(|mut cfg| {
+        cfg.model = model_config(&args.model)?;
+        cfg.engine.interactive = true;
+        Ok(cfg)
+    });
+    let cfg = match cfg {
+        Ok(cfg) => cfg,
+        Err(error) => return error.exit(),
+    };
+    // Installed before the server says it listens, so no early signal is lost.
+    let signals = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
+        (Err(error), _) | (_, Err(error)) => {
+            out::stderr(&format!("error: cannot install the signal handlers: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let built = match build(cfg).await {
+        Ok(built) => Arc::new(built),
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = HttpOptions {
+        auth_token,
+        ..HttpOptions::default()
+    };
+    let code = match HttpServer::bind(Arc::clone(&built), args.http_addr, options).await {
+        Ok(server) => {
+            let addr = server.local_addr();
+            tracing::info!(%addr, "serving the HTTP API");
+            out::stderr(&format!("mecated serve: listening on http://{addr}"));
+            match server.serve(shutdown(signals)).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    out::stderr(&format!("error: {error}"));
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            ExitCode::FAILURE
+        }
+    };
+    if let Err(error) = built.close().await {
+        out::stderr(&format!("warning: {error}"));
+    }
+    tracing::info!("stopped");
+    code
+}
+
+/// The token from `MECATED_AUTH_TOKEN` (preferred) or `--auth-token`; a usage error
+/// for an empty `--auth-token`, or a non-loopback `--http-addr` without a token.
+fn auth_token(args: &ServeArgs) -> Result<Option<AuthToken>, UsageError> {
+    let from_env = env_var(AUTH_TOKEN_ENV).and_then(|token| AuthToken::new(&token));
+    let from_flag = match &args.auth_token {
+        Some(token) => Some(AuthToken::new(token).ok_or_else(|| {
+            UsageError::value(
+                "--auth-token",
+                "",
+                "expected a non-empty token (or set MECATED_AUTH_TOKEN)",
+            )
+        })?),
+        None => None,
+    };
+    if from_env.is_some() && from_flag.is_some() {
+        tracing::info!("{AUTH_TOKEN_ENV} is set: it is used instead of --auth-token");
+    }
+    let token = from_env.or(from_flag);
+    if token.is_none() && !args.http_addr.ip().is_loopback() {
+        return Err(UsageError::value(
+            "--http-addr",
+            args.http_addr,
+            format!(
+                "it is not a loopback address, so the API would be open to the network without authentication: \
+                 set {AUTH_TOKEN_ENV} (preferred) or pass --auth-token TOKEN, or listen on 127.0.0.1"
+            ),
+        ));
+    }
+    Ok(token)
+}
+
+/// Resolves at the first SIGINT or SIGTERM.
+async fn shutdown(signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal)) {
+    let (mut interrupt, mut terminate) = signals;
+    let name = tokio::select! {
+        _ = interrupt.recv() => "SIGINT",
+        _ = terminate.recv() => "SIGTERM",
+    };
+    tracing::info!("{name} received");
+}

@@ -1,0 +1,205 @@
+//! Request bodies: [`JsonBody`] (at most 1 MiB, a JSON object or nothing) and the
+//! parsing of each endpoint's fields, every error naming the field and the value.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use engine_ports::{PermissionMode, Verdict};
+use serde_json::{Map, Value};
+
+use adapter_mcp::ClientServerSpec;
+
+use super::MAX_BODY_BYTES;
+use super::error::ApiError;
+use super::mcp_servers::parse_mcp_servers;
+
+/// A request body: `None` when empty, else a JSON object.
+#[derive(Debug)]
+pub(crate) struct JsonBody(pub(crate) Option<Map<String, Value>>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is larger than {MAX_BODY_BYTES} bytes (1 MiB)"),
+                )
+            } else {
+                ApiError::new(rejection.status(), rejection.body_text())
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(None));
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(Self(Some(map))),
+            Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object")),
+            Err(error) => Err(ApiError::bad_request(format!(
+                "the request body is not valid JSON: {error}"
+            ))),
+        }
+    }
+}
+
+/// `POST /v1/sessions`: `{mode?, mcp_servers?}`.
+#[derive(Debug, Default)]
+pub(crate) struct CreateBody {
+    /// The session's mode (`None`: the engine's default).
+    pub(crate) mode: Option<PermissionMode>,
+    /// Client-provided MCP servers.
+    pub(crate) mcp_servers: Vec<ClientServerSpec>,
+}
+
+/// Parses a create body (empty means defaults).
+pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody, ApiError> {
+    let Some(map) = body else {
+        return Ok(CreateBody::default());
+    };
+    only_fields(&map, &["mode", "mcp_servers"])?;
+    let mode = match map.get("mode") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(value)) => Some(mode_value("mode", value)?),
+        Some(other) => {
+            return Err(invalid(
+                "mode",
+                other,
+                "expected one of default, plan, acceptEdits",
+            ));
+        }
+    };
+    let mcp_servers = match map.get("mcp_servers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => parse_mcp_servers(value)?,
+    };
+    Ok(CreateBody { mode, mcp_servers })
+}
+
+/// `POST /v1/sessions/{id}/prompt`: `{text}`, a non-empty string.
+pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["text"])?;
+    match map.get("text") {
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
+        Some(Value::String(_)) => Err(ApiError::bad_request(
+            "field \"text\" is empty: send the prompt text",
+        )),
+        None | Some(Value::Null) => Err(ApiError::bad_request(
+            "missing field \"text\": send {\"text\": \"<prompt>\"}",
+        )),
+        Some(other) => Err(invalid("text", other, "expected a string")),
+    }
+}
+
+/// `POST /v1/sessions/{id}/approve`: `{ask_id, verdict}`.
+pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verdict), ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["ask_id", "verdict"])?;
+    let ask_id = match map.get("ask_id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(
+                "missing field \"ask_id\": send the ask_id of a permission.ask event",
+            ));
+        }
+        Some(other) => {
+            return Err(invalid(
+                "ask_id",
+                other,
+                "expected the ask_id of a permission.ask event",
+            ));
+        }
+    };
+    const VERDICTS: &str = "expected one of allow_once, allow_always, deny";
+    let verdict = match map.get("verdict") {
+        Some(Value::String(value)) => match value.as_str() {
+            "allow_once" => Verdict::AllowOnce,
+            "allow_always" => Verdict::AllowAlways,
+            "deny" => Verdict::Deny,
+            _ => return Err(invalid("verdict", &Value::String(value.clone()), VERDICTS)),
+        },
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(format!(
+                "missing field \"verdict\": {VERDICTS}"
+            )));
+        }
+        Some(other) => return Err(invalid("verdict", other, VERDICTS)),
+    };
+    Ok((ask_id, verdict))
+}
+
+/// A mode name from `field`, or 400 naming the field, the value and the three modes.
+pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, ApiError> {
+    value.parse::<PermissionMode>().map_err(|_| {
+        invalid(
+            field,
+            &Value::String(value.to_owned()),
+            "expected one of default, plan, acceptEdits",
+        )
+    })
+}
+
+/// 400: `invalid value <value> for field "<field>": <expected>`.
+pub(crate) fn invalid(field: &str, value: &Value, expected: &str) -> ApiError {
+    ApiError::bad_request(format!("invalid value {value} for field {field:?}: {expected}"))
+}
+
+/// 400 for the first field not in `allowed`.
+fn only_fields(map: &Map<String, Value>, allowed: &[&str]) -> Result<(), ApiError> {
+    match map.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(key) => Err(ApiError::bad_request(format!(
+            "unknown field {key:?}: expected {}",
+            allowed.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(json: &str) -> Option<Map<String, Value>> {
+        match serde_json::from_str(json).unwrap() {
+            Value::Object(map) => Some(map),
+            _ => unreachable!("tests pass objects"),
+        }
+    }
+
+    #[test]
+    fn create_bodies_default_and_name_bad_fields() {
+        let empty = create_body(None).unwrap();
+        assert!(empty.mode.is_none() && empty.mcp_servers.is_empty());
+        assert_eq!(
+            create_body(object(r#"{"mode":"plan"}"#)).unwrap().mode,
+            Some(PermissionMode::Plan)
+        );
+        let error = create_body(object(r#"{"mode":"sideways"}"#)).unwrap_err();
+        assert_eq!(error.status(), StatusCode::BAD_REQUEST);
+        for part in ["\"mode\"", "sideways", "default, plan, acceptEdits"] {
+            assert!(error.message().contains(part), "{}", error.message());
+        }
+        let error = create_body(object(r#"{"mcpServers":[]}"#)).unwrap_err();
+        assert!(error.message().contains("mcpServers"), "{}", error.message());
+    }
+
+    #[test]
+    fn prompts_need_text_and_approvals_a_known_verdict() {
+        assert_eq!(prompt_text(object(r#"{"text":"hi"}"#)).unwrap(), "hi");
+        assert!(prompt_text(None).unwrap_err().message().contains("text"));
+        assert!(
+            prompt_text(object(r#"{"text":7}"#))
+                .unwrap_err()
+                .message()
+                .contains('7')
+        );
+        assert_eq!(
+            approval(object(r#"{"ask_id":"a1","verdict":"allow_once"}"#)).unwrap(),
+            ("a1".to_owned(), Verdict::AllowOnce)
+        );
+        let error = approval(object(r#"{"ask_id":"a1","verdict":"maybe"}"#)).unwrap_err();
+        assert!(error.message().contains("maybe") && error.message().contains("verdict"));
+    }
+}

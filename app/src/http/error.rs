@@ -1,0 +1,109 @@
+//! [`ApiError`]: an HTTP error answer — a status and `{"error": "<message>"}` — and
+//! the one mapping of factory, engine and store errors onto statuses.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use engine_core::EngineError;
+use engine_ports::StoreError;
+
+use crate::error::FactoryError;
+
+/// An error answer: the status and a message for the caller (never a secret).
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    /// Any status with `message`.
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// 400.
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404 for an unknown session, naming it.
+    pub(crate) fn unknown_session(id: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, format!("session {id:?} not found"))
+    }
+
+    /// 409.
+    pub(crate) fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, message)
+    }
+
+    /// 503 while the server shuts down.
+    pub(crate) fn shutting_down() -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down")
+    }
+
+    /// 500 for a store failure (its messages name ids and paths, never contents).
+    pub(crate) fn store(error: &StoreError) -> Self {
+        tracing::warn!(%error, "a session store operation failed");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+    }
+
+    /// The status.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The message.
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(serde_json::json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"mecated\""),
+            );
+        }
+        response
+    }
+}
+
+impl From<FactoryError> for ApiError {
+    fn from(error: FactoryError) -> Self {
+        let status = match &error {
+            FactoryError::TooManySessions { .. } => StatusCode::TOO_MANY_REQUESTS,
+            FactoryError::ClientServersRejected(_) => StatusCode::BAD_REQUEST,
+            FactoryError::ClientServersUnreachable(_) | FactoryError::Closed => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let message = match &error {
+            FactoryError::ClientServersRejected(_) => format!("invalid mcp_servers: {error}"),
+            _ => error.to_string(),
+        };
+        Self::new(status, message)
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Busy(id) => {
+                Self::conflict(format!("session {:?} already has a run in progress", id.as_str()))
+            }
+            EngineError::Closed => Self::shutting_down(),
+            EngineError::Store(error) => Self::store(&error),
+            other => Self::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The endpoint handlers: each parses its request, makes its engine calls and maps
+//! every failure onto an [`ApiError`].
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse as _, Response};
+use engine_ports::{SessionId, SessionSnapshot, format_rfc3339_micros};
+use futures::StreamExt as _;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::body::{JsonBody, approval, create_body, mode_value, prompt_text};
+use super::error::ApiError;
+use super::mcp_servers::reject_stdio;
+use super::server::ServerState;
+use super::sessions::HttpSession;
+use super::sse;
+use crate::factory::SessionRequest;
+use crate::report::ToolEntry;
+use crate::session_id::new_session_id;
+use crate::store::AppStore;
+
+type AppState = State<Arc<ServerState>>;
+
+/// The `{id}` of a session path (a JSON 400 when it is not valid UTF-8).
+pub(crate) struct SessionPath(SessionId);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(id)) => Ok(Self(SessionId::from(id))),
+            Err(rejection) => Err(ApiError::new(rejection.status(), rejection.body_text())),
+        }
+    }
+}
+
+/// `GET /healthz`: open, even with a token.
+pub(crate) async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// `POST /v1/sessions {mode?, mcp_servers?}` → 201 `{"session_id"}`.
+pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
+    let body = create_body(body)?;
+    reject_stdio(&body.mcp_servers)?;
+    if !body.mcp_servers.is_empty() && !state.loopback {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "mcp_servers are accepted only when the server listens on a loopback address: \
+             this server would connect to them on the caller's behalf",
+        ));
+    }
+    state.ensure_open()?;
+    let slot = state.sessions.reserve()?;
+    let request = SessionRequest {
+        client_servers: body.mcp_servers,
+        allow_stdio: false,
+    };
+    let session_engine = state.built.factory().create(request).await?;
+    let id = SessionId::from(new_session_id());
+    let mode = body.mode.unwrap_or(session_engine.engine().config().mode);
+    if let Err(error) = session_engine.engine().create_session(&id, mode).await {
+        close_quietly(session_engine).await;
+        return Err(error.into());
+    }
+    let client_tools = session_engine.client_tool_names().len();
+    if let Err((error, session_engine)) = slot.fill(id.clone(), session_engine) {
+        close_quietly(session_engine).await;
+        return Err(error);
+    }
+    tracing::info!(session_id = %id, %mode, client_tools, "session created");
+    let location = format!("/v1/sessions/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(json!({"session_id": id})),
+    )
+        .into_response())
+}
+
+/// `GET /v1/sessions` → every stored session, most recently modified first.
+pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError> {
+    let store = state.built.store().session_store();
+    let mut listings = store.list().await.map_err(|e| ApiError::store(&e))?;
+    listings.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then_with(|| a.id.cmp(&b.id)));
+    let summaries: Vec<Option<Value>> = futures::stream::iter(listings)
+        .map(|listing| {
+            let store = Arc::clone(&store);
+            let state = Arc::clone(&state);
+            async move {
+                match store.load(&listing.id).await {
+                    Ok(snapshot) => Some(summary(&state, &snapshot, Some(listing.modified_at))),
+                    // Deleted meanwhile.
+                    Err(error) if error.is_not_found() => None,
+                    Err(error) => {
+                        tracing::warn!(session_id = %listing.id, %error, "a stored session cannot be listed");
+                        None
+                    }
+                }
+            }
+        })
+        .buffered(8)
+        .collect()
+        .await;
+    Ok(Json(
+        json!({"sessions": summaries.into_iter().flatten().collect::<Vec<_>>()}),
+    ))
+}
+
+/// `GET /v1/sessions/{id}` → one summary.
+pub(crate) async fn show(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+) -> Result<Json<Value>, ApiError> {
+    let snapshot = stored(&state, &id).await?;
+    let modified_at = modified_at(state.built.store(), &id).await;
+    Ok(Json(summary(&state, &snapshot, modified_at)))
+}
+
+/// `DELETE /v1/sessions/{id}` → 204: cancels its run, closes its engine, deletes it.
+pub(crate) async fn delete(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+) -> Result<Response, ApiError> {
+    let (live, _deletion) = state.sessions.begin_delete(&id);
+    match live {
+        Some(session) => session.close().await,
+        None => {
+            stored(&state, &id).await?;
+        }
+    }
+    state
+        .built
+        .store()
+        .session_store()
+        .delete(&id)
+        .await
+        .map_err(|e| ApiError::store(&e))?;
+    tracing::info!(session_id = %id, "session deleted");
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/sessions/{id}/prompt {text}` → the run's events as SSE, ending after
+/// `result`.
+pub(crate) async fn prompt(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let text = prompt_text(body)?;
+    state.ensure_open()?;
+    let session = live_session(&state, &id).await?;
+    let (events, response) = sse::channel(state.keep_alive);
+    session
+        .start_run(text, move |run| sse::forward(run, events))
+        .await?;
+    Ok(response)
+}
+
+/// `POST /v1/sessions/{id}/approve {ask_id, verdict}` → 204.
+pub(crate) async fn approve(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let (ask_id, verdict) = approval(body)?;
+    let Some(session) = state.sessions.get(&id) else {
+        stored(&state, &id).await?;
+        return Err(no_run(&id));
+    };
+    if !session.engine().is_running(&id) {
+        return Err(no_run(&id));
+    }
+    if !session.engine().approve(&id, &ask_id, verdict) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "ask {ask_id:?} is not open in session {:?} (unknown or already answered)",
+                id.as_str()
+            ),
+        ));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/sessions/{id}/cancel` → 204, whether or not a run was in progress.
+pub(crate) async fn cancel(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+) -> Result<Response, ApiError> {
+    match state.sessions.get(&id) {
+        Some(session) => {
+            session.engine().cancel(&id);
+        }
+        None => {
+            stored(&state, &id).await?;
+        }
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The query of the tools endpoint.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolsQuery {
+    mode: Option<String>,
+}
+
+/// `GET /v1/sessions/{id}/tools?mode=` → the session's tools in `mode` (default:
+/// the session's mode), sorted by name.
+pub(crate) async fn tools(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+    query: Result<Query<ToolsQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query.map_err(|rejection| ApiError::bad_request(rejection.body_text()))?;
+    let requested = query.mode.as_deref().map(|m| mode_value("mode", m)).transpose()?;
+    let snapshot = stored(&state, &id).await?;
+    let mode = requested.unwrap_or(snapshot.mode);
+    let tools = match state.sessions.get(&id) {
+        Some(session) => session.tools(mode),
+        None => state.built.tools(mode),
+    };
+    let tools: Vec<Value> = tools.iter().map(tool_json).collect();
+    Ok(Json(json!({"tools": tools})))
+}
+
+/// `GET /v1/sessions/{id}/commands` → the command palette (slash commands, skills,
+/// MCP prompts).
+pub(crate) async fn commands(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+) -> Result<Json<Value>, ApiError> {
+    let chain = match state.sessions.get(&id) {
+        Some(session) => session.engine().commands().cloned(),
+        None => {
+            stored(&state, &id).await?;
+            None
+        }
+    };
+    let chain = chain.unwrap_or_else(|| Arc::clone(state.built.commands()));
+    let commands = chain
+        .list()
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok(Json(json!({"commands": commands})))
+}
+
+/// Any other path: 404.
+pub(crate) async fn no_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route for {method} {}", uri.path()),
+    )
+}
+
+/// A known path with another method: 405.
+pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("method {method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// The live session `id`, adopting a stored one (from an earlier process or `mecated
+/// run`) onto the shared engine.
+async fn live_session(state: &ServerState, id: &SessionId) -> Result<Arc<HttpSession>, ApiError> {
+    if let Some(session) = state.sessions.get(id) {
+        return Ok(session);
+    }
+    if state.sessions.is_deleting(id) {
+        return Err(ApiError::unknown_session(id.as_str()));
+    }
+    stored(state, id).await?;
+    let slot = state.sessions.reserve()?;
+    let shared = state.built.factory().create(SessionRequest::default()).await?;
+    slot.fill(id.clone(), shared).map_err(|(error, _shared)| error)
+}
+
+/// Closes the engine of a session that did not come to be.
+async fn close_quietly(session_engine: crate::factory::SessionEngine) {
+    if let Err(error) = session_engine.close().await {
+        tracing::warn!(%error, "closing the engine of a session that was not created failed");
+    }
+}
+
+/// The stored snapshot of `id`; 404 naming it when the store does not hold it.
+async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
+    match state.built.store().session_store().load(id).await {
+        Ok(snapshot) => Ok(snapshot),
+        Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
+        Err(error) => Err(ApiError::store(&error)),
+    }
+}
+
+fn no_run(id: &SessionId) -> ApiError {
+    ApiError::conflict(format!("session {:?} has no run in progress", id.as_str()))
+}
+
+/// `{session_id, state, mode, turns, tool_calls, modified_at}`.
+fn summary(state: &ServerState, snapshot: &SessionSnapshot, modified_at: Option<SystemTime>) -> Value {
+    let run_state = state
+        .sessions
+        .get(&snapshot.id)
+        .map_or("idle", |session| session.state());
+    json!({
+        "session_id": snapshot.id,
+        "state": run_state,
+        "mode": snapshot.mode,
+        "turns": snapshot.turns,
+        "tool_calls": snapshot.tool_calls,
+        "modified_at": modified_at.map(format_rfc3339_micros),
+    })
+}
+
+/// When the snapshot of `id` was last written.
+async fn modified_at(store: &AppStore, id: &SessionId) -> Option<SystemTime> {
+    if let Some(paths) = store.paths(id) {
+        return tokio::fs::metadata(&paths.snapshot).await.ok()?.modified().ok();
+    }
+    let listings = store.session_store().list().await.ok()?;
+    listings
+        .into_iter()
+        .find(|listing| listing.id == *id)
+        .map(|listing| listing.modified_at)
+}
+
+fn tool_json(tool: &ToolEntry) -> Value {
+    json!({
+        "name": tool.name,
+        "family": tool.family,
+        "read_only": tool.read_only,
+        "plan_only": tool.plan_only,
+        "disclosable": tool.disclosable,
+        "description": tool.description,
+    })
+}

@@ -1,0 +1,40 @@
+//! The HTTP + SSE API of `mecated serve` (axum): sessions, prompts streamed as
+//! server-sent events, permission answers, cancellation, tool and command listings.
+//!
+//! [`HttpServer::bind`] takes the [`Built`](crate::Built) of the process and a socket
+//! address; [`HttpServer::serve`] answers requests until its shutdown future
+//! resolves, then stops accepting, cancels every run, closes every session engine it
+//! opened and returns — [`Built::close`](crate::Built::close) stays the caller's.
+//!
+//! | request | engine call |
+//! |---|---|
+//! | `POST /v1/sessions` | `SessionEngineFactory::create` + `Engine::create_session` |
+//! | `GET /v1/sessions[/{id}]` | `SessionStore::list` / `load` (+ `Engine::is_running`) |
+//! | `DELETE /v1/sessions/{id}` | `Engine::cancel`, `SessionEngine::close`, `SessionStore::delete` |
+//! | `POST /v1/sessions/{id}/prompt` | `Engine::run` (the command chain, then the loop) |
+//! | `POST /v1/sessions/{id}/approve` | `Engine::approve` |
+//! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
+//! | `GET /v1/sessions/{id}/tools` | `SessionEngine::tools` |
+//! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
+//!
+//! Invariants: a non-loopback address needs a bearer token (checked in constant
+//! time on every `/v1` request); client-provided MCP servers are streamable HTTP only
+//! and only on a loopback listener; a client leaving an SSE stream cancels its run.
+
+mod auth;
+mod body;
+mod error;
+mod handlers;
+mod mcp_servers;
+mod server;
+mod sessions;
+mod sse;
+
+pub use auth::AuthToken;
+pub use server::{HttpOptions, HttpServer, ServeError};
+
+/// The largest request body accepted (1 MiB); a larger one is answered 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How often an idle SSE stream carries a keep-alive comment.
+pub const KEEP_ALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(15);

@@ -1,0 +1,796 @@
+//! The HTTP + SSE API (`mecated serve`, scenario 18 and the HTTP part of 13) through
+//! a real HTTP client over loopback: sessions, SSE prompts, approvals, cancellation,
+//! auth, limits, client MCP servers, disconnects and shutdown.
+
+use std::time::{Duration, Instant};
+
+use adapter_llm::{MockScript, MockTurn};
+use app::{AppConfig, HttpOptions, ModelConfig, StoreConfig};
+use engine_ports::{EventKind, Message, SessionId, StopReason};
+use futures::StreamExt as _;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::http::{TestServer, answer};
+use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+use crate::support::{Scratch, config, one_call_model, wait_until};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A model whose only turn streams after `delay_ms` (long enough to act meanwhile).
+fn slow_model(delay_ms: u64) -> ModelConfig {
+    ModelConfig::MockScript(MockScript::new([
+        MockTurn::text("slow answer").with_delay(Duration::from_millis(delay_ms))
+    ]))
+}
+
+fn write_model() -> ModelConfig {
+    one_call_model("Write", r#"{"path":"out.txt","content":"hello"}"#)
+}
+
+fn types(events: &[(u64, Value)]) -> Vec<String> {
+    events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn assert_ids_follow_seq(events: &[(u64, Value)]) {
+    for pair in events.windows(2) {
+        assert!(pair[0].0 < pair[1].0, "ids must increase: {events:?}");
+    }
+    for (id, event) in events {
+        assert_eq!(Some(*id), event["seq"].as_u64(), "{event}");
+    }
+}
+
+fn config_with(scratch: &Scratch, model: ModelConfig) -> AppConfig {
+    let mut cfg = config(scratch);
+    cfg.model = model;
+    cfg
+}
+
+/// The events the store logged for `id`, once its last one is `result`.
+async fn logged_result(server: &TestServer, id: &str) -> EventKind {
+    let log = server.built.store().event_log();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let events = log.read(&SessionId::from(id)).await.unwrap();
+        if let Some(last) = events.last()
+            && matches!(last.kind, EventKind::Result { .. })
+        {
+            return last.kind.clone();
+        }
+        assert!(Instant::now() < deadline, "no result logged: {events:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn scenario_18_create_prompt_list_tools_delete() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+
+    let created = server.post("/v1/sessions", json!({})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    let id = created.body["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32);
+    assert!(
+        id.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{id}"
+    );
+    assert_eq!(created.headers["location"], format!("/v1/sessions/{id}").as_str());
+
+    let events = server.prompt(&id, "hello").await.rest().await;
+    assert_ids_follow_seq(&events);
+    let kinds = types(&events);
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("session.init"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("result"), "{kinds:?}");
+    assert!(kinds.contains(&"message.delta".to_owned()), "{kinds:?}");
+    let (_, result) = events.last().unwrap();
+    assert_eq!(result["stop"], "end_turn");
+    assert_eq!(events[0].1["session_id"], id.as_str());
+
+    let listing = server.get("/v1/sessions").await;
+    assert_eq!(listing.status, StatusCode::OK);
+    let sessions = listing.body["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listing:?}");
+    let summary = &sessions[0];
+    assert_eq!(summary["session_id"], id.as_str());
+    assert_eq!(summary["state"], "idle");
+    assert_eq!(summary["mode"], "default");
+    assert_eq!(summary["turns"], 1);
+    assert_eq!(summary["tool_calls"], 0);
+    assert!(
+        summary["modified_at"].as_str().unwrap().ends_with('Z'),
+        "{summary}"
+    );
+    let one = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert_eq!(one.body, *summary);
+
+    let tools = server.get(&format!("/v1/sessions/{id}/tools")).await;
+    assert_eq!(tools.status, StatusCode::OK);
+    let tools = tools.body["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    for expected in ["Edit", "Glob", "Grep", "ListDir", "Read", "Shell", "Write"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    let read = tools.iter().find(|t| t["name"] == "Read").unwrap();
+    let keys: Vec<&str> = read.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "family",
+            "read_only",
+            "plan_only",
+            "disclosable",
+            "description"
+        ]
+    );
+    assert_eq!(read["family"], "core");
+    assert_eq!(read["read_only"], true);
+    let plan = server.get(&format!("/v1/sessions/{id}/tools?mode=plan")).await;
+    let plan = plan.body["tools"].as_array().unwrap().clone();
+    assert!(plan.iter().all(|t| t["read_only"] == true), "{plan:?}");
+    assert!(!plan.iter().any(|t| t["name"] == "Write"));
+
+    let deleted = server.call("DELETE", &format!("/v1/sessions/{id}"), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    let gone = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    assert!(gone.error().contains(&id), "{gone:?}");
+    let listing = server.get("/v1/sessions").await;
+    assert_eq!(listing.body["sessions"], json!([]));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn with_a_token_only_the_right_bearer_passes_and_healthz_stays_open() {
+    let scratch = Scratch::new();
+    let server =
+        TestServer::start_with(config(&scratch), "127.0.0.1:0".parse().unwrap(), Some("s3cr3t")).await;
+    let url = server.url("/v1/sessions");
+
+    let none = answer(server.client.get(&url).send().await.unwrap()).await;
+    assert_eq!(none.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        none.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer"),
+        "{none:?}"
+    );
+    assert!(none.error().contains("bearer"), "{none:?}");
+    let wrong = answer(
+        server
+            .client
+            .get(&url)
+            .bearer_auth("s3cr3T")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.contains_key("www-authenticate"));
+    let create = answer(server.client.post(&url).body("{}").send().await.unwrap()).await;
+    assert_eq!(create.status, StatusCode::UNAUTHORIZED);
+    let unknown_route = answer(server.client.get(server.url("/v1/nothing")).send().await.unwrap()).await;
+    assert_eq!(unknown_route.status, StatusCode::UNAUTHORIZED);
+
+    let right = server.get("/v1/sessions").await;
+    assert_eq!(right.status, StatusCode::OK, "{right:?}");
+    assert_eq!(
+        right.body["sessions"],
+        json!([]),
+        "the unauthorized create made nothing"
+    );
+    let health = answer(server.client.get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(health.body["status"], "ok");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_ask_is_answered_over_http_and_the_tool_runs() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "write it").await;
+    let before = stream.until("permission.ask").await;
+    let (_, ask) = before.last().unwrap().clone();
+    assert_eq!(ask["name"], "Write");
+    let ask_id = ask["ask_id"].as_str().unwrap().to_owned();
+
+    let waiting = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(waiting.body["state"], "awaiting_approval");
+    let approve = format!("/v1/sessions/{id}/approve");
+    let unknown = server
+        .post(&approve, json!({"ask_id": "nope", "verdict": "allow_once"}))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.error().contains("nope"), "{unknown:?}");
+    let bad = server
+        .post(&approve, json!({"ask_id": ask_id, "verdict": "maybe"}))
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.error().contains("verdict") && bad.error().contains("maybe"),
+        "{bad:?}"
+    );
+    assert!(!scratch.ws().join("out.txt").exists());
+
+    let ok = server
+        .post(&approve, json!({"ask_id": ask_id, "verdict": "allow_once"}))
+        .await;
+    assert_eq!(ok.status, StatusCode::NO_CONTENT, "{ok:?}");
+    let after = stream.rest().await;
+    let mut all = before.clone();
+    all.extend(after.iter().cloned());
+    assert_ids_follow_seq(&all);
+    let verdict = after
+        .iter()
+        .find(|(_, e)| e["type"] == "permission.verdict")
+        .unwrap();
+    assert_eq!(verdict.1["verdict"], "allow_once");
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert_eq!(result.1["name"], "Write");
+    assert_eq!(result.1["is_error"], false, "{result:?}");
+    assert_eq!(after.last().unwrap().1["stop"], "end_turn");
+    assert_eq!(
+        std::fs::read_to_string(scratch.ws().join("out.txt")).unwrap(),
+        "hello"
+    );
+
+    let late = server
+        .post(&approve, json!({"ask_id": ask_id, "verdict": "allow_once"}))
+        .await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{late:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_denied_ask_reaches_the_model_as_an_error_result() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "write it").await;
+    let before = stream.until("permission.ask").await;
+    let ask_id = before.last().unwrap().1["ask_id"].as_str().unwrap().to_owned();
+    let denied = server
+        .post(
+            &format!("/v1/sessions/{id}/approve"),
+            json!({"ask_id": ask_id, "verdict": "deny"}),
+        )
+        .await;
+    assert_eq!(denied.status, StatusCode::NO_CONTENT);
+    let after = stream.rest().await;
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert_eq!(result.1["is_error"], true, "{result:?}");
+    assert_eq!(after.last().unwrap().1["stop"], "end_turn");
+    assert!(!scratch.ws().join("out.txt").exists());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_ends_a_running_prompt_and_a_second_prompt_meanwhile_is_409() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config_with(&scratch, slow_model(5_000))).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "take your time").await;
+    stream.until("session.init").await;
+
+    let busy = answer(server.prompt_response(&id, "again").await).await;
+    assert_eq!(busy.status, StatusCode::CONFLICT, "{busy:?}");
+    assert!(busy.error().contains("in progress"), "{busy:?}");
+    let running = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(running.body["state"], "running");
+
+    let started = Instant::now();
+    let cancel = server.post(&format!("/v1/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(cancel.status, StatusCode::NO_CONTENT, "{cancel:?}");
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().1["type"], "result");
+    assert_eq!(rest.last().unwrap().1["stop"], "cancelled");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let again = server
+        .call("POST", &format!("/v1/sessions/{id}/cancel"), None)
+        .await;
+    assert_eq!(again.status, StatusCode::NO_CONTENT, "cancel is idempotent");
+    let unknown = server.call("POST", "/v1/sessions/nope/cancel", None).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn idle_streams_carry_keep_alive_comments() {
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        keep_alive: Duration::from_millis(20),
+        ..HttpOptions::default()
+    };
+    let cfg = config_with(&scratch, slow_model(1_000));
+    let server = TestServer::start_with_options(cfg, "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "take your time").await;
+    let mut keep_alives = 0;
+    while let Some(frame) = stream.next_raw_frame().await {
+        if frame.data.is_empty() {
+            assert_eq!(frame.comments, ["keep-alive"], "{frame:?}");
+            assert!(frame.id.is_none(), "{frame:?}");
+            keep_alives += 1;
+        } else if frame.data.contains(r#""type":"result""#) {
+            break;
+        }
+    }
+    assert!(keep_alives > 0, "a second of silence carried no keep-alive");
+    assert!(
+        stream.next_raw_frame().await.is_none(),
+        "the stream ends after result"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_leaving_the_stream_cancels_the_run() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config_with(&scratch, slow_model(5_000))).await;
+    let id = server.create(json!({})).await;
+    let started = Instant::now();
+    let mut stream = server.prompt(&id, "take your time").await;
+    stream.until("session.init").await;
+    drop(stream);
+
+    let engine = server.built.shared_engine();
+    let sid = SessionId::from(id.as_str());
+    assert!(wait_until(WAIT, || !engine.is_running(&sid)).await);
+    let EventKind::Result { stop, .. } = logged_result(&server, &id).await else {
+        unreachable!("logged_result returns a result")
+    };
+    assert_eq!(stop, StopReason::Cancelled);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_requests_are_400_naming_the_field_and_value() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let mode = server.post("/v1/sessions", json!({"mode": "sideways"})).await;
+    assert_eq!(mode.status, StatusCode::BAD_REQUEST);
+    for part in ["mode", "sideways", "default, plan, acceptEdits"] {
+        assert!(mode.error().contains(part), "{mode:?}");
+    }
+    let servers = server.post("/v1/sessions", json!({"mcp_servers": "cli"})).await;
+    assert_eq!(servers.status, StatusCode::BAD_REQUEST);
+    assert!(servers.error().contains("mcp_servers"), "{servers:?}");
+    let url = server
+        .post(
+            "/v1/sessions",
+            json!({"mcp_servers": [{"type": "http", "name": "x", "url": "http://example.test/mcp", "headers": []}]}),
+        )
+        .await;
+    assert_eq!(url.status, StatusCode::BAD_REQUEST, "{url:?}");
+    assert!(url.error().contains("\"x\""), "{url:?}");
+    let typo = server.post("/v1/sessions", json!({"mcpServers": []})).await;
+    assert_eq!(typo.status, StatusCode::BAD_REQUEST);
+    assert!(typo.error().contains("mcpServers"), "{typo:?}");
+    let not_json = answer(
+        server
+            .client
+            .post(server.url("/v1/sessions"))
+            .body("{")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(not_json.status, StatusCode::BAD_REQUEST);
+    assert!(not_json.error().contains("JSON"), "{not_json:?}");
+
+    let id = server.create(json!({"mode": "plan"})).await;
+    let plan = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(plan.body["mode"], "plan");
+    let no_text = server.post(&format!("/v1/sessions/{id}/prompt"), json!({})).await;
+    assert_eq!(no_text.status, StatusCode::BAD_REQUEST);
+    assert!(no_text.error().contains("text"), "{no_text:?}");
+    let number = server
+        .post(&format!("/v1/sessions/{id}/prompt"), json!({"text": 5}))
+        .await;
+    assert_eq!(number.status, StatusCode::BAD_REQUEST);
+    let tools = server
+        .get(&format!("/v1/sessions/{id}/tools?mode=sideways"))
+        .await;
+    assert_eq!(tools.status, StatusCode::BAD_REQUEST);
+    assert!(tools.error().contains("sideways"), "{tools:?}");
+    let approve = server
+        .post(&format!("/v1/sessions/{id}/approve"), json!({"ask_id": "a"}))
+        .await;
+    assert_eq!(approve.status, StatusCode::BAD_REQUEST);
+    assert!(approve.error().contains("verdict"), "{approve:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_sessions_are_404_naming_the_id_and_unknown_routes_are_json() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let approve = json!({"ask_id": "a", "verdict": "deny"});
+    let prompt = json!({"text": "hi"});
+    let cases = [
+        ("GET", "/v1/sessions/ghost", None),
+        ("DELETE", "/v1/sessions/ghost", None),
+        ("POST", "/v1/sessions/ghost/prompt", Some(prompt)),
+        ("POST", "/v1/sessions/ghost/approve", Some(approve)),
+        ("POST", "/v1/sessions/ghost/cancel", None),
+        ("GET", "/v1/sessions/ghost/tools", None),
+        ("GET", "/v1/sessions/ghost/commands", None),
+    ];
+    for (method, path, body) in cases {
+        let answer = server.call(method, path, body).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::NOT_FOUND,
+            "{method} {path}: {answer:?}"
+        );
+        assert!(
+            answer.error().contains("\"ghost\""),
+            "{method} {path}: {answer:?}"
+        );
+    }
+    let route = server.get("/v1/nothing").await;
+    assert_eq!(route.status, StatusCode::NOT_FOUND);
+    assert!(route.error().contains("/v1/nothing"), "{route:?}");
+    let method = server.call("PUT", "/v1/sessions", None).await;
+    assert_eq!(method.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(method.error().contains("PUT"), "{method:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bodies_over_one_mib_are_413() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let id = server.create(json!({})).await;
+    let huge = json!({"text": "x".repeat(app::MAX_BODY_BYTES)});
+    let too_big = server.post(&format!("/v1/sessions/{id}/prompt"), huge).await;
+    assert_eq!(
+        too_big.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{:?}",
+        too_big.status
+    );
+    assert!(too_big.error().contains("1 MiB"), "{too_big:?}");
+    let idle = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(idle.body["turns"], 0, "nothing ran");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_session_limit_is_429_until_one_is_deleted() {
+    let scratch = Scratch::new();
+    let mut cfg = config(&scratch);
+    cfg.max_sessions = 2;
+    let server = TestServer::start(cfg).await;
+    let first = server.create(json!({})).await;
+    server.create(json!({})).await;
+    let third = server.post("/v1/sessions", json!({})).await;
+    assert_eq!(third.status, StatusCode::TOO_MANY_REQUESTS, "{third:?}");
+    assert!(third.error().contains("too many sessions"), "{third:?}");
+    let deleted = server
+        .call("DELETE", &format!("/v1/sessions/{first}"), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    server.create(json!({})).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn client_servers_off_loopback_are_501() {
+    let scratch = Scratch::new();
+    let server = TestServer::start_with(config(&scratch), "0.0.0.0:0".parse().unwrap(), Some("tok")).await;
+    let refused = server
+        .post(
+            "/v1/sessions",
+            json!({"mcp_servers": [{"type": "http", "name": "cli", "url": "http://127.0.0.1:9/mcp", "headers": []}]}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::NOT_IMPLEMENTED, "{refused:?}");
+    assert!(refused.error().contains("loopback"), "{refused:?}");
+    server.create(json!({})).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unreachable_client_servers_are_503_naming_them_and_nothing_is_created() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let good = McpFixture::start(FixtureSpec::tools("ok:", &["echo"])).await;
+    let dead = format!("http://127.0.0.1:{}/mcp", test_peers::free_port());
+    let answer = server
+        .post(
+            "/v1/sessions",
+            json!({"mcp_servers": [
+                {"type": "http", "name": "good", "url": good.url, "headers": []},
+                {"type": "http", "name": "dead", "url": dead, "headers": []},
+            ]}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{answer:?}");
+    assert!(answer.error().contains("\"dead\""), "{answer:?}");
+    assert!(!answer.error().contains("\"good\""), "{answer:?}");
+    assert_eq!(server.get("/v1/sessions").await.body["sessions"], json!([]));
+    assert_eq!(server.built.factory().live_sessions(), 0);
+    assert!(
+        wait_until(WAIT, || good.deletes() == 1).await,
+        "the good server was closed"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn http_create_with_a_stdio_or_sse_entry_is_400_naming_the_server() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    for entry in [
+        json!({"name": "fs", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"], "env": []}),
+        json!({"type": "stdio", "name": "fs", "command": "mcp-fs", "args": [], "env": []}),
+    ] {
+        let answer = server.post("/v1/sessions", json!({"mcp_servers": [entry]})).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
+        assert!(answer.error().contains("\"fs\""), "{answer:?}");
+        assert!(
+            answer
+                .error()
+                .contains("HTTP sessions accept streamable HTTP servers only"),
+            "{answer:?}"
+        );
+    }
+    let sse = server
+        .post(
+            "/v1/sessions",
+            json!({"mcp_servers": [{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}]}),
+        )
+        .await;
+    assert_eq!(sse.status, StatusCode::BAD_REQUEST, "{sse:?}");
+    assert!(
+        sse.error().contains("\"old\"") && sse.error().contains("SSE"),
+        "{sse:?}"
+    );
+    assert_eq!(server.get("/v1/sessions").await.body["sessions"], json!([]));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_mcp_server_is_mounted_for_its_session_only() {
+    let cli = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("peek"), FixtureTool::new("echo")],
+        prefix: "client:".to_owned(),
+        resources: Vec::new(),
+    })
+    .await;
+    let scratch = Scratch::new();
+    let cfg = config_with(&scratch, one_call_model("mcp__cli__peek", r#"{"text":"hi"}"#));
+    let server = TestServer::start(cfg).await;
+    let with = server
+        .create(json!({"mcp_servers": [{
+            "type": "http", "name": "cli", "url": cli.url,
+            "headers": [{"name": "X-Client", "value": "secret-value"}],
+        }]}))
+        .await;
+    let without = server.create(json!({})).await;
+
+    let tools = server.get(&format!("/v1/sessions/{with}/tools")).await.body["tools"].clone();
+    let client_tools: Vec<&Value> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("mcp__cli__"))
+        .collect();
+    let names: Vec<&str> = client_tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mcp__cli__echo", "mcp__cli__peek"]);
+    assert!(client_tools.iter().all(|t| t["family"] == "mcp-client"));
+    let other = server.get(&format!("/v1/sessions/{without}/tools")).await.body["tools"].clone();
+    assert!(
+        !other.to_string().contains("mcp__cli__"),
+        "another session must not list them: {other}"
+    );
+
+    let events = server.prompt(&with, "peek").await.rest().await;
+    let result = events.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert_eq!(result.1["is_error"], false, "{result:?}");
+    assert_eq!(result.1["content"], "client:hi");
+    let events = server.prompt(&without, "peek").await.rest().await;
+    let result = events.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert_eq!(
+        result.1["is_error"], true,
+        "another session cannot reach them: {result:?}"
+    );
+    assert_eq!(cli.calls().len(), 1);
+
+    let deleted = server.call("DELETE", &format!("/v1/sessions/{with}"), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert!(
+        wait_until(WAIT, || cli.deletes() == 1).await,
+        "its client server was closed"
+    );
+    assert_eq!(server.built.factory().live_sessions(), 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn server_everything_over_http_is_a_client_server_of_one_session() {
+    let Some(peer) = test_peers::everything_http("http_client_everything", test_peers::EVERYTHING) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let cfg = config_with(
+        &scratch,
+        one_call_model("mcp__everything__echo", r#"{"message":"hi there"}"#),
+    );
+    let server = TestServer::start(cfg).await;
+    let id = server
+        .create(json!({"mcp_servers": [{
+            "type": "http", "name": "everything", "url": format!("{}/mcp", peer.base_url()), "headers": [],
+        }]}))
+        .await;
+    let tools = server.get(&format!("/v1/sessions/{id}/tools")).await.body["tools"].to_string();
+    assert!(tools.contains("\"mcp__everything__echo\""), "{tools}");
+    let events = server.prompt(&id, "echo").await.rest().await;
+    let result = events.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert_eq!(result.1["is_error"], false, "{result:?}");
+    assert!(
+        result.1["content"].as_str().unwrap().contains("hi there"),
+        "{result:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_palette_and_the_command_chain_apply_to_http_prompts() {
+    let scratch = Scratch::new();
+    scratch.write(
+        "commands/greet.md",
+        "---\ndescription: Greet someone\n---\nSay hello to $ARGUMENTS.\n",
+    );
+    let mut cfg = config(&scratch);
+    cfg.commands_dir = Some(scratch.path("commands"));
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let palette = server.get(&format!("/v1/sessions/{id}/commands")).await;
+    assert_eq!(palette.status, StatusCode::OK);
+    assert_eq!(
+        palette.body["commands"],
+        json!([{"name": "greet", "description": "Greet someone"}])
+    );
+    let events = server.prompt(&id, "/greet Ada").await.rest().await;
+    assert_eq!(events.last().unwrap().1["stop"], "end_turn");
+    let snapshot = server
+        .built
+        .store()
+        .session_store()
+        .load(&SessionId::from(id.as_str()))
+        .await
+        .unwrap();
+    let Some(Message::User { text }) = snapshot.conversation.first() else {
+        panic!("{:?}", snapshot.conversation)
+    };
+    assert_eq!(text, "Say hello to Ada.\n");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn listings_are_most_recent_first() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let older = server.create(json!({})).await;
+    let newer = server.create(json!({"mode": "acceptEdits"})).await;
+    let ids = |listing: &Value| -> Vec<String> {
+        listing["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(&server.get("/v1/sessions").await.body),
+        [newer.clone(), older.clone()]
+    );
+    server.prompt(&older, "hello").await.rest().await;
+    let listing = server.get("/v1/sessions").await.body;
+    assert_eq!(ids(&listing), [older.clone(), newer.clone()]);
+    assert_eq!(listing["sessions"][0]["turns"], 1);
+    assert_eq!(listing["sessions"][1]["mode"], "acceptEdits");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_cancels_running_prompts_and_closes_client_servers() {
+    let cli = McpFixture::start(FixtureSpec::tools("client:", &["echo"])).await;
+    let scratch = Scratch::new();
+    let mut server = TestServer::start(config_with(&scratch, slow_model(5_000))).await;
+    let id = server
+        .create(json!({"mcp_servers": [{"type": "http", "name": "cli", "url": cli.url, "headers": []}]}))
+        .await;
+    let mut stream = server.prompt(&id, "take your time").await;
+    stream.until("session.init").await;
+    let started = Instant::now();
+    let serving = server.begin_shutdown();
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().1["stop"], "cancelled", "{rest:?}");
+    tokio::time::timeout(WAIT, serving)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        wait_until(WAIT, || cli.deletes() == 1).await,
+        "the client server was closed"
+    );
+    assert_eq!(server.built.factory().live_sessions(), 0);
+    server.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn sessions_already_in_the_store_are_listed_continued_and_deleted() {
+    let scratch = Scratch::new();
+    let mut cfg = config(&scratch);
+    cfg.store = StoreConfig::Dir {
+        path: scratch.path("store"),
+        sync: adapter_jsonlstore::SyncPolicy::default(),
+    };
+    let earlier = app::build(cfg.clone()).await.unwrap();
+    let mut run = earlier
+        .shared_engine()
+        .run(&SessionId::from("earlier"), "hi")
+        .unwrap();
+    let mut last_seq = 0;
+    while let Some(event) = run.next().await {
+        last_seq = event.seq;
+    }
+    let paths = earlier.store().paths(&SessionId::from("earlier")).unwrap();
+    earlier.close().await.unwrap();
+
+    let server = TestServer::start(cfg).await;
+    let listing = server.get("/v1/sessions").await;
+    assert_eq!(
+        listing.body["sessions"][0]["session_id"], "earlier",
+        "{listing:?}"
+    );
+    assert_eq!(listing.body["sessions"][0]["turns"], 1);
+    let one = server.get("/v1/sessions/earlier").await;
+    assert_eq!(one.body, listing.body["sessions"][0]);
+    let events = server.prompt("earlier", "again").await.rest().await;
+    assert_ids_follow_seq(&events);
+    assert_eq!(events[0].0, last_seq + 1, "seq goes on from the earlier run");
+    assert_eq!(server.get("/v1/sessions/earlier").await.body["turns"], 2);
+    let deleted = server.call("DELETE", "/v1/sessions/earlier", None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert!(!paths.snapshot.exists() && !paths.events.exists());
+    server.stop().await;
+}
