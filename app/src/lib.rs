@@ -11,6 +11,9 @@
 //! MCP servers, so per-session catalogs never drift from the shared one (the parity
 //! invariant). [`BuildReport`] is the build as data (`mecated tools --json`).
 //!
+//! [`AcpServer`] speaks the Agent Client Protocol over any transport on top of a
+//! [`Built`] (`mecated acp` runs it on stdio).
+//!
 //! This crate is not the domain (that is `engine-core`) and adds no tool of its own.
 //! The `mecated` binary (`src/bin/mecated/`) maps the command line onto [`AppConfig`],
 //! installs the `tracing` subscriber and prints; the library never touches stdin,
@@ -34,6 +37,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acp;
 mod assembly;
 mod assets;
 mod build;
@@ -52,7 +56,9 @@ mod session_id;
 mod store;
 
 // The public surface, in one place: the config, the build and what it owns, catalog
-// assembly, the factory, the report, and the demo's script and workspace.
+// assembly, the factory, the report, the ACP server, and the demo's script and
+// workspace.
+pub use acp::{ACP_AGENT_NAME, AcpError, AcpServer};
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };

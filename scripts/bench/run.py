@@ -47,6 +47,7 @@ CRITERION_BENCHES = [
     {"package": "app", "bench": "build"},
     {"package": "app", "bench": "assembly"},
     {"package": "app", "bench": "turn"},
+    {"package": "app", "bench": "acp"},
     {"package": "app", "bench": "http"},
 ]
 

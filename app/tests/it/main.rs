@@ -5,6 +5,7 @@
 // Test code: failing loudly is the point, and helpers are shared across modules.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
 
+mod acp;
 mod api;
 mod catalog_parity;
 mod cli_run;

@@ -31,6 +31,8 @@ pub(crate) enum Command {
     Tools(ToolsArgs),
     /// Run one headless session on a prompt.
     Run(RunArgs),
+    /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout for an editor.
+    Acp(AcpArgs),
     /// Serve the HTTP + SSE API (loopback by default).
     Serve(ServeArgs),
     /// List skills, or promote a reviewed skill draft.
@@ -192,6 +194,15 @@ pub(crate) struct RunArgs {
     /// The prompt (a /command is expanded first).
     #[arg(value_name = "PROMPT", required = true)]
     pub(crate) prompt: String,
+}
+
+/// `acp` flags.
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
 }
 
 /// `serve` flags.

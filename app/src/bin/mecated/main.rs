@@ -1,6 +1,7 @@
-//! `mecated`: the Mecatl command line — `tools`, `run`, `serve`, `skills
+//! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `serve`, `skills
 //! list|promote`, `demo`, and the hidden `mcp conformance-client`.
 
+mod acp;
 mod cli;
 mod conformance;
 mod demo;
@@ -54,6 +55,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Tools(args) => tools::tools(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Acp(args) => acp::acp(args).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),

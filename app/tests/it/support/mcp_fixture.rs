@@ -1,6 +1,6 @@
 //! An in-process streamable-HTTP MCP server on rmcp's server side, for loopback
 //! tests and benches: configurable tools (each answers `<prefix><text or path>`),
-//! optional text resources, and a count of session `DELETE`s.
+//! optional text resources, and counts of requests and session `DELETE`s.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -78,6 +78,7 @@ impl FixtureSpec {
 #[derive(Default)]
 pub struct Seen {
     pub latency: Duration,
+    pub requests: AtomicUsize,
     pub deletes: AtomicUsize,
     pub calls: Mutex<Vec<(String, Option<Value>)>>,
 }
@@ -131,6 +132,11 @@ impl McpFixture {
         self.seen.deletes.load(Ordering::SeqCst)
     }
 
+    /// HTTP requests of any kind seen so far.
+    pub fn requests(&self) -> usize {
+        self.seen.requests.load(Ordering::SeqCst)
+    }
+
     /// Tool calls seen so far (name, arguments).
     pub fn calls(&self) -> Vec<(String, Option<Value>)> {
         self.seen.calls.lock().unwrap().clone()
@@ -144,6 +150,7 @@ impl Drop for McpFixture {
 }
 
 async fn count_deletes(State(seen): State<Arc<Seen>>, request: Request, next: Next) -> Response {
+    seen.requests.fetch_add(1, Ordering::SeqCst);
     if request.method() == axum::http::Method::DELETE {
         seen.deletes.fetch_add(1, Ordering::SeqCst);
     }

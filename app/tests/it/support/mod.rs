@@ -1,6 +1,7 @@
 //! Shared test support: workspaces and configs, the `mecated` binary, log capture,
-//! MCP fixture servers, bounded waits.
+//! MCP fixture servers, bounded waits, a real ACP client.
 
+pub mod acp_client;
 pub mod http;
 pub mod logs;
 pub mod mcp_fixture;

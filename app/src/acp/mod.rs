@@ -1,0 +1,137 @@
+//! The Agent Client Protocol server behind `mecated acp`: [`AcpServer`] speaks ACP v1
+//! (JSON-RPC, on the `agent-client-protocol` crate) over any transport — stdio in
+//! the binary, an in-process pipe in tests and benches — on top of a [`Built`].
+//!
+//! Each `session/new` gets an engine from the [`SessionEngineFactory`] (the shared
+//! engine, or a private one when the client names MCP servers: D5, D7), a 32-hex id
+//! and a session created before its first prompt; the prompt's D11 events stream
+//! back as `session/update` notifications, asks become `session/request_permission`
+//! requests. When the connection ends, every session's engine is closed (client MCP
+//! servers and their stdio children included); the [`Built`] stays its owner's to
+//! close.
+//!
+//! [`SessionEngineFactory`]: crate::SessionEngineFactory
+
+mod handlers;
+mod mcp_servers;
+mod permission;
+mod prompt_text;
+mod session;
+mod updates;
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    CancelNotification, InitializeRequest, NewSessionRequest, PromptRequest, SetSessionModeRequest,
+};
+use agent_client_protocol::{Agent, ConnectTo};
+
+use crate::built::Built;
+
+use self::session::Sessions;
+
+/// The name the server gives in `initialize`'s `agentInfo`.
+pub const ACP_AGENT_NAME: &str = "mecated";
+
+/// An ACP v1 agent over one [`Built`]: `initialize`, `session/new`,
+/// `session/prompt`, `session/cancel` and `session/set_mode`.
+///
+/// Build the app with `engine.interactive = true` so that asks reach the client as
+/// `session/request_permission` (a headless engine turns them into denials).
+#[derive(Clone)]
+pub struct AcpServer {
+    sessions: Arc<Sessions>,
+}
+
+/// The connection failed (a transport error, or a peer that broke the protocol).
+#[derive(Debug, thiserror::Error)]
+#[error("the ACP connection failed: {0}")]
+pub struct AcpError(#[source] agent_client_protocol::Error);
+
+impl AcpServer {
+    /// A server for the sessions of `built`: its factory, its workspace root (the
+    /// only root a `session/new` `cwd` may lie in) and its command palette.
+    pub fn new(built: &Built) -> Self {
+        Self {
+            sessions: Arc::new(Sessions::new(
+                built.factory().clone(),
+                built.workspace_root().to_path_buf(),
+            )),
+        }
+    }
+
+    /// Serves one connection until its incoming side ends (EOF), then closes every
+    /// session it created: runs cancelled, pending asks denied, private engines
+    /// closed with their client MCP servers (never the global ones). Sessions belong
+    /// to this server: give each connection a server of its own.
+    ///
+    /// # Errors
+    /// [`AcpError`] when the transport fails; the sessions are closed all the same.
+    pub async fn serve(&self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
+        let outcome = self.connection(transport).await;
+        self.sessions.close_all().await;
+        outcome.map_err(AcpError)
+    }
+
+    async fn connection(
+        &self,
+        transport: impl ConnectTo<Agent> + 'static,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let on_new = Arc::clone(&self.sessions);
+        let on_prompt = Arc::clone(&self.sessions);
+        let on_mode = Arc::clone(&self.sessions);
+        let on_cancel = Arc::clone(&self.sessions);
+        Agent
+            .v1()
+            .name(ACP_AGENT_NAME)
+            .on_receive_request(
+                async move |request: InitializeRequest, responder, _cx| {
+                    responder.respond(handlers::initialize_response(&request))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: NewSessionRequest, responder, cx| {
+                    // Connecting client servers can take seconds: off the dispatch loop.
+                    let sessions = Arc::clone(&on_new);
+                    let connection = cx.clone();
+                    cx.spawn(async move {
+                        handlers::new_session(&sessions, request, responder, &connection).await;
+                        Ok(())
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: PromptRequest, responder, cx| {
+                    handlers::prompt(&on_prompt, request, responder, &cx);
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: SetSessionModeRequest, responder, cx| {
+                    handlers::set_mode(&on_mode, request, responder, &cx).await;
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_notification(
+                async move |notification: CancelNotification, _cx| {
+                    on_cancel.cancel(notification.session_id.0.as_ref());
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .connect_to(transport)
+            .await
+    }
+}
+
+impl std::fmt::Debug for AcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpServer")
+            .field("sessions", &self.sessions.len())
+            .finish()
+    }
+}

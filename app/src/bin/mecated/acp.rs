@@ -1,0 +1,45 @@
+//! `mecated acp`: the Agent Client Protocol on stdin/stdout — stdout carries protocol
+//! frames only (logs go to stderr); EOF on stdin closes every session and the build.
+
+use std::process::ExitCode;
+
+use agent_client_protocol::Stdio;
+use app::{AcpServer, build};
+
+use crate::cli::AcpArgs;
+use crate::out;
+use crate::to_config::{common_config, model_config};
+
+/// Builds with an interactive engine (asks go to the client), serves ACP on stdio
+/// until stdin ends, then closes. Exit 0 after a clean EOF; 1 when the build or the
+/// transport fails.
+pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
+    let cfg = common_config(&args.common).and_then(|mut cfg| {
+        cfg.model = model_config(&args.model)?;
+        cfg.engine.interactive = true;
+        Ok(cfg)
+    });
+    let cfg = match cfg {
+        Ok(cfg) => cfg,
+        Err(error) => return error.exit(),
+    };
+    let built = match build(cfg).await {
+        Ok(built) => built,
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = AcpServer::new(&built).serve(Stdio::new()).await;
+    let closed = built.close().await;
+    if let Err(error) = closed {
+        out::stderr(&format!("warning: {error}"));
+    }
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            out::stderr(&format!("error: {error}"));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,739 @@
+//! `mecated acp` under a real ACP client (scenarios 13–17): capabilities, session
+//! creation and its refusals, client MCP servers (stdio and streamable HTTP) kept to
+//! their session, the prompt's update stream, permission round trips, cancel, modes,
+//! and stdout carrying protocol frames only.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::ErrorCode;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
+    SetSessionModeRequest, StopReason, TextContent,
+};
+use serde_json::{Value, json};
+
+use crate::support::Scratch;
+use crate::support::acp_client::{AcpClient, PATIENCE, alive, children, cmdline, init_tools, tool_records};
+use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+
+const READ_THEN_DONE: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+  {"text": "done"}
+]}"#;
+
+const WRITE_THEN_DONE: &str = r#"{"turns": [
+  {"text": "writing", "tool_calls": [{"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}]},
+  {"text": "done"}
+]}"#;
+
+/// A scratch workspace, a store, a script, and the agent's arguments.
+struct Setup {
+    scratch: Scratch,
+    args: Vec<String>,
+}
+
+impl Setup {
+    fn new(script: &str) -> Self {
+        let scratch = Scratch::new();
+        let script = scratch.write("script.json", script);
+        let args = [
+            "--workspace",
+            &scratch.ws().display().to_string(),
+            "--store-dir",
+            &scratch.path("store").display().to_string(),
+            "--mock-script",
+            &script.display().to_string(),
+            "--toolhive=false",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        Self { scratch, args }
+    }
+
+    fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
+        self
+    }
+
+    async fn start(&self) -> AcpClient {
+        self.start_with_env(&[]).await
+    }
+
+    async fn start_with_env(&self, env: &[(&str, &str)]) -> AcpClient {
+        AcpClient::start(self.scratch.dir.path(), &self.args, env).await
+    }
+
+    fn ws(&self) -> PathBuf {
+        std::fs::canonicalize(self.scratch.ws()).unwrap()
+    }
+
+    fn store(&self) -> PathBuf {
+        self.scratch.path("store")
+    }
+}
+
+/// Ends the connection (EOF on the agent's stdin) and checks that the agent exits 0.
+async fn exits_cleanly(client: AcpClient) {
+    let status = client.finish().await.expect("the agent runs on our pipes");
+    assert!(status.success(), "mecated acp exited with {status}");
+}
+
+fn of_kind<'a>(updates: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    updates.iter().filter(|u| u["sessionUpdate"] == kind).collect()
+}
+
+/// The agent's text after the last tool update.
+fn answer_text(updates: &[Value]) -> String {
+    let last_tool = updates
+        .iter()
+        .rposition(|u| u["sessionUpdate"] == "tool_call_update" || u["sessionUpdate"] == "tool_call")
+        .map_or(0, |i| i + 1);
+    updates[last_tool..]
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap())
+        .collect()
+}
+
+fn result_text(update: &Value) -> &str {
+    update["content"][0]["content"]["text"].as_str().unwrap()
+}
+
+fn http_server(name: &str, url: &str) -> McpServer {
+    McpServer::Http(McpServerHttp::new(name, url))
+}
+
+#[tokio::test]
+async fn the_command_line_needs_a_model_and_an_immediate_eof_exits_0() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let no_model = crate::support::mecated(scratch.dir.path(), &["acp", "--workspace", &ws], &[]).await;
+    assert_eq!(no_model.code, 2, "{no_model:?}");
+    for needle in ["--mock", "--mock-script", "--provider"] {
+        assert!(no_model.stderr.contains(needle), "{no_model:?}");
+    }
+    let bad_workspace = crate::support::mecated(
+        scratch.dir.path(),
+        &["acp", "--mock", "--workspace", "/no/such/dir"],
+        &[],
+    )
+    .await;
+    assert_eq!(bad_workspace.code, 2, "{bad_workspace:?}");
+    assert!(bad_workspace.stderr.contains("--workspace"), "{bad_workspace:?}");
+    // stdin is /dev/null: EOF before any message.
+    let eof = crate::support::mecated(
+        scratch.dir.path(),
+        &["acp", "--mock", "--toolhive=false", "--workspace", &ws],
+        &[],
+    )
+    .await;
+    assert_eq!(eof.code, 0, "{eof:?}");
+    assert_eq!(eof.stdout, "", "{eof:?}");
+}
+
+#[tokio::test]
+async fn initialize_advertises_v1_text_prompts_and_http_mcp_only() {
+    let setup = Setup::new(READ_THEN_DONE);
+    // Launched the way an editor built on the crate launches an agent.
+    let client = AcpClient::start_acp_agent(setup.scratch.dir.path(), &setup.args).await;
+    let init = serde_json::to_value(&client.init).unwrap();
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agentInfo"]["name"], "mecated");
+    assert_eq!(init["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(init["authMethods"], json!([]));
+    let caps = &init["agentCapabilities"];
+    assert_eq!(caps["loadSession"], false);
+    assert_eq!(
+        caps["promptCapabilities"],
+        json!({"image": false, "audio": false, "embeddedContext": true})
+    );
+    assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": false}));
+    assert_eq!(client.finish().await, None);
+}
+
+#[tokio::test]
+async fn session_new_answers_an_id_and_modes_then_the_command_palette() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let commands = setup.scratch.write(
+        "commands/hello.md",
+        "---\ndescription: Say hello\n---\nSay hello to $ARGUMENTS.\n",
+    );
+    let commands = commands.parent().unwrap().display().to_string();
+    let setup = setup.arg("--commands-dir").arg(&commands);
+    let mut client = setup.start().await;
+    let response = client.new_session(&setup.ws(), Vec::new()).await.unwrap();
+    let response = serde_json::to_value(&response).unwrap();
+    let id = response["sessionId"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    assert_eq!(response["modes"]["currentModeId"], "default");
+    let modes: Vec<&str> = response["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["default", "plan", "acceptEdits"]);
+
+    let palette = client.next_update().await;
+    assert_eq!(*palette.session_id.0, *id);
+    let palette = serde_json::to_value(&palette.update).unwrap();
+    assert_eq!(palette["sessionUpdate"], "available_commands_update");
+    assert_eq!(
+        palette["availableCommands"],
+        json!([{"name": "hello", "description": "Say hello"}])
+    );
+    // Created before its first prompt: the store holds it already.
+    let listed = std::fs::read_dir(setup.store().join("sid-v1"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".session.json"));
+    assert!(listed);
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn session_new_refuses_a_cwd_outside_the_workspace_and_an_sse_server_connecting_nothing() {
+    let good = McpFixture::start(FixtureSpec::tools("good:", &["echo"])).await;
+    let setup = Setup::new(READ_THEN_DONE);
+    let client = setup.start().await;
+
+    let outside = setup.scratch.dir.path().to_path_buf();
+    let error = client
+        .new_session(&outside, vec![http_server("good", &good.url)])
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        error.message.contains(&outside.display().to_string()),
+        "{error:?}"
+    );
+    assert!(error.message.contains("outside the workspace"), "{error:?}");
+
+    let relative = client
+        .new_session(std::path::Path::new("ws"), Vec::new())
+        .await
+        .unwrap_err();
+    assert_eq!(relative.code, ErrorCode::INVALID_PARAMS);
+
+    let sse = McpServer::Sse(McpServerSse::new("legacy", "http://127.0.0.1:9/sse"));
+    let error = client
+        .new_session(&setup.ws(), vec![http_server("good", &good.url), sse])
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("\"legacy\""), "{error:?}");
+    assert!(error.message.contains("SSE"), "{error:?}");
+    assert!(!error.message.contains("\"good\""), "{error:?}");
+    assert_eq!(error.data, Some(json!({"servers": ["legacy"]})));
+
+    assert_eq!(good.requests(), 0, "nothing was connected");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn an_unreachable_client_server_fails_the_session_naming_it() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let client = setup.start().await;
+    let port = test_peers::free_port();
+    let error = client
+        .new_session(
+            &setup.ws(),
+            vec![http_server("dead", &format!("http://127.0.0.1:{port}/mcp"))],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
+    assert!(error.message.contains("\"dead\""), "{error:?}");
+    exits_cleanly(client).await;
+}
+
+const TEST_FS: &str = "a_stdio_filesystem_server_serves_its_session_only_and_exits_with_the_connection";
+
+#[tokio::test]
+async fn a_stdio_filesystem_server_serves_its_session_only_and_exits_with_the_connection() {
+    let Some(node) = test_peers::node(TEST_FS) else {
+        return;
+    };
+    let Some(server) = test_peers::npm_file(TEST_FS, "@modelcontextprotocol/server-filesystem/dist/index.js")
+    else {
+        return;
+    };
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "d1", "name": "mcp__fs__list_allowed_directories", "args": {}}]},
+          {"text": "done"}
+        ]}"#,
+    );
+    let mut client = setup.start().await;
+    let ws = setup.ws();
+    // No `type`: ACP's baseline stdio transport.
+    let stdio = McpServer::Stdio(
+        McpServerStdio::new("fs", node).args(vec![server.display().to_string(), ws.display().to_string()]),
+    );
+    let with_fs = client.session(&ws, vec![stdio]).await;
+    let without = client.session(&ws, Vec::new()).await;
+
+    let agent = client.pid();
+    let child = children(agent)
+        .into_iter()
+        .find(|pid| cmdline(*pid).contains("server-filesystem"))
+        .expect("the stdio server is a child of mecated");
+
+    let response = client.prompt(&with_fs, "where may you look?").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&with_fs);
+    let results = of_kind(&updates, "tool_call_update");
+    assert_eq!(results.len(), 1, "{updates:#?}");
+    assert_eq!(results[0]["status"], "completed", "{updates:#?}");
+    assert!(
+        result_text(results[0]).contains(&ws.display().to_string()),
+        "{updates:#?}"
+    );
+    let tools = init_tools(&setup.store(), &with_fs);
+    assert!(tools.iter().any(|t| t == "mcp__fs__read_text_file"), "{tools:?}");
+
+    let response = client.prompt(&without, "where may you look?").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&without);
+    let results = of_kind(&updates, "tool_call_update");
+    assert_eq!(results[0]["status"], "failed", "{updates:#?}");
+    assert!(result_text(results[0]).contains("no such tool"), "{updates:#?}");
+    let tools = init_tools(&setup.store(), &without);
+    assert!(!tools.iter().any(|t| t.starts_with("mcp__fs__")), "{tools:?}");
+
+    assert!(alive(child));
+    exits_cleanly(client).await;
+    assert!(
+        crate::support::wait_until(PATIENCE, || !alive(child)).await,
+        "the stdio server outlived the connection"
+    );
+}
+
+const TEST_ENV: &str = "a_stdio_server_gets_the_entrys_env_and_none_of_the_harness_credentials";
+
+#[tokio::test]
+async fn a_stdio_server_gets_the_entrys_env_and_none_of_the_harness_credentials() {
+    let Some(node) = test_peers::node(TEST_ENV) else {
+        return;
+    };
+    let Some(server) =
+        test_peers::npm_file(TEST_ENV, "@modelcontextprotocol/server-everything/dist/index.js")
+    else {
+        return;
+    };
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "g1", "name": "mcp__ev__get-env", "args": {}}]},
+          {"text": "done"}
+        ]}"#,
+    );
+    let mut client = setup
+        .start_with_env(&[
+            ("OPENAI_API_KEY", "sk-harness-secret"),
+            ("MCP_EV_TOKEN", "harness-token"),
+        ])
+        .await;
+    let stdio = McpServer::Stdio(
+        McpServerStdio::new("ev", node)
+            .args(vec![server.display().to_string(), "stdio".to_owned()])
+            .env(vec![EnvVariable::new("FROM_THE_EDITOR", "yes")]),
+    );
+    let session = client.session(&setup.ws(), vec![stdio]).await;
+    let response = client.prompt(&session, "show your env").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let result = of_kind(&updates, "tool_call_update")[0];
+    assert_eq!(result["status"], "completed", "{result}");
+    let env = result_text(result);
+    assert!(env.contains("FROM_THE_EDITOR"), "{env}");
+    assert!(!env.contains("sk-harness-secret"), "{env}");
+    assert!(!env.contains("harness-token"), "{env}");
+    exits_cleanly(client).await;
+}
+
+const TEST_EDITOR: &str = "an_editor_session_calls_a_core_tool_and_a_client_http_mcp_tool";
+
+#[tokio::test]
+async fn an_editor_session_calls_a_core_tool_and_a_client_http_mcp_tool() {
+    let Some(everything) = test_peers::everything_http(
+        TEST_EDITOR,
+        "@modelcontextprotocol/server-everything/dist/index.js",
+    ) else {
+        return;
+    };
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"text": "looking", "tool_calls": [
+            {"id": "r1", "name": "Read", "args": {"path": "README.md"}},
+            {"id": "e1", "name": "mcp__ev__echo", "args": {"message": "hi from the editor"}}]},
+          {"text": "done"}
+        ]}"#,
+    );
+    let mut client = setup.start().await;
+    let url = format!("{}/mcp", everything.base_url());
+    let session = client.session(&setup.ws(), vec![http_server("ev", &url)]).await;
+    let response = client.prompt(&session, "read and echo").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let calls = of_kind(&updates, "tool_call");
+    let ids: Vec<&str> = calls.iter().map(|c| c["toolCallId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["r1", "e1"]);
+    assert!(
+        calls[1]["kind"].is_null(),
+        "`other` is the default kind, left off the wire"
+    );
+    assert_eq!(calls[1]["title"], "mcp__ev__echo message=hi from the editor");
+    let results = of_kind(&updates, "tool_call_update");
+    let read = results.iter().find(|u| u["toolCallId"] == "r1").unwrap();
+    let echo = results.iter().find(|u| u["toolCallId"] == "e1").unwrap();
+    assert_eq!(read["status"], "completed");
+    assert!(result_text(read).contains("# test workspace"));
+    assert_eq!(echo["status"], "completed", "{updates:#?}");
+    assert!(result_text(echo).contains("hi from the editor"), "{updates:#?}");
+    assert_eq!(answer_text(&updates), "done");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn a_read_then_text_prompt_streams_the_call_its_result_and_the_answer() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let response = client.prompt(&session, "what is in the README?").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+
+    let updates: Vec<Value> = client
+        .updates_of(&session)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect();
+    assert_eq!(
+        updates[0],
+        json!({
+            "sessionUpdate": "tool_call", "toolCallId": "r1", "title": "Read README.md",
+            "kind": "read", "rawInput": {"path": "README.md"}
+        }),
+        "pending is the default status, so it is not on the wire"
+    );
+    assert_eq!(updates[1]["sessionUpdate"], "tool_call_update");
+    assert_eq!(updates[1]["toolCallId"], "r1");
+    assert_eq!(updates[1]["status"], "completed");
+    assert_eq!(result_text(&updates[1]), "1\t# test workspace");
+    assert!(
+        updates[2..]
+            .iter()
+            .all(|u| u["sessionUpdate"] == "agent_message_chunk"),
+        "{updates:#?}"
+    );
+    assert_eq!(answer_text(&updates), "done");
+    assert_eq!(tool_records(&setup.store(), &session).len(), 1);
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn prompts_become_text_and_binary_content_is_refused() {
+    let setup = Setup::new(r#"{"turns": [{"text": "noted"}]}"#);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let image = client
+        .send_prompt_blocks(
+            &session,
+            vec![
+                ContentBlock::Text(TextContent::new("look")),
+                ContentBlock::Image(ImageContent::new("AAAA", "image/png")),
+            ],
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(image.code, ErrorCode::INVALID_PARAMS);
+    assert!(image.message.contains("image"), "{image:?}");
+
+    let unknown = client
+        .prompt("0123456789abcdef0123456789abcdef", "hi")
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::RESOURCE_NOT_FOUND);
+
+    let response = client.prompt(&session, "hello").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(answer_text(&client.updates_of(&session)), "noted");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn a_write_ask_allowed_once_runs_the_write() {
+    let setup = Setup::new(WRITE_THEN_DONE);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "write it");
+    let ask = client.next_ask().await;
+    let request = ask.json();
+    assert_eq!(request["sessionId"], session);
+    assert_eq!(request["toolCall"]["toolCallId"], "w1");
+    assert_eq!(request["toolCall"]["kind"], "edit");
+    assert_eq!(
+        request["toolCall"]["rawInput"],
+        json!({"path": "out.txt", "content": "hello"})
+    );
+    let options: Vec<(&str, &str)> = request["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["optionId"].as_str().unwrap(), o["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        options,
+        [
+            ("allow_once", "allow_once"),
+            ("allow_always", "allow_always"),
+            ("reject_once", "reject_once")
+        ]
+    );
+    ask.select("allow_once");
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+
+    let updates = client.updates_of(&session);
+    let w1: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["toolCallId"] == "w1")
+        .map(|u| u["status"].as_str().unwrap_or("pending"))
+        .collect();
+    assert_eq!(w1, ["pending", "in_progress", "completed"], "{updates:#?}");
+    assert_eq!(
+        std::fs::read_to_string(setup.ws().join("out.txt")).unwrap(),
+        "hello"
+    );
+    assert_eq!(tool_records(&setup.store(), &session).len(), 1);
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn a_write_ask_rejected_or_cancelled_fails_the_call_and_records_nothing() {
+    let setup = Setup::new(WRITE_THEN_DONE);
+    let mut client = setup.start().await;
+    for answer in ["reject_once", "cancelled"] {
+        let session = client.session(&setup.ws(), Vec::new()).await;
+        let pending = client.send_prompt(&session, "write it");
+        let ask = client.next_ask().await;
+        if answer == "cancelled" {
+            ask.cancel();
+        } else {
+            ask.select(answer);
+        }
+        let response = pending.await.unwrap().unwrap();
+        assert_eq!(response.stop_reason, StopReason::EndTurn, "{answer}");
+        let updates = client.updates_of(&session);
+        let w1: Vec<&Value> = updates.iter().filter(|u| u["toolCallId"] == "w1").collect();
+        assert_eq!(w1.len(), 2, "{answer}: {updates:#?}");
+        assert_eq!(w1[1]["status"], "failed", "{answer}");
+        assert!(result_text(w1[1]).contains("denied"), "{answer}: {}", w1[1]);
+        assert_eq!(answer_text(&updates), "done", "{answer}");
+        assert!(tool_records(&setup.store(), &session).is_empty(), "{answer}");
+    }
+    assert!(!setup.ws().join("out.txt").exists());
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn session_cancel_during_a_slow_turn_answers_cancelled_at_once() {
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+          {"delay_ms": 5000, "text": "too late"}
+        ]}"#,
+    );
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let started = Instant::now();
+    let pending = client.send_prompt(&session, "take your time");
+
+    // The first turn's result: the slow turn is next.
+    loop {
+        let update = serde_json::to_value(&client.next_update().await.update).unwrap();
+        if update["sessionUpdate"] == "tool_call_update" {
+            break;
+        }
+    }
+    // While it runs: a second prompt and a mode change are refused.
+    let second = client.prompt(&session, "again").await.unwrap_err();
+    assert_eq!(second.code, ErrorCode::INVALID_REQUEST);
+    assert!(second.message.contains("in progress"), "{second:?}");
+    let mode = client
+        .cx
+        .send_request(SetSessionModeRequest::new(session.clone(), "plan"))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(mode.code, ErrorCode::INVALID_REQUEST, "{mode:?}");
+
+    let cancelled_at = Instant::now();
+    client
+        .cx
+        .send_notification(agent_client_protocol::v1::schema::CancelNotification::new(
+            session.clone(),
+        ))
+        .unwrap();
+    let response = pending.await.unwrap().unwrap();
+    let waited = cancelled_at.elapsed();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    assert!(waited < Duration::from_millis(500), "cancelled after {waited:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(answer_text(&client.updates_of(&session)).is_empty());
+
+    // The session goes on.
+    let response = client.prompt(&session, "once more").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn session_cancel_denies_a_pending_ask() {
+    let setup = Setup::new(WRITE_THEN_DONE);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "write it");
+    let ask = client.next_ask().await;
+    client
+        .cx
+        .send_notification(agent_client_protocol::v1::schema::CancelNotification::new(
+            session.clone(),
+        ))
+        .unwrap();
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    // The client's late answer changes nothing.
+    ask.select("allow_once");
+    let updates = client.updates_of(&session);
+    let w1: Vec<&Value> = updates.iter().filter(|u| u["toolCallId"] == "w1").collect();
+    assert_eq!(w1.last().unwrap()["status"], "failed", "{updates:#?}");
+    assert!(tool_records(&setup.store(), &session).is_empty());
+    assert!(!setup.ws().join("out.txt").exists());
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_a_scripted_write_without_asking_or_recording() {
+    let setup = Setup::new(WRITE_THEN_DONE);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+
+    let bad = client
+        .cx
+        .send_request(SetSessionModeRequest::new(session.clone(), "sideways"))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code, ErrorCode::INVALID_PARAMS);
+    assert!(bad.message.contains("sideways"), "{bad:?}");
+
+    client
+        .cx
+        .send_request(SetSessionModeRequest::new(session.clone(), "plan"))
+        .block_task()
+        .await
+        .unwrap();
+    let updates = client.updates_of(&session);
+    assert_eq!(
+        updates.last().unwrap(),
+        &json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+    );
+
+    let response = client.prompt(&session, "write it").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert!(!client.has_ask(), "plan mode never asks");
+    let updates = client.updates_of(&session);
+    let w1: Vec<&Value> = updates.iter().filter(|u| u["toolCallId"] == "w1").collect();
+    assert_eq!(w1.len(), 2, "{updates:#?}");
+    assert_eq!(w1[1]["status"], "failed");
+    assert!(
+        result_text(w1[1]).contains("not available in plan mode"),
+        "{}",
+        w1[1]
+    );
+    assert!(tool_records(&setup.store(), &session).is_empty());
+    assert!(!setup.ws().join("out.txt").exists());
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn a_sessions_client_servers_stay_in_that_session() {
+    let cli = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("echo"), FixtureTool::read_only("ping")],
+        prefix: "cli:".to_owned(),
+        resources: Vec::new(),
+    })
+    .await;
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "e1", "name": "mcp__cli__echo", "args": {"text": "hi"}}]},
+          {"text": "done"}
+        ]}"#,
+    );
+    let mut client = setup.start().await;
+    let a = client
+        .session(&setup.ws(), vec![http_server("cli", &cli.url)])
+        .await;
+    let b = client.session(&setup.ws(), Vec::new()).await;
+
+    let response = client.prompt(&b, "echo").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&b);
+    let result = of_kind(&updates, "tool_call_update")[0];
+    assert_eq!(result["status"], "failed");
+    assert!(
+        result_text(result).contains("no such tool: \"mcp__cli__echo\""),
+        "{result}"
+    );
+    let b_tools = init_tools(&setup.store(), &b);
+    assert!(b_tools.iter().any(|t| t == "Read"), "{b_tools:?}");
+    assert!(
+        !b_tools.iter().any(|t| t.starts_with("mcp__cli__")),
+        "{b_tools:?}"
+    );
+    assert!(cli.calls().is_empty(), "B never reached the server");
+
+    let response = client.prompt(&a, "echo").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&a);
+    let result = of_kind(&updates, "tool_call_update")[0];
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result_text(result), "cli:hi");
+    let a_tools = init_tools(&setup.store(), &a);
+    assert!(a_tools.iter().any(|t| t == "mcp__cli__echo"), "{a_tools:?}");
+    assert!(a_tools.iter().any(|t| t == "mcp__cli__ping"), "{a_tools:?}");
+
+    exits_cleanly(client).await;
+    assert!(
+        crate::support::wait_until(PATIENCE, || cli.deletes() == 1).await,
+        "the connection's end closed A's client server"
+    );
+}
+
+#[tokio::test]
+async fn stdout_carries_protocol_frames_only_and_eof_exits_0() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let mut client = setup.start_with_env(&[("MECATED_LOG", "debug")]).await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let response = client.prompt(&session, "read").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let _ = client.updates_of(&session);
+    let (stdout, stderr) = {
+        let lines = client.lines();
+        (lines.stdout.clone(), lines.stderr.len())
+    };
+    exits_cleanly(client).await;
+    assert!(stdout.len() >= 5, "{stdout:#?}");
+    for line in &stdout {
+        let frame: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert_eq!(frame["jsonrpc"], "2.0", "{line}");
+        assert!(
+            frame.get("method").is_some() || frame.get("result").is_some() || frame.get("error").is_some(),
+            "{line}"
+        );
+    }
+    assert!(stderr > 0, "debug logs go to stderr");
+}
