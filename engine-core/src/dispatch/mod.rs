@@ -11,6 +11,7 @@
 
 mod asks;
 mod call_ids;
+mod execution;
 mod pipeline;
 mod segments;
 

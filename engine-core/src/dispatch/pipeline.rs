@@ -1,5 +1,5 @@
-//! The per-call pipeline: prepare (serial, call order), execute (own task, bounded
-//! batch), finish (call order).
+//! The per-call pipeline: prepare (serial, call order), execute (a batch of reads on
+//! their own tasks, bounded; a lone call inline), finish (call order).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -10,9 +10,9 @@ use engine_ports::{
     elapsed_between,
 };
 use tokio::sync::Semaphore;
-use tokio::task::{JoinError, JoinHandle};
 use tokio::time::Instant;
 
+use super::execution::{Execution, Failed};
 use super::segments::segments;
 use super::{DispatchConfig, TurnContext, TurnOutcome, normalize_call_ids};
 use crate::catalog::Resolved;
@@ -51,7 +51,7 @@ enum Running {
         call: ToolCall,
         tool_name: String,
         start: Option<SystemTime>,
-        handle: JoinHandle<Executed>,
+        handle: Execution<Executed>,
     },
 }
 
@@ -101,11 +101,13 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
         }
 
         let slots = Arc::new(Semaphore::new(config.max_parallel_reads.get()));
+        // A lone call has nothing to run beside: it runs inline, without a task.
+        let inline = segment.len() == 1;
         let mut running = Vec::with_capacity(prepared.len());
         for (step, index) in prepared.into_iter().zip(segment.clone()) {
             running.push(match step {
                 Step::Stopped(result) => Running::Stopped(result),
-                Step::Ready { tool, call } => launch(ctx, &slots, tool, call, &calls[index]).await,
+                Step::Ready { tool, call } => launch(ctx, &slots, tool, call, &calls[index], inline).await,
             });
         }
 
@@ -387,6 +389,7 @@ async fn launch(
     tool: Arc<dyn Tool>,
     call: ToolCall,
     original: &ToolCall,
+    inline: bool,
 ) -> Running {
     if ctx.cancel.is_cancelled() {
         return Running::Stopped(cancelled_result(original));
@@ -405,9 +408,9 @@ async fn launch(
     let env = ctx.environment.clone();
     let task_call = call.clone();
     let tool_name = call.name().to_owned();
-    let handle = tokio::spawn(async move {
-        // Spawned tasks may first run after the turn was cancelled: then the call
-        // never starts.
+    let work = async move {
+        // The work may first run after the turn was cancelled: then the call never
+        // starts.
         if token.is_cancelled() {
             return Executed {
                 outcome: None,
@@ -421,7 +424,8 @@ async fn launch(
             outcome: Some(outcome),
             end,
         }
-    });
+    };
+    let handle = Execution::start(work, inline);
     Running::Started {
         call,
         tool_name,
@@ -431,7 +435,7 @@ async fn launch(
 }
 
 /// Waits for one execution; once the turn is cancelled, waits at most until the
-/// shared grace deadline, then aborts the task. The second value is `None` when the
+/// shared grace deadline, then aborts the work. The second value is `None` when the
 /// call never started, else the end time (`Some(None)` without a clock).
 async fn collect(
     ctx: &TurnContext,
@@ -439,7 +443,7 @@ async fn collect(
     deadline: &mut Option<Instant>,
     call: &ToolCall,
     tool_name: &str,
-    mut handle: JoinHandle<Executed>,
+    mut handle: Execution<Executed>,
 ) -> (ToolResult, Option<Option<SystemTime>>) {
     let joined = loop {
         match *deadline {
@@ -484,15 +488,16 @@ async fn collect(
             };
             (result, Some(end))
         }
-        Some(Err(join_error)) => (joined_error(ctx, call, tool_name, join_error), Some(now())),
+        Some(Err(failed)) => (failed_result(ctx, call, tool_name, failed), Some(now())),
     }
 }
 
-fn joined_error(ctx: &TurnContext, call: &ToolCall, tool_name: &str, error: JoinError) -> ToolResult {
-    if !error.is_panic() {
-        return cancelled_result(call);
-    }
-    let message = panic_message(error.into_panic());
+fn failed_result(ctx: &TurnContext, call: &ToolCall, tool_name: &str, failed: Failed) -> ToolResult {
+    let payload = match failed {
+        Failed::Panicked(payload) => payload,
+        Failed::Aborted => return cancelled_result(call),
+    };
+    let message = panic_message(payload);
     tracing::error!(
         session_id = %ctx.session_id,
         call_id = %call.id(),

@@ -416,6 +416,32 @@ async fn a_panicking_tool_gets_an_error_result_and_its_batch_goes_on() {
     assert_eq!(stop_of(&events), (StopReason::EndTurn, "fine".to_owned()));
 }
 
+/// A segment of one call runs inline (no task of its own): its panic is contained too.
+#[tokio::test]
+async fn a_lone_panicking_call_gets_an_error_result_and_the_run_goes_on() {
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![
+        FakeTool::new("Boom", false, &probe)
+            .behaving(|_, _| async { panic!("exploded alone") })
+            .arc(),
+    ]);
+    let turns = vec![
+        ScriptedTurn::call("b", "Boom", "{}"),
+        ScriptedTurn::text("still here"),
+    ];
+    let h = harness(catalog, turns, config());
+    let events = run_to_end(&h.engine, "s", "go").await;
+    let results = results_of(&events);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].2, "an error result");
+    assert!(
+        results[0].1.contains("Boom") && results[0].1.contains("exploded alone"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(stop_of(&events), (StopReason::EndTurn, "still here".to_owned()));
+}
+
 fn blocking_read(name: &str, probe: &Arc<Probe>, started: mpsc::UnboundedSender<String>) -> FakeTool {
     FakeTool::new(name, true, probe).behaving(move |call, cancel| {
         let started = started.clone();
