@@ -140,10 +140,13 @@ def run_criterion(mode: dict, work: Path) -> dict:
 
 def read_estimates(home: Path) -> dict:
     """criterion's `new/` results by full id: median with its 95 % interval, mean, and
-    the spread (min, quartiles, max) of the per-sample times, all in ns per iteration."""
+    the spread (min, quartiles, max) of the per-sample times, all in ns per iteration;
+    `elements` is the bench's declared throughput (elements per iteration), if any."""
     found = {}
     for meta in home.glob("**/new/benchmark.json"):
-        full_id = json.loads(meta.read_text())["full_id"]
+        info = json.loads(meta.read_text())
+        full_id = info["full_id"]
+        throughput = info.get("throughput") or {}
         est = json.loads((meta.parent / "estimates.json").read_text())
         sample = json.loads((meta.parent / "sample.json").read_text())
         per_iter = sorted(t / i for t, i in zip(sample["times"], sample["iters"]))
@@ -155,6 +158,7 @@ def read_estimates(home: Path) -> dict:
             "samples": len(per_iter),
             "min": per_iter[0], "p25": quantile(per_iter, 0.25), "p75": quantile(per_iter, 0.75),
             "max": per_iter[-1],
+            "elements": throughput.get("Elements"),
         }
     return found
 
