@@ -24,13 +24,17 @@ test:
 doc:
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 
-# Everything CI runs: peers, fmt, clippy, tests, docs.
+# Everything CI runs: peers, fmt, clippy, tests, the benchmark smoke run, docs.
 check:
     scripts/test.sh
 
 # Criterion benchmarks (release profile).
 bench *ARGS:
     cargo bench --workspace {{ARGS}}
+
+# Regenerate BENCHMARKS.md (full run, about 20 minutes on 2 cores).
+benchmarks:
+    scripts/benchmarks.sh
 
 # Install or refresh the third-party test peers into .peers/.
 peers:
