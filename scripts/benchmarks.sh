@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: the one benchmark command (see the top of BENCHMARKS.md).
 #
-#   scripts/benchmarks.sh           full run (release; about half an hour on 2 cores),
+#   scripts/benchmarks.sh           full run (release; 15-20 minutes on 2 cores with a warm build),
 #                                   writes BENCHMARKS.md at the repository root
 #   scripts/benchmarks.sh --smoke   every step on a tiny configuration (dev profile,
 #                                   criterion --quick, a few MCP calls); renders the
