@@ -107,7 +107,11 @@ async fn drafts_with_quotes_and_controls_re_parse_to_what_was_written() {
 
 #[tokio::test]
 async fn scenario_48_draft_names() {
-    let root = tempfile::tempdir().unwrap();
+    // The quarantine lives one level down in a private directory, so "nothing escaped
+    // next to it" is checked on that directory alone, never on the shared temp dir.
+    let parent = tempfile::tempdir().unwrap();
+    let quarantine = parent.path().join("quarantine");
+    std::fs::create_dir(&quarantine).unwrap();
     let long = "a".repeat(65);
     for name in [
         "Deploy",
@@ -122,7 +126,7 @@ async fn scenario_48_draft_names() {
         "_deploy",
         "a/../../b",
     ] {
-        let error = drafter(root.path(), &[])
+        let error = drafter(&quarantine, &[])
             .draft(request(name, "d", "b"))
             .await
             .unwrap_err();
@@ -132,17 +136,17 @@ async fn scenario_48_draft_names() {
             "shows a valid example: {error}"
         );
     }
-    assert!(files(root.path()).is_empty());
-    assert!(
-        files(&root.path().join(".."))
-            .iter()
-            .all(|f| !f.contains("escape"))
+    assert!(files(&quarantine).is_empty());
+    assert_eq!(
+        files(parent.path()),
+        Vec::<String>::new(),
+        "nothing written beside the quarantine"
     );
-    drafter(root.path(), &[])
+    drafter(&quarantine, &[])
         .draft(request("my_skill", "d", "b"))
         .await
         .unwrap();
-    assert_eq!(files(root.path()), ["my_skill/SKILL.md"]);
+    assert_eq!(files(&quarantine), ["my_skill/SKILL.md"]);
 }
 
 #[tokio::test]
