@@ -6,9 +6,9 @@
 //!              [--warm-up 200] [--calls 2000]
 //! ```
 //!
-//! `--url` dials one streamable-HTTP server with both clients (the same reqwest
-//! settings as the adapter: no idle pooling, rmcp's session re-init off, response
-//! cache off). `--stdio` starts the program twice, one child per client. Calls are
+//! `--url` dials one streamable-HTTP server with both clients: ours as `mecated`
+//! builds it, the bare one with rmcp's default client settings (its own pooled
+//! reqwest client, default transport config and response cache). `--stdio` starts the program twice, one child per client. Calls are
 //! sequential and interleaved (ours and bare in each round, alternating which goes
 //! first) so both see the same machine state. Prints one JSON object on stdout:
 //! `{"transport","tool","warm_up","ours_us":[…],"bare_us":[…]}` (microseconds per call,
@@ -32,9 +32,8 @@ use engine_core::{Catalog, Environment};
 use engine_ports::{CancellationToken, ToolCall};
 use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ClientConfig, JsonObject};
-use rmcp::service::{ClientCacheConfig, RoleClient, RunningService, ServiceExt as _};
+use rmcp::service::{RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
 /// The server name our catalog mounts it under (`mcp__bench__<tool>`).
@@ -105,16 +104,11 @@ impl ClientHandler for Bare {
 }
 
 async fn bare_client(target: &Target) -> RunningService<RoleClient, Bare> {
-    let client = match target {
+    match target {
         Target::Http(url) => {
-            // The adapter's HTTP settings: no idle pooling, no silent session re-init.
-            let http = reqwest::Client::builder()
-                .pool_max_idle_per_host(0)
-                .build()
-                .unwrap();
-            let config =
-                StreamableHttpClientTransportConfig::with_uri(url.as_str()).reinit_on_expired_session(false);
-            Bare.serve(StreamableHttpClientTransport::with_client(http, config))
+            // rmcp's default client settings: its own pooled reqwest client and
+            // default transport config (the baseline a user of rmcp gets).
+            Bare.serve(StreamableHttpClientTransport::from_uri(url.as_str()))
                 .await
                 .unwrap()
         }
@@ -136,12 +130,7 @@ async fn bare_client(target: &Target) -> RunningService<RoleClient, Bare> {
             });
             Bare.serve((stdout, stdin)).await.unwrap()
         }
-    };
-    client
-        .peer()
-        .set_response_cache_config(ClientCacheConfig::disabled())
-        .await;
-    client
+    }
 }
 
 async fn our_catalog(target: &Target) -> (McpManager, Catalog) {

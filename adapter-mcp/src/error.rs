@@ -30,6 +30,17 @@ impl Operation {
             Self::Close => "mcp close failed",
         }
     }
+
+    /// The MCP method of this operation, as a timeout names it.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::CallTool => "tools/call",
+            Self::ReadResource => "resources/read",
+            Self::GetPrompt => "prompts/get",
+            Self::List => "a listing",
+            Self::Close => "close",
+        }
+    }
 }
 
 impl fmt::Display for Operation {
@@ -81,6 +92,24 @@ pub enum McpError {
         /// The operation.
         operation: Operation,
     },
+    /// No reply within the request timeout (restarted by each progress notification)
+    /// or the longest call allowed: the server was sent `notifications/cancelled`;
+    /// whether the request ran is unknown.
+    #[error(
+        "{}: MCP server {server:?} did not answer {subject} within {}; request outcome is unknown",
+        operation.prefix(),
+        crate::server::seconds(*after)
+    )]
+    TimedOut {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+        /// What was asked: the remote tool name of a call, else the method.
+        subject: String,
+        /// The limit that ran out.
+        after: std::time::Duration,
+    },
     /// The server answered with a JSON-RPC error (a successful round trip).
     #[error("{}: {message} (JSON-RPC error {code})", operation.prefix())]
     Remote {
@@ -126,6 +155,7 @@ impl McpError {
             | Self::Closed { server, .. }
             | Self::UnavailableAfterReconnect { server, .. }
             | Self::OutcomeUnknown { server, .. }
+            | Self::TimedOut { server, .. }
             | Self::Remote { server, .. }
             | Self::Failed { server, .. } => Some(server),
             Self::Cancelled => None,

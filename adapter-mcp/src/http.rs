@@ -1,10 +1,20 @@
 //! Our own `reqwest` client for streamable-HTTP servers: same-origin 307/308 redirects
-//! only (or none), so headers and the bearer token never reach another origin.
+//! only (or none), so headers and the bearer token never reach another origin; pooled
+//! keep-alive connections; and [`SessionAwareClient`], which recognises a lost session
+//! whatever the server's SDK answers.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures::stream::BoxStream;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
 
 use crate::config::Redirects;
 
@@ -13,18 +23,231 @@ pub(crate) const MAX_REDIRECTS: usize = 10;
 
 /// Builds the HTTP client of one server.
 ///
-/// Idle connections are not pooled: a restarted server never meets a stale pooled
-/// connection (which would blur "not delivered" into "possibly delivered"), and
-/// Linux delayed-ACK stalls on reused connections are avoided.
+/// Keep-alive connections are pooled (reqwest's defaults), so a call does not pay a
+/// TCP handshake. A pooled connection the server closed is dropped from the pool when
+/// its close is read; a request that raced such a close before being written is
+/// retried by the connection pool itself, and one that failed to connect is "not
+/// delivered" (resent once after a reconnect). `TCP_NODELAY` avoids the delayed-ACK
+/// stall of small requests on a reused connection.
 pub(crate) fn build_client(redirects: Redirects) -> Result<reqwest::Client, reqwest::Error> {
     let policy = match redirects {
         Redirects::None => reqwest::redirect::Policy::none(),
         Redirects::SameOrigin => same_origin_policy(),
     };
     reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
+        .tcp_nodelay(true)
         .redirect(policy)
         .build()
+}
+
+/// The HTTP client one session's transport runs on: the server's pooled
+/// `reqwest::Client`, plus the session's "lost" flag.
+///
+/// rmcp completes a pending request only when a reply names it. Servers tell a
+/// client its session is gone in SDK-specific ways, and some of them would leave the
+/// request waiting forever: the TypeScript SDK answers a stale `Mcp-Session-Id` with
+/// HTTP 400 and a JSON-RPC error **without an id**, which rmcp can route to no one.
+/// This wrapper turns every such answer into rmcp's typed `SessionExpired` (so the
+/// request fails as "not delivered" and is resent once on a fresh session) and sets
+/// the flag, so the next call reconnects before sending:
+///
+/// - a POST on a session answered by HTTP 404 (rmcp already says `SessionExpired`);
+/// - a POST on a session answered by a JSON-RPC error without an id, whatever the
+///   HTTP status (the server could not tie it to our request: it did not run it);
+/// - the standalone GET stream of a session refused with a 4xx other than 405;
+/// - any request after the flag was set (fails fast instead of dialling the dead
+///   session).
+#[derive(Clone)]
+pub(crate) struct SessionAwareClient {
+    inner: reqwest::Client,
+    lost: Arc<AtomicBool>,
+}
+
+impl SessionAwareClient {
+    /// Wraps `inner` with a fresh flag (one per session).
+    pub(crate) fn new(inner: reqwest::Client) -> Self {
+        Self {
+            inner,
+            lost: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The flag [`SessionAwareClient`] sets when the session is lost.
+    pub(crate) fn lost_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.lost)
+    }
+
+    fn mark_lost(&self, why: &str) {
+        if !self.lost.swap(true, Ordering::SeqCst) {
+            tracing::debug!(why, "MCP session lost");
+        }
+    }
+
+    fn check_post(
+        &self,
+        session_attached: bool,
+        result: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        match result {
+            Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _)) if error.id.is_none() => {
+                if session_attached {
+                    self.mark_lost("a JSON-RPC error without an id answered a POST on the session");
+                    Err(StreamableHttpError::SessionExpired)
+                } else {
+                    Err(StreamableHttpError::UnexpectedServerResponse(
+                        format!(
+                            "the server answered with a JSON-RPC error that names no request: {} (code {})",
+                            error.error.message, error.error.code.0
+                        )
+                        .into(),
+                    ))
+                }
+            }
+            Err(StreamableHttpError::SessionExpired) => {
+                self.mark_lost("HTTP 404 on the session");
+                Err(StreamableHttpError::SessionExpired)
+            }
+            other => other,
+        }
+    }
+
+    fn check_stream(
+        &self,
+        session_attached: bool,
+        result: Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+        if let Err(StreamableHttpError::Client(error)) = &result
+            && session_attached
+            && let Some(status) = error.status()
+            && status.is_client_error()
+            && status != reqwest::StatusCode::METHOD_NOT_ALLOWED
+        {
+            self.mark_lost("the session's GET stream was refused with a 4xx");
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        result
+    }
+
+    fn fail_fast<T>(&self, session_attached: bool) -> Option<Result<T, StreamableHttpError<reqwest::Error>>> {
+        (session_attached && self.lost.load(Ordering::SeqCst))
+            .then_some(Err(StreamableHttpError::SessionExpired))
+    }
+}
+
+impl StreamableHttpClient for SessionAwareClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await;
+        self.check_post(attached, result)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await;
+        self.check_stream(attached, result)
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await;
+        self.check_stream(attached, result)
+    }
 }
 
 fn same_origin_policy() -> reqwest::redirect::Policy {

@@ -84,7 +84,9 @@ pub use resources::{
     LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,
 };
 pub use server::ConnectFailure;
-pub use session::{CLIENT_NAME, CLIENT_VERSION, client_info};
+pub use session::{
+    CLIENT_NAME, CLIENT_VERSION, DEFAULT_MAX_CALL, DEFAULT_REQUEST_TIMEOUT, RequestLimits, client_info,
+};
 pub use tool::{McpTool, MountOptions};
 pub use toolhive::{
     MAX_BODY_BYTES as MAX_TOOLHIVE_BODY_BYTES, MAX_WORKLOADS, MergedServers, TOOLHIVE_DEFAULT_GROUP,

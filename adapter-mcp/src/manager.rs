@@ -19,7 +19,7 @@ use crate::content::CallReply;
 use crate::error::{McpError, Operation};
 use crate::listing::{McpPrompt, McpResource, result_value};
 use crate::server::{CLOSE_LIMIT, ConnectFailure, ServerState};
-use crate::session::{Failure, ListKind};
+use crate::session::{Failure, ListKind, RequestLimits};
 use crate::tool::{McpTool, MountOptions};
 
 /// Most connects in flight at once.
@@ -33,6 +33,8 @@ pub struct ConnectOptions {
     pub cancel: CancellationToken,
     /// Most connects in flight at once (at most [`MAX_CONCURRENT_CONNECTS`]).
     pub max_in_flight: usize,
+    /// How long each later request to these servers may wait for its reply.
+    pub limits: RequestLimits,
 }
 
 impl Default for ConnectOptions {
@@ -40,6 +42,7 @@ impl Default for ConnectOptions {
         Self {
             cancel: CancellationToken::new(),
             max_in_flight: MAX_CONCURRENT_CONNECTS,
+            limits: RequestLimits::default(),
         }
     }
 }
@@ -175,7 +178,7 @@ impl McpManager {
             .collect();
         let gen_for_connects = Arc::clone(&generation);
         let all = futures::stream::iter(configs)
-            .map(move |config| ServerState::connect(config, Arc::clone(&gen_for_connects)))
+            .map(move |config| ServerState::connect(config, Arc::clone(&gen_for_connects), options.limits))
             .buffered(limit)
             .collect::<Vec<_>>();
         let outcomes = tokio::select! {
@@ -487,6 +490,20 @@ pub(crate) async fn call_tool_on(
             }
         })
         .await
+        .map_err(|error| match error {
+            McpError::TimedOut {
+                server,
+                operation,
+                after,
+                ..
+            } => McpError::TimedOut {
+                server,
+                operation,
+                subject: tool.to_owned(),
+                after,
+            },
+            other => other,
+        })
 }
 
 /// A `resources/read` result decoded leniently (only `contents` matters).

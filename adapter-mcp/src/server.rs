@@ -15,7 +15,9 @@ use crate::config::{ServerConfig, TransportConfig};
 use crate::error::{McpError, Operation};
 use crate::listing::{self, McpPrompt, McpResource, ToolDef};
 use crate::redact;
-use crate::session::{Advertised, DialContext, DialError, DirtyFlags, Failure, ListKind, Session, dial};
+use crate::session::{
+    Advertised, DialContext, DialError, DirtyFlags, Failure, ListKind, RequestLimits, Session, dial,
+};
 
 /// How long closing one session may take.
 pub(crate) const CLOSE_LIMIT: Duration = Duration::from_secs(5);
@@ -116,6 +118,7 @@ impl ServerState {
     pub(crate) async fn connect(
         config: ServerConfig,
         tools_generation: Arc<AtomicU64>,
+        limits: RequestLimits,
     ) -> Result<Arc<Self>, ConnectFailure> {
         let failure = |config: &ServerConfig, error: String| ConnectFailure {
             server: config.name.clone(),
@@ -144,6 +147,7 @@ impl ServerState {
             server: Arc::clone(&name),
             http,
             flags: Arc::clone(&flags),
+            limits,
         };
         let timeout = config.connect_timeout;
         let sequence = connect_sequence(&config, &ctx, &secrets);
@@ -236,11 +240,20 @@ impl ServerState {
             return Err(McpError::Cancelled);
         }
         let mut session = self.current();
+        // A call dials at most once: before sending when the session is known dead,
+        // or after a drop that was not delivered — never both.
+        let mut reconnected = false;
         if session.is_dead() {
             session = self.reconnect_from(&session, cancel, operation).await?;
+            reconnected = true;
         }
         match send(Arc::clone(&session)).await {
             Ok(value) => Ok(value),
+            Err(Failure::NotDelivered(detail)) if reconnected => {
+                tracing::debug!(server = %self.name, detail = %self.redacted(&detail), "MCP request not delivered on a fresh session");
+                session.mark_dropped();
+                Err(self.after_reconnect(operation))
+            }
             Err(Failure::NotDelivered(detail)) => {
                 tracing::debug!(server = %self.name, detail = %self.redacted(&detail), "MCP request not delivered; reconnecting");
                 session.mark_dropped();
@@ -292,6 +305,12 @@ impl ServerState {
                     operation,
                 }
             }
+            Failure::TimedOut(after) => McpError::TimedOut {
+                server: self.config.name.clone(),
+                operation,
+                subject: operation.method().to_owned(),
+                after,
+            },
             Failure::Remote(data) => McpError::Remote {
                 server: self.config.name.clone(),
                 operation,
@@ -377,7 +396,10 @@ impl ServerState {
                     return Err(AttemptError::Closed);
                 }
                 let old = write(&self.current, Arc::clone(&session));
-                tokio::spawn(async move { old.close(CLOSE_LIMIT).await });
+                tokio::spawn(async move {
+                    old.wait_idle().await;
+                    old.close(CLOSE_LIMIT).await;
+                });
                 tracing::info!(
                     event = "mcp.reconnect.ok",
                     server,
@@ -614,6 +636,7 @@ fn warn_optional(server: &str, kind: ListKind, error: &str, secrets: &[String]) 
 fn failure_text(failure: &Failure) -> String {
     match failure {
         Failure::Cancelled => "cancelled".to_owned(),
+        Failure::TimedOut(after) => format!("no answer within {}", seconds(*after)),
         Failure::NotDelivered(text) | Failure::PossiblyDelivered(text) | Failure::Other(text) => text.clone(),
         Failure::Remote(data) => format!("{} (JSON-RPC error {})", data.message, data.code.0),
     }

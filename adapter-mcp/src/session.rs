@@ -2,7 +2,7 @@
 //! caller cancellation, the typed drop classification of §7.3, and close.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
@@ -146,8 +146,50 @@ pub(crate) struct Session {
     peer: Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     dropped: AtomicBool,
+    /// Set by the HTTP client when the server said the session is gone.
+    lost: Option<Arc<AtomicBool>>,
     child: Option<Arc<ChildProcess>>,
+    limits: RequestLimits,
+    /// Requests awaiting their reply, and a wake-up when that drops to zero.
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
     pub(crate) advertised: Advertised,
+}
+
+/// How long one request may wait for its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// Without a reply (or a progress notification for the request) for this long,
+    /// the request is given up: the server is sent `notifications/cancelled` and the
+    /// caller gets "did not answer within N s; request outcome is unknown". Each
+    /// progress notification starts the wait again.
+    pub idle: Duration,
+    /// The longest a request may take, progress or not.
+    pub total: Duration,
+}
+
+/// Default of [`RequestLimits::idle`]: 60 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of [`RequestLimits::total`]: 600 s.
+pub const DEFAULT_MAX_CALL: Duration = Duration::from_secs(600);
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        Self {
+            idle: DEFAULT_REQUEST_TIMEOUT,
+            total: DEFAULT_MAX_CALL,
+        }
+    }
+}
+
+impl RequestLimits {
+    fn options(self) -> PeerRequestOptions {
+        let mut options = PeerRequestOptions::with_timeout(self.idle).reset_timeout_on_progress();
+        if self.total > self.idle {
+            options = options.with_max_total_timeout(self.total);
+        }
+        options
+    }
 }
 
 /// Everything a dial needs besides the config.
@@ -156,6 +198,7 @@ pub(crate) struct DialContext {
     pub(crate) server: Arc<str>,
     pub(crate) http: Option<reqwest::Client>,
     pub(crate) flags: Arc<DirtyFlags>,
+    pub(crate) limits: RequestLimits,
 }
 
 /// A dial that failed: the cause (not yet redacted) and, for stdio, the stderr tail.
@@ -184,6 +227,8 @@ pub(crate) async fn dial(
                     stderr_tail: None,
                 })?,
             };
+            let client = crate::http::SessionAwareClient::new(client);
+            let lost = client.lost_flag();
             let transport = StreamableHttpClientTransport::with_client(
                 client,
                 crate::http::transport_config(url, headers.as_ref()),
@@ -192,7 +237,7 @@ pub(crate) async fn dial(
                 cause: format!("initialize failed: {}", init_error_text(&e)),
                 stderr_tail: None,
             })?;
-            Ok(finish(service, None, generation).await)
+            Ok(finish(service, None, Some(lost), ctx.limits, generation).await)
         }
         TransportConfig::Stdio {
             program,
@@ -206,7 +251,7 @@ pub(crate) async fn dial(
             })?;
             let process = spawned.process;
             match handler.serve((spawned.stdout, spawned.stdin)).await {
-                Ok(service) => Ok(finish(service, Some(process), generation).await),
+                Ok(service) => Ok(finish(service, Some(process), None, ctx.limits, generation).await),
                 Err(e) => {
                     // A child that died at once has said why on stderr: let it finish.
                     let exited = process.wait_exit(Duration::from_millis(500)).await;
@@ -231,6 +276,8 @@ pub(crate) async fn dial(
 async fn finish(
     service: RunningService<RoleClient, Handler>,
     child: Option<Arc<ChildProcess>>,
+    lost: Option<Arc<AtomicBool>>,
+    limits: RequestLimits,
     generation: u64,
 ) -> Session {
     let peer = service.peer().clone();
@@ -248,7 +295,11 @@ async fn finish(
         peer,
         service: tokio::sync::Mutex::new(Some(service)),
         dropped: AtomicBool::new(false),
+        lost,
         child,
+        limits,
+        in_flight: AtomicUsize::new(0),
+        idle: tokio::sync::Notify::new(),
         advertised,
     }
 }
@@ -262,6 +313,9 @@ pub(crate) enum Failure {
     NotDelivered(String),
     /// The connection broke after the request went out: never resent (D13).
     PossiblyDelivered(String),
+    /// No reply within the request limits: the server was told the request is
+    /// cancelled; whether it ran is unknown.
+    TimedOut(Duration),
     /// A JSON-RPC error reply: a successful round trip.
     Remote(ErrorData),
     /// Anything else, verbatim.
@@ -282,6 +336,7 @@ impl Session {
     /// stdio child exited.
     pub(crate) fn is_dead(&self) -> bool {
         self.dropped.load(Ordering::SeqCst)
+            || self.lost.as_ref().is_some_and(|lost| lost.load(Ordering::SeqCst))
             || self.peer.is_transport_closed()
             || self.child.as_ref().is_some_and(|c| c.has_exited())
     }
@@ -300,9 +355,9 @@ impl Session {
         self.child.as_ref().map(|c| c.pid())
     }
 
-    /// Sends one request and waits for its reply, honouring `cancel`: on
-    /// cancellation the request future is dropped and the server is sent
-    /// `notifications/cancelled`.
+    /// Sends one request and waits for its reply within the session's
+    /// [`RequestLimits`], honouring `cancel`: on cancellation or expiry the server
+    /// is sent `notifications/cancelled`.
     pub(crate) async fn request(
         &self,
         request: ClientRequest,
@@ -311,9 +366,11 @@ impl Session {
         if cancel.is_cancelled() {
             return Err(Failure::Cancelled);
         }
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let _in_flight = InFlight(self);
         let handle = self
             .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, self.limits.options())
             .await
             .map_err(|e| classify(e, Stage::Enqueue))?;
         let mut guard = CancelOnDrop {
@@ -327,6 +384,23 @@ impl Session {
         };
         guard.id = None;
         result.map_err(|e| classify(e, Stage::Await))
+    }
+
+    /// Waits until no request awaits its reply on this session (at most the longest
+    /// call allowed). A replaced session is closed only then, so a request still on
+    /// it ends by its own classification (a lost session's requests fail at once as
+    /// "not delivered" and are resent on the new session) rather than as "closed".
+    pub(crate) async fn wait_idle(&self) {
+        let wait = async {
+            loop {
+                let notified = self.idle.notified();
+                if self.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(self.limits.total, wait).await;
     }
 
     /// Closes the session: the rmcp service within `limit` (HTTP: session
@@ -352,6 +426,17 @@ impl Session {
     pub(crate) fn kill(&self) {
         if let Some(child) = &self.child {
             child.kill();
+        }
+    }
+}
+
+/// Counts one request out of [`Session::request`], however it ends.
+struct InFlight<'a>(&'a Session);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
         }
     }
 }
@@ -388,6 +473,7 @@ fn classify(error: ServiceError, stage: Stage) -> Failure {
     match error {
         ServiceError::McpError(data) => Failure::Remote(data),
         ServiceError::Cancelled { .. } => Failure::Cancelled,
+        ServiceError::Timeout { timeout } => Failure::TimedOut(timeout),
         ServiceError::TransportClosed if stage == Stage::Enqueue => Failure::NotDelivered(error.to_string()),
         ServiceError::TransportClosed => Failure::PossiblyDelivered(error.to_string()),
         ServiceError::TransportSend(ref transport) => {

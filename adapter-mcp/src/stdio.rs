@@ -76,6 +76,7 @@ pub(crate) fn spawn(
     for (name, value) in extra_env {
         command.env(name, value);
     }
+    die_with_parent(&mut command);
     let mut child = command.spawn()?;
     let pid = child
         .id()
@@ -228,3 +229,30 @@ impl Drop for ChildProcess {
         self.signal_group(Signal::SIGKILL);
     }
 }
+
+/// Makes the child receive SIGKILL when the thread that spawned it dies — in
+/// `mecated` a runtime worker thread, which lives as long as the process — so no
+/// server outlives a `mecated` killed with SIGKILL (its own process group shields it
+/// from the terminal's signals, and nothing else would end it). A parent that died
+/// between `fork` and the `prctl` is caught by comparing the parent pid.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    let parent = nix::unistd::getpid();
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the forked child before `exec` and calls only
+    // async-signal-safe functions (`prctl`, `getppid`); it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "the parent exited before the child started",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}

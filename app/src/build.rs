@@ -13,7 +13,7 @@ use adapter_skillfs::{
     FsSourceConfig, HostEnv, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_skills,
     resolve_skill_dirs,
 };
-use engine_core::{SkillDraftTool, SkillTool, Tool};
+use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
 use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, SkillSource, SystemClock};
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
@@ -25,6 +25,7 @@ use crate::engine_template::EngineTemplate;
 use crate::error::BuildError;
 use crate::factory::SessionEngineFactory;
 use crate::global_mcp::GlobalMcp;
+use crate::live_catalog::LiveCatalog;
 use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
 use crate::store::AppStore;
 
@@ -86,8 +87,17 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     let merged = merge_servers(cfg.mcp.servers.clone(), discovery);
     diagnostics.extend(merged.diagnostics.into_entries());
     let order: Vec<String> = merged.servers.iter().map(|s| s.name.clone()).collect();
-    let Connected { manager, failures } =
-        McpManager::connect(merged.servers, ConnectOptions::default()).await;
+    let startup = cfg.mcp.startup_timeout;
+    let servers = merged
+        .servers
+        .into_iter()
+        .map(|server| server.with_connect_timeout(startup))
+        .collect();
+    let options = ConnectOptions {
+        limits: cfg.mcp.limits,
+        ..ConnectOptions::default()
+    };
+    let Connected { manager, failures } = McpManager::connect(servers, options).await;
     diagnostics.extend(failures.iter().map(|failure| Diagnostic {
         level: Level::Warn,
         message: failure.to_string(),
@@ -197,7 +207,15 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             });
         }
     };
-    let shared_engine = match template.engine(Arc::clone(&assembled.catalog)) {
+    let updates = LiveCatalog::needed(&assets, None).then(|| {
+        Arc::new(LiveCatalog::new(
+            Arc::clone(&assets),
+            None,
+            Arc::clone(&assembled.catalog),
+            assembled.mcp_generation,
+        )) as Arc<dyn CatalogUpdates>
+    });
+    let shared_engine = match template.engine(Arc::clone(&assembled.catalog), updates) {
         Ok(engine) => Arc::new(engine),
         Err(error) => {
             unwind(Some(&store), &manager).await;
@@ -211,6 +229,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         Arc::clone(&assembled.families),
         root.clone(),
         cfg.max_sessions,
+        cfg.mcp.limits,
     );
     let report = BuildReport {
         tools: all_tool_entries(&assembled.catalog, &assembled.families),

@@ -1,10 +1,11 @@
 //! [`AppConfig`]: what [`build`](crate::build) composes, as plain data (no CLI needed).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ProviderKind};
-use adapter_mcp::{ServerConfig, ToolhiveOptions};
+use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 use adapter_skillfs::{HostEnv, ProjectTrust};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Limits};
 use engine_ports::PermissionMode;
@@ -126,7 +127,16 @@ pub struct McpConfig {
     pub resource_tools: bool,
     /// `--mcp-prompts` (default true).
     pub prompts: bool,
+    /// `--mcp-timeout` and `--mcp-max-call`: how long one request to any MCP
+    /// server (global or a session's own) may wait for its reply.
+    pub limits: RequestLimits,
+    /// `--mcp-startup-timeout`: bounds connect + `initialize` + listings of each
+    /// global server at build (client servers keep their own 10 s).
+    pub startup_timeout: Duration,
 }
+
+/// Default of [`McpConfig::startup_timeout`]: 10 s.
+pub const DEFAULT_MCP_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for McpConfig {
     fn default() -> Self {
@@ -135,6 +145,8 @@ impl Default for McpConfig {
             toolhive: None,
             resource_tools: true,
             prompts: true,
+            limits: RequestLimits::default(),
+            startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
         }
     }
 }

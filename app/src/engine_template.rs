@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use adapter_fstools::ShellRunner;
 use engine_core::{
-    Catalog, DefaultPolicy, Deps, Engine, EngineConfig, EngineError, Environment, EnvironmentError, OutputCap,
+    Catalog, CatalogUpdates, DefaultPolicy, Deps, Engine, EngineConfig, EngineError, Environment,
+    EnvironmentError, OutputCap,
 };
 use engine_ports::{CommandExpander, LlmProvider, SystemClock};
 
@@ -43,6 +44,7 @@ impl EngineTemplate {
             progressive_tools: cfg.progressive_tools,
             interactive: cfg.engine.interactive,
             approve: cfg.engine.approve,
+            command_timeout: cfg.mcp.limits.idle,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);
@@ -56,10 +58,16 @@ impl EngineTemplate {
         Ok(Self { deps })
     }
 
-    /// An engine over `catalog` with the shared dependencies.
-    pub(crate) fn engine(&self, catalog: Arc<Catalog>) -> Result<Engine, EngineError> {
+    /// An engine over `catalog` with the shared dependencies; `updates` offers newer
+    /// catalogs when an MCP server changes its tool list.
+    pub(crate) fn engine(
+        &self,
+        catalog: Arc<Catalog>,
+        updates: Option<Arc<dyn CatalogUpdates>>,
+    ) -> Result<Engine, EngineError> {
         let mut deps = self.deps.clone();
         deps.catalog = catalog;
+        deps.catalog_updates = updates;
         Engine::new(deps)
     }
 }

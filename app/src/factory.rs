@@ -7,15 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use adapter_mcp::{
-    ClientServerContext, ClientServerSpec, ConnectOptions, connect_client_servers, validate_client_servers,
+    ClientServerContext, ClientServerSpec, ConnectOptions, RequestLimits, connect_client_servers,
+    validate_client_servers,
 };
-use engine_core::Engine;
+use engine_core::{CatalogUpdates, Engine};
 use engine_ports::PermissionMode;
 
 use crate::assembly::{CatalogInputs, CatalogTeardown, FamilyMap, assemble_catalog};
 use crate::assets::CatalogAssets;
 use crate::engine_template::EngineTemplate;
 use crate::error::{CloseError, FactoryError};
+use crate::live_catalog::LiveCatalog;
 use crate::report::{ToolEntry, tool_entries};
 
 /// What a host asks for when it creates a session. The mode is set on the engine
@@ -60,6 +62,7 @@ struct FactoryInner {
     shared_families: Arc<FamilyMap>,
     workspace: PathBuf,
     max_sessions: usize,
+    mcp_limits: RequestLimits,
     live: Mutex<Live>,
     closed: AtomicBool,
 }
@@ -109,6 +112,7 @@ impl SessionEngineFactory {
         shared_families: Arc<FamilyMap>,
         workspace: PathBuf,
         max_sessions: usize,
+        mcp_limits: RequestLimits,
     ) -> Self {
         Self {
             inner: Arc::new(FactoryInner {
@@ -118,6 +122,7 @@ impl SessionEngineFactory {
                 shared_families,
                 workspace,
                 max_sessions,
+                mcp_limits,
                 live: Mutex::new(Live::default()),
                 closed: AtomicBool::new(false),
             }),
@@ -182,7 +187,11 @@ impl SessionEngineFactory {
         // Validation first (pure), so a bad request and an unreachable server differ.
         validate_client_servers(&req.client_servers, &context)
             .map_err(FactoryError::ClientServersRejected)?;
-        let client = connect_client_servers(&req.client_servers, &context, ConnectOptions::default())
+        let options = ConnectOptions {
+            limits: self.inner.mcp_limits,
+            ..ConnectOptions::default()
+        };
+        let client = connect_client_servers(&req.client_servers, &context, options)
             .await
             .map_err(FactoryError::ClientServersUnreachable)?;
         let assembled = assemble_catalog(
@@ -208,7 +217,15 @@ impl SessionEngineFactory {
                 "mounted {tools} tool(s) of {servers} client-provided MCP server(s)"
             );
         }
-        let engine = match inner.template.engine(Arc::clone(&assembled.catalog)) {
+        let updates = LiveCatalog::needed(&inner.assets, client.as_ref()).then(|| {
+            Arc::new(LiveCatalog::new(
+                Arc::clone(&inner.assets),
+                client.clone(),
+                Arc::clone(&assembled.catalog),
+                assembled.mcp_generation,
+            )) as Arc<dyn CatalogUpdates>
+        });
+        let engine = match inner.template.engine(Arc::clone(&assembled.catalog), updates) {
             Ok(engine) => Arc::new(engine),
             Err(error) => return abandon(&teardown, error.into()).await,
         };
@@ -331,7 +348,12 @@ impl SessionEngine {
     /// The tools available in `mode`, sorted by name, with their families
     /// (`ToolSearch` included with progressive tools).
     pub fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
-        tool_entries(self.engine.catalog(), &self.families, mode, self.progressive)
+        tool_entries(
+            &self.engine.current_catalog(),
+            &self.families,
+            mode,
+            self.progressive,
+        )
     }
 
     /// Ends the session's engine: a private engine cancels its runs and closes its

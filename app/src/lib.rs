@@ -51,6 +51,7 @@ mod factory;
 mod family;
 mod global_mcp;
 mod http;
+mod live_catalog;
 mod report;
 mod session_id;
 mod store;
@@ -66,8 +67,8 @@ pub use assets::CatalogAssets;
 pub use build::{MOCK_MODEL_NAME, build};
 pub use built::Built;
 pub use config::{
-    AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, EngineSettings, McpConfig, ModelConfig, SkillsConfig,
-    StoreConfig,
+    AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT, EngineSettings,
+    McpConfig, ModelConfig, SkillsConfig, StoreConfig,
 };
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};

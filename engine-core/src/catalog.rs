@@ -256,3 +256,17 @@ impl std::fmt::Debug for Catalog {
         f.debug_list().entries(self.names()).finish()
     }
 }
+
+/// Newer catalogs for an engine whose tools can change while it serves — an MCP server
+/// announcing `notifications/tools/list_changed`. The engine asks at the start of every
+/// run and at every turn boundary, and a run switches catalogs only there, so one turn's
+/// advertised tools and its dispatch always agree. The implementation owns how a newer
+/// catalog is made (the composition root re-assembles it through its one registration
+/// path, so every engine sees the same refreshed snapshot).
+#[async_trait::async_trait]
+pub trait CatalogUpdates: Send + Sync {
+    /// The newest catalog and its generation, when newer than `generation` (an
+    /// engine's initial catalog is generation 0). May do I/O, such as re-listing a
+    /// server's tools; must be cheap when nothing changed.
+    async fn newer_than(&self, generation: u64) -> Option<(u64, Arc<Catalog>)>;
+}

@@ -73,7 +73,7 @@ mod tool;
 mod tool_search;
 
 // The public surface, in one place.
-pub use catalog::{Catalog, CatalogError, NameSet, Resolved, available_in};
+pub use catalog::{Catalog, CatalogError, CatalogUpdates, NameSet, Resolved, available_in};
 pub use commands::{
     CommandChain, CommandChainBuilder, CommandInvocation, SkillCommandSource, SourceExpander, parse_command,
     render_template, strip_frontmatter, substitute,
@@ -84,7 +84,7 @@ pub use dispatch::{
     TurnOutcome, normalize_call_ids,
 };
 pub use emitter::EventEmitter;
-pub use engine::{Deps, Engine, EngineConfig, EngineError, Limits, Run};
+pub use engine::{DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, Run};
 pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
 pub use memory::MemoryStore;
 pub use output_cap::{DEFAULT_OUTPUT_CAP, OutputCap, floor_char_boundary, truncation_marker};

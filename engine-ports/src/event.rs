@@ -44,6 +44,15 @@ pub enum EventKind {
         /// Names of the tools advertised for the run's first turn.
         tools: Vec<String>,
     },
+    /// The run switched to a newer catalog at a turn boundary (an MCP server changed
+    /// its tool list): the tool names that appeared and disappeared, sorted.
+    #[serde(rename = "catalog.changed")]
+    CatalogChanged {
+        /// Names in the new catalog only.
+        added: Vec<String>,
+        /// Names in the old catalog only.
+        removed: Vec<String>,
+    },
     /// A model turn starts.
     #[serde(rename = "turn.start")]
     TurnStart {
@@ -157,6 +166,7 @@ impl EventKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             Self::SessionInit { .. } => "session.init",
+            Self::CatalogChanged { .. } => "catalog.changed",
             Self::TurnStart { .. } => "turn.start",
             Self::MessageDelta { .. } => "message.delta",
             Self::ReasoningDelta { .. } => "reasoning.delta",

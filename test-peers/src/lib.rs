@@ -121,6 +121,15 @@ impl PeerProcess {
         Err(last_error)
     }
 
+    /// Starts `command` on `port` (a restart on the port a stopped peer had) and waits
+    /// until it accepts connections.
+    ///
+    /// # Errors
+    /// The child's exit status and stderr when it never became ready.
+    pub fn start_on(port: u16, command: &mut Command) -> Result<Self, String> {
+        Self::spawn_ready(command, port)
+    }
+
     /// Starts a peer that does not listen (stdio peers); it still dies on drop.
     ///
     /// # Errors
@@ -236,6 +245,42 @@ pub fn everything_http(test: &str, package_file: &str) -> Option<PeerProcess> {
         command
     })
     .unwrap_or_else(|error| panic!("{package_file} did not start: {error}"));
+    Some(peer)
+}
+
+/// The command that starts an npm MCP server (`package_file`) in streamable-HTTP
+/// mode on `port`; `None` when the peer is missing and skipping is allowed.
+pub fn everything_command(test: &str, package_file: &str, port: u16) -> Option<Command> {
+    let node = node(test)?;
+    let entry = npm_file(test, package_file)?;
+    let mut command = Command::new(&node);
+    command
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    Some(command)
+}
+
+/// The command that starts `tests/peers/py/live_server.py PORT` (Python MCP SDK:
+/// `echo`, `hang`, `tick`, `grow`); `None` when the venv is missing and skipping is
+/// allowed.
+pub fn live_server_command(test: &str, port: u16) -> Option<Command> {
+    let python = venv_bin(test, "python3")?;
+    let mut command = Command::new(python);
+    command
+        .arg(repo_root().join("tests/peers/py/live_server.py"))
+        .arg(port.to_string());
+    Some(command)
+}
+
+/// Starts `tests/peers/py/live_server.py` on a free port.
+///
+/// # Panics
+/// When the venv is missing (and skipping is not allowed) or the server never listens.
+pub fn live_server(test: &str) -> Option<PeerProcess> {
+    live_server_command(test, 0)?;
+    let peer = PeerProcess::start(|port| live_server_command(test, port).expect("venv checked above"))
+        .unwrap_or_else(|error| panic!("live_server.py did not start: {error}"));
     Some(peer)
 }
 

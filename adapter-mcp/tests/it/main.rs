@@ -23,6 +23,7 @@ mod execute;
 mod flags;
 mod peers;
 mod perf;
+mod real_resilience;
 mod resilience;
 mod stdio;
 mod toolhive;

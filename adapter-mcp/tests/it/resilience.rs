@@ -244,3 +244,19 @@ async fn a_stopped_server_fails_cleanly_and_recovers_when_back() {
     assert_eq!(capture.reconnects(), (2, 1, 1));
     assert_eq!(manager.servers()[0].status.as_str(), "connected");
 }
+
+#[tokio::test]
+async fn a_call_dials_at_most_once_even_when_its_session_was_already_lost() {
+    let capture = Capture::start();
+    let (server, _manager, catalog) = fake(FakeState::new()).await;
+    server.faults.set_mode(Mode::Calls404);
+    // Sent, refused (not delivered), one dial, resent, refused: the session is lost.
+    let first = echo(&catalog, "one").await;
+    assert_eq!(first.content(), AFTER_RECONNECT);
+    assert_eq!(capture.reconnects(), (1, 1, 0));
+    // The session is known lost: one dial before sending, and the refusal after it
+    // ends the call instead of dialling again.
+    let second = echo(&catalog, "two").await;
+    assert_eq!(second.content(), AFTER_RECONNECT);
+    assert_eq!(capture.reconnects(), (2, 2, 0));
+}

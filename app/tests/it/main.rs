@@ -17,5 +17,6 @@ mod demo;
 mod fakellm;
 mod http_api;
 mod lifecycle;
+mod mcp_lifecycle;
 mod skills_commands;
 mod support;

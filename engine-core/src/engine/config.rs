@@ -40,7 +40,14 @@ pub struct EngineConfig {
     pub max_parallel_reads: usize,
     /// Time in-flight calls get after cancellation.
     pub cancel_grace: Duration,
+    /// The longest the slash-command chain may take to expand a run's input (it may
+    /// ask remote sources and MCP servers); the run also stops waiting for it when
+    /// cancelled.
+    pub command_timeout: Duration,
 }
+
+/// Default of [`EngineConfig::command_timeout`]: 60 s.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -54,6 +61,7 @@ impl Default for EngineConfig {
             approve: Approve::ReadOnly,
             max_parallel_reads: DEFAULT_MAX_PARALLEL_READS.get(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
         }
     }
 }

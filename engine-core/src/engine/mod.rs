@@ -7,7 +7,7 @@ mod run;
 mod turn_loop;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use engine_ports::{
     Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy, SessionId,
@@ -15,11 +15,11 @@ use engine_ports::{
 };
 use tokio::sync::mpsc;
 
-pub use config::{EngineConfig, Limits};
+pub use config::{DEFAULT_COMMAND_TIMEOUT, EngineConfig, Limits};
 pub use run::Run;
 
 use self::live::LiveRun;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CatalogUpdates};
 use crate::dispatch::{DispatchConfig, Dispatcher};
 use crate::environment::Environment;
 use crate::memory::MemoryStore;
@@ -32,8 +32,12 @@ use crate::tool_search::TOOL_SEARCH_NAME;
 pub struct Deps {
     /// The model.
     pub llm: Arc<dyn LlmProvider>,
-    /// The frozen catalog shared by every session of this engine.
+    /// The frozen catalog shared by every session of this engine (generation 0 of
+    /// `catalog_updates`, when given).
     pub catalog: Arc<Catalog>,
+    /// Newer catalogs, taken at run starts and turn boundaries (a `catalog.changed`
+    /// event tells a run that switched); without it the catalog never changes.
+    pub catalog_updates: Option<Arc<dyn CatalogUpdates>>,
     /// The execution context given to tools.
     pub environment: Environment,
     /// The permission policy (default: [`DefaultPolicy`] from `interactive` and
@@ -63,6 +67,7 @@ impl Deps {
         Self {
             llm,
             catalog,
+            catalog_updates: None,
             environment,
             policy: None,
             hooks: None,
@@ -109,6 +114,8 @@ pub struct Engine {
 struct Inner {
     llm: Arc<dyn LlmProvider>,
     catalog: Arc<Catalog>,
+    current: RwLock<(u64, Arc<Catalog>)>,
+    catalog_updates: Option<Arc<dyn CatalogUpdates>>,
     environment: Environment,
     policy: Arc<dyn PermissionPolicy>,
     hooks: Option<Arc<dyn ToolHooks>>,
@@ -122,6 +129,34 @@ struct Inner {
     dispatcher: Dispatcher,
     live: Mutex<HashMap<SessionId, Arc<LiveRun>>>,
     closed: std::sync::atomic::AtomicBool,
+}
+
+impl Inner {
+    fn current_catalog(&self) -> (u64, Arc<Catalog>) {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The newest catalog: asks `catalog_updates` for one newer than the engine's
+    /// current and remembers it.
+    async fn latest_catalog(&self) -> (u64, Arc<Catalog>) {
+        let current = self.current_catalog();
+        let Some(updates) = &self.catalog_updates else {
+            return current;
+        };
+        match updates.newer_than(current.0).await {
+            Some(newer) => {
+                let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
+                if newer.0 > slot.0 {
+                    *slot = newer.clone();
+                }
+                newer
+            }
+            None => current,
+        }
+    }
 }
 
 /// Bound of a run's event channel (the run waits when the consumer lags).
@@ -154,7 +189,9 @@ impl Engine {
         Ok(Self {
             inner: Arc::new(Inner {
                 llm: deps.llm,
+                current: RwLock::new((0, Arc::clone(&deps.catalog))),
                 catalog: deps.catalog,
+                catalog_updates: deps.catalog_updates,
                 environment: deps.environment,
                 policy,
                 hooks: deps.hooks,
@@ -172,9 +209,15 @@ impl Engine {
         })
     }
 
-    /// The catalog.
+    /// The catalog the engine was built with.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.inner.catalog
+    }
+
+    /// The newest catalog a run of this engine has switched to (the built one until a
+    /// `catalog_updates` source offered a newer one), without I/O.
+    pub fn current_catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.inner.current_catalog().1)
     }
 
     /// The settings.

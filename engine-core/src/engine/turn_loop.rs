@@ -1,6 +1,7 @@
 //! The turn loop of one run: load, `session.init`, command expansion, then turns of
 //! model stream → dispatch → save until a stop reason, then `result`.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_ports::{
@@ -12,6 +13,7 @@ use tokio::sync::mpsc;
 
 use super::Inner;
 use super::live::LiveRun;
+use crate::catalog::Catalog;
 use crate::disclosure::turn_specs;
 use crate::dispatch::{TurnContext, normalize_call_ids};
 use crate::emitter::EventEmitter;
@@ -86,8 +88,9 @@ impl RunTask {
         let mut counters = RunCounters::default();
         let mut final_text = String::new();
 
+        let mut catalog = inner.latest_catalog().await;
         let advertised = turn_specs(
-            &inner.catalog,
+            &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
             inner.config.progressive_tools,
@@ -106,8 +109,14 @@ impl RunTask {
         let ending = match load_error {
             Some(message) => Ending::error(message),
             None => {
-                self.turns(&emitter, &mut snapshot, &mut counters, &mut final_text)
-                    .await
+                self.turns(
+                    &emitter,
+                    &mut catalog,
+                    &mut snapshot,
+                    &mut counters,
+                    &mut final_text,
+                )
+                .await
             }
         };
         self.finish(
@@ -123,6 +132,7 @@ impl RunTask {
     async fn turns(
         &self,
         emitter: &Arc<EventEmitter>,
+        catalog: &mut (u64, Arc<Catalog>),
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
         final_text: &mut String,
@@ -131,11 +141,25 @@ impl RunTask {
         let cancel = &self.live.cancel;
         let prompt = match &inner.commands {
             None => self.prompt.clone(),
-            Some(commands) => match commands.expand(&self.prompt).await {
-                Ok(Expansion::Expanded(text)) => text,
-                Ok(Expansion::NotExpanded) => self.prompt.clone(),
-                Err(error) => return Ending::error(error.to_string()),
-            },
+            Some(commands) => {
+                let limit = inner.config.command_timeout;
+                let expansion = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Ending::stop(StopReason::Cancelled),
+                    expansion = tokio::time::timeout(limit, commands.expand(&self.prompt)) => expansion,
+                };
+                match expansion {
+                    Ok(Ok(Expansion::Expanded(text))) => text,
+                    Ok(Ok(Expansion::NotExpanded)) => self.prompt.clone(),
+                    Ok(Err(error)) => return Ending::error(error.to_string()),
+                    Err(_) => {
+                        return Ending::error(format!(
+                            "expanding the slash command did not finish within {} s",
+                            limit.as_secs_f64()
+                        ));
+                    }
+                }
+            }
         };
         snapshot.conversation.push(Message::User { text: prompt });
         let limits = inner.config.limits;
@@ -155,6 +179,9 @@ impl RunTask {
                 return Ending::stop(StopReason::MaxConsecutiveFailures);
             }
 
+            if counters.turns > 0 {
+                self.switch_catalog(emitter, catalog).await;
+            }
             counters.turns += 1;
             snapshot.turns += 1;
             let turn = counters.turns;
@@ -164,7 +191,7 @@ impl RunTask {
                 system: inner.config.system_prompt.clone(),
                 messages: snapshot.conversation.clone(),
                 tools: turn_specs(
-                    &inner.catalog,
+                    &catalog.1,
                     snapshot.mode,
                     &snapshot.hydrated,
                     inner.config.progressive_tools,
@@ -197,7 +224,7 @@ impl RunTask {
                 session_id: self.session.clone(),
                 turn: snapshot.turns,
                 mode: snapshot.mode,
-                catalog: Arc::clone(&inner.catalog),
+                catalog: Arc::clone(&catalog.1),
                 environment: inner.environment.clone(),
                 progressive_tools: inner.config.progressive_tools,
                 policy: Arc::clone(&inner.policy),
@@ -229,6 +256,21 @@ impl RunTask {
                 return Ending::stop(StopReason::Cancelled);
             }
         }
+    }
+
+    /// At a turn boundary: takes a newer catalog when there is one, telling the run's
+    /// consumers what appeared and disappeared.
+    async fn switch_catalog(&self, emitter: &EventEmitter, catalog: &mut (u64, Arc<Catalog>)) {
+        let latest = self.inner.latest_catalog().await;
+        if latest.0 == catalog.0 {
+            return;
+        }
+        let old: BTreeSet<&str> = catalog.1.names().collect();
+        let new: BTreeSet<&str> = latest.1.names().collect();
+        let added = new.difference(&old).map(|n| (*n).to_owned()).collect();
+        let removed = old.difference(&new).map(|n| (*n).to_owned()).collect();
+        emitter.emit(EventKind::CatalogChanged { added, removed }).await;
+        *catalog = latest;
     }
 
     /// Streams one model turn; text and reasoning go out as deltas, calls are

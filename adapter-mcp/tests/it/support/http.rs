@@ -36,6 +36,9 @@ pub enum Mode {
     All404 { delay: Duration },
     /// A `tools/call` of `slow` is read, then its connection is dropped unanswered.
     DropSlowCalls,
+    /// Every `tools/call` gets 404 (its session "expired"); everything else works,
+    /// so reconnects succeed.
+    Calls404,
     /// Every request gets a 307 to this URL.
     Redirect(String),
 }
@@ -239,6 +242,10 @@ async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: 
             tokio::time::sleep(delay).await;
             return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
         }
+        Mode::Calls404 if method.as_deref() == Some("tools/call") => {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+        Mode::Calls404 => {}
         Mode::Redirect(to) => {
             let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
             response

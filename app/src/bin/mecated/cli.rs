@@ -96,6 +96,17 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) mcp_prompts: bool,
+    /// Give up an MCP request after this many seconds without a reply or a progress
+    /// notification for it (the server is told; the model sees that the outcome is
+    /// unknown).
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = parse_seconds)]
+    pub(crate) mcp_timeout: u64,
+    /// The longest one MCP request may take, even while the server reports progress.
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds)]
+    pub(crate) mcp_max_call: u64,
+    /// Bounds connect, initialize and listings of each MCP server at startup.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    pub(crate) mcp_startup_timeout: u64,
     /// Discover running ToolHive workloads as MCP servers.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
@@ -286,6 +297,13 @@ fn parse_http_addr(value: &str) -> Result<std::net::SocketAddr, String> {
     value
         .parse()
         .map_err(|_| "expected IP:PORT, such as 127.0.0.1:8081 or [::1]:8081".to_owned())
+}
+
+fn parse_seconds(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if (1..=86_400).contains(&n) => Ok(n),
+        _ => Err("expected a whole number of seconds from 1 to 86400".to_owned()),
+    }
 }
 
 fn parse_output_cap(value: &str) -> Result<usize, String> {

@@ -2,6 +2,7 @@
 //! (each a [`UsageError`] naming the flag, the value and what is expected).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
@@ -60,6 +61,17 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.mcp.servers = parse_mcp_flags(&flags, env_var).map_err(|e| UsageError::new(e.to_string()))?;
     cfg.mcp.resource_tools = common.mcp_resource_tools;
     cfg.mcp.prompts = common.mcp_prompts;
+    if common.mcp_max_call < common.mcp_timeout {
+        return Err(UsageError::new(format!(
+            "--mcp-max-call {} is shorter than --mcp-timeout {}: the longest call must be at least one timeout",
+            common.mcp_max_call, common.mcp_timeout
+        )));
+    }
+    cfg.mcp.limits = adapter_mcp::RequestLimits {
+        idle: Duration::from_secs(common.mcp_timeout),
+        total: Duration::from_secs(common.mcp_max_call),
+    };
+    cfg.mcp.startup_timeout = Duration::from_secs(common.mcp_startup_timeout);
     cfg.mcp.toolhive = common.toolhive.then(|| ToolhiveOptions {
         base_url: toolhive_base_url(common.toolhive_url.as_deref(), env_var),
         group: common.toolhive_group.clone(),

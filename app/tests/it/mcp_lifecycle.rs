@@ -1,0 +1,230 @@
+//! `mecated` with real MCP servers across their restarts and its own death: a
+//! TypeScript-SDK server restarted on its port between two calls of one
+//! `mecated run`, and stdio servers that die with a `mecated` killed by SIGKILL.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use test_peers::PeerProcess;
+use tokio::io::AsyncReadExt as _;
+
+use crate::support::{Scratch, json_lines, mecated_command, wait_until};
+
+/// The script: echo, then a Shell step that signals the test and waits for it to
+/// restart the server, then echo again.
+const ECHO_RESTART_ECHO: &str = r#"{"turns": [
+  {"text": "first", "tool_calls": [{"id": "e1", "name": "mcp__ev__echo", "args": {"message": "before"}}]},
+  {"text": "waiting", "tool_calls": [{"id": "s1", "name": "Shell", "args": {"command": "touch restart-me; while [ ! -f restarted ]; do sleep 0.05; done"}}]},
+  {"text": "second", "tool_calls": [{"id": "e2", "name": "mcp__ev__echo", "args": {"message": "after"}}]},
+  {"text": "done"}
+]}"#;
+
+#[tokio::test]
+async fn one_run_survives_a_typescript_sdk_server_restart_between_two_calls() {
+    const TEST: &str = "run_survives_restart";
+    let Some(mut peer) = test_peers::everything_http(TEST, test_peers::EVERYTHING) else {
+        return;
+    };
+    let port = peer.port();
+    let scratch = Scratch::new();
+    let script = scratch.write("script.json", ECHO_RESTART_ECHO);
+    let server = format!("ev=http://127.0.0.1:{port}/mcp");
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["run", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--toolhive=false", "--approve", "all", "--output", "jsonl"])
+        .args(["--mcp-server", &server, "--mock-script"])
+        .arg(&script)
+        .arg("echo twice")
+        .env("MECATED_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let read_out = tokio::spawn(async move {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).await.unwrap();
+        text
+    });
+    let read_err = tokio::spawn(async move {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).await.unwrap();
+        text
+    });
+
+    let signal = scratch.ws().join("restart-me");
+    assert!(
+        wait_until(Duration::from_secs(60), || signal.exists()).await,
+        "the run never reached its Shell step"
+    );
+    peer.stop();
+    let mut restart = test_peers::everything_command(TEST, test_peers::EVERYTHING, port).unwrap();
+    let _restarted = PeerProcess::start_on(port, &mut restart).unwrap();
+    std::fs::write(scratch.ws().join("restarted"), "").unwrap();
+
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("the run hung after the server restarted")
+        .unwrap();
+    let stdout = read_out.await.unwrap();
+    let stderr = read_err.await.unwrap();
+    assert!(status.success(), "{status:?}\n{stdout}\n{stderr}");
+    let events = json_lines(&stdout);
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool.result").collect();
+    assert_eq!(results.len(), 3, "{stdout}");
+    let second = results[2];
+    assert_eq!(second["name"], "mcp__ev__echo");
+    assert_eq!(second["is_error"], false, "{second}");
+    assert!(second["content"].as_str().unwrap().contains("after"), "{second}");
+    assert_eq!(
+        stderr.matches("reconnecting to MCP server \"ev\"").count(),
+        1,
+        "{stderr}"
+    );
+}
+
+/// The pids of the live processes whose parent is `parent` (zombies excluded).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+            state != Some("Z") && ppid == Some(parent)
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_owned())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z'))
+}
+
+#[tokio::test]
+async fn stdio_servers_die_with_a_mecated_killed_by_sigkill() {
+    const TEST: &str = "stdio_children_die";
+    let Some(node) = test_peers::node(TEST) else {
+        return;
+    };
+    let Some(everything) = test_peers::npm_file(TEST, test_peers::EVERYTHING) else {
+        return;
+    };
+    let Some(time_server) = test_peers::venv_bin(TEST, "mcp-server-time") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let ev = format!("ev={} {} stdio", node.display(), everything.display());
+    let time = format!("time={}", time_server.display());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["acp", "--mock", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--toolhive=false", "--mcp-stdio", &ev, "--mcp-stdio", &time])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut mecated = command.spawn().unwrap();
+    let pid = mecated.id().unwrap();
+    let mut children = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            children = children_of(pid);
+            children.len() >= 2
+        })
+        .await,
+        "mecated never started both servers: {children:?}"
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    mecated.wait().await.unwrap();
+    let gone = wait_until(Duration::from_secs(1), || children.iter().all(|c| !alive(*c))).await;
+    let left: Vec<u32> = children.iter().copied().filter(|c| alive(*c)).collect();
+    for child in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(*child).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(gone, "children outlived mecated by more than 1 s: {left:?}");
+}
+
+/// The script: a tool that makes the server add `fresh` and announce it, a local read
+/// (one more turn boundary), then a call of the new tool.
+const GROW_THEN_CALL: &str = r#"{"turns": [
+  {"text": "growing", "tool_calls": [{"id": "g1", "name": "mcp__live__grow", "args": {"name": "fresh"}}]},
+  {"text": "reading", "tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+  {"text": "calling", "tool_calls": [{"id": "f1", "name": "mcp__live__fresh", "args": {"text": "hi"}}]},
+  {"text": "done"}
+]}"#;
+
+#[tokio::test]
+async fn a_running_session_sees_a_tool_the_server_added_at_its_next_turn() {
+    const TEST: &str = "run_sees_new_tool";
+    let Some(peer) = test_peers::live_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = scratch.write("script.json", GROW_THEN_CALL);
+    let server = format!("live={}/mcp", peer.base_url());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["run", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--toolhive=false", "--approve", "all", "--output", "jsonl"])
+        .args(["--mcp-server", &server, "--mock-script"])
+        .arg(&script)
+        .arg("grow a tool");
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the run hung")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let events = json_lines(&stdout);
+    let init = &events[0];
+    assert_eq!(init["type"], "session.init");
+    assert!(
+        !init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__live__fresh"),
+        "{init}"
+    );
+    let changed: Vec<&Value> = events.iter().filter(|e| e["type"] == "catalog.changed").collect();
+    assert_eq!(changed.len(), 1, "{stdout}");
+    assert_eq!(changed[0]["added"], serde_json::json!(["mcp__live__fresh"]));
+    assert_eq!(changed[0]["removed"], serde_json::json!([]));
+    let fresh = events
+        .iter()
+        .find(|e| e["type"] == "tool.result" && e["name"] == "mcp__live__fresh")
+        .unwrap_or_else(|| panic!("no result of the new tool: {stdout}"));
+    assert_eq!(fresh["is_error"], false, "{fresh}");
+    assert!(
+        fresh["content"].as_str().unwrap().starts_with("fresh:hi"),
+        "{fresh}"
+    );
+}
