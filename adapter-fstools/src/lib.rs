@@ -40,7 +40,7 @@ use engine_core::Tool;
 
 // The public surface, in one place: the tools (so a host can register a subset), the
 // constructor the composition root calls, and the production command runner.
-pub use edit::Edit;
+pub use edit::{Edit, MAX_EDIT_RESULT_BYTES};
 pub use glob::Glob;
 pub use grep::Grep;
 pub use list_dir::ListDir;
