@@ -6,6 +6,7 @@ use std::fmt;
 
 use engine_ports::{truncate_with_ellipsis, valid_skill_name};
 
+use crate::confined::Refusal;
 use crate::frontmatter;
 use crate::yaml::{self, Entry, Node, Position};
 
@@ -121,6 +122,20 @@ pub enum SkillFileError {
         /// The I/O error kind.
         kind: std::io::ErrorKind,
     },
+    /// (1) The file is a symbolic link (never followed).
+    #[error("SKILL.md is a symbolic link, and skill files are never read through one")]
+    Symlink,
+    /// (1) The file is a directory, FIFO, socket or device.
+    #[error("SKILL.md is not a regular file")]
+    NotRegularFile,
+    /// (1) The file is over [`MAX_DEFINITION_FILE_BYTES`](crate::MAX_DEFINITION_FILE_BYTES).
+    #[error("SKILL.md is over {limit} bytes ({size} bytes seen)")]
+    TooLarge {
+        /// Bytes seen (the stat size, or the bytes read when the file grew).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// (1) The file is not UTF-8.
     #[error("SKILL.md is not valid UTF-8")]
     NotUtf8,
@@ -164,6 +179,20 @@ fn position_suffix(line: &Option<usize>, column: &Option<usize>) -> String {
         (Some(line), Some(column)) => format!(" (YAML) at line {line}, column {column}"),
         (Some(line), None) => format!(" (YAML) at line {line}"),
         _ => " (YAML)".to_owned(),
+    }
+}
+
+impl From<Refusal> for SkillFileError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Missing => Self::Unreadable {
+                kind: std::io::ErrorKind::NotFound,
+            },
+            Refusal::Symlink => Self::Symlink,
+            Refusal::NotRegular => Self::NotRegularFile,
+            Refusal::TooLarge { size, limit } => Self::TooLarge { size, limit },
+            Refusal::Io(kind) => Self::Unreadable { kind },
+        }
     }
 }
 
