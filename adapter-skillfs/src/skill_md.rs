@@ -26,6 +26,10 @@ pub const METADATA_VALUE_CAP: usize = 4_096;
 pub const ALLOWED_TOOLS_MAX: usize = 64;
 /// Cap on one `allowed-tools` name, in bytes.
 pub const ALLOWED_TOOL_NAME_CAP: usize = 64;
+/// Most top-level frontmatter keys accepted (1,000); a `SKILL.md` with more is skipped.
+/// A real frontmatter has a handful; the cap keeps a hostile one from making every
+/// discovery decode a huge mapping.
+pub const FRONTMATTER_MAX_KEYS: usize = 1_000;
 
 /// The name grammar, as error messages state it.
 pub const SKILL_NAME_GRAMMAR: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
@@ -152,6 +156,14 @@ pub enum SkillFileError {
         /// 1-based column, when known.
         column: Option<usize>,
     },
+    /// (3) The frontmatter has more than [`FRONTMATTER_MAX_KEYS`] top-level keys.
+    #[error("frontmatter has {count} top-level keys, over the cap of {cap}")]
+    TooManyKeys {
+        /// The number of top-level keys.
+        count: usize,
+        /// The cap.
+        cap: usize,
+    },
     /// (4) `name` is missing or empty.
     #[error("frontmatter `name` is missing or empty")]
     NameMissing,
@@ -196,6 +208,15 @@ impl From<Refusal> for SkillFileError {
     }
 }
 
+impl From<yaml::Refused> for SkillFileError {
+    fn from(refused: yaml::Refused) -> Self {
+        match refused {
+            yaml::Refused::Malformed { position } => Self::malformed_at(position),
+            yaml::Refused::TooManyKeys { count, cap } => Self::TooManyKeys { count, cap },
+        }
+    }
+}
+
 impl SkillFileError {
     fn malformed_at(position: Option<Position>) -> Self {
         Self::Malformed {
@@ -222,7 +243,7 @@ pub fn parse_skill_md(
     let normalized = frontmatter::normalize(text);
     let split = frontmatter::split(&normalized).ok_or(SkillFileError::NoFrontmatter)?;
     let entries =
-        yaml::decode_mapping(split.frontmatter, 2).map_err(|e| SkillFileError::malformed_at(e.position))?;
+        yaml::decode_mapping(split.frontmatter, 2, FRONTMATTER_MAX_KEYS).map_err(SkillFileError::from)?;
     let fields = Fields::decode(&entries)?;
 
     let name = fields.name.map(str::trim).unwrap_or_default();
@@ -283,7 +304,7 @@ pub fn parse_skill_md(
 pub(crate) fn frontmatter_scalar(text: &str, key: &str) -> Option<String> {
     let normalized = frontmatter::normalize(text);
     let split = frontmatter::split(&normalized)?;
-    let entries = yaml::decode_mapping(split.frontmatter, 2).ok()?;
+    let entries = yaml::decode_mapping(split.frontmatter, 2, FRONTMATTER_MAX_KEYS).ok()?;
     entries
         .into_iter()
         .find(|e| e.key == key)
