@@ -10,6 +10,16 @@ use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 
+/// The largest file an edit may produce (10 MiB) when it makes the file grow.
+///
+/// `replace_all` multiplies: a short `old_string` occurring often, replaced by a long
+/// `new_string`, turns a few kilobytes of arguments into gigabytes of file and memory.
+/// The result's size is computed from the match count before anything is built, and
+/// an edit that would grow the file past this limit is refused with nothing written.
+/// An edit that does not make the file larger is always allowed, so existing files
+/// over the limit stay editable.
+pub const MAX_EDIT_RESULT_BYTES: u64 = 10 * 1024 * 1024;
+
 /// The `Edit` tool (mutating).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Edit;
@@ -35,7 +45,7 @@ impl Tool for Edit {
              included). Without `replace_all` it must occur exactly once: include enough \
              surrounding lines to make it unique; with `replace_all: true` every occurrence \
              is replaced. The file is replaced atomically, keeping its permission bits. \
-             Returns the number of replacements.",
+             An edit may not grow a file past 10 MiB. Returns the number of replacements.",
         )
         .with_schema(serde_json::json!({
             "type": "object",
@@ -102,6 +112,16 @@ fn edit(workspace: &Workspace, args: &Args) -> Reply {
             "old_string occurs {count} times in {given:?}; include more surrounding text to make it unique, or set replace_all to true"
         ));
     }
+    let replaced = if args.replace_all { count } else { 1 };
+    let original = text.len() as u64;
+    let size = result_size(original, replaced, args.old_string.len(), args.new_string.len());
+    if size.is_none_or(|size| size > MAX_EDIT_RESULT_BYTES && size > original) {
+        let size = size.map_or_else(|| "more than u64::MAX".to_owned(), |size| size.to_string());
+        return Err(format!(
+            "cannot edit {given:?}: the result would be {size} bytes, over the limit of \
+             {MAX_EDIT_RESULT_BYTES} bytes for a file an edit makes larger; nothing was written"
+        ));
+    }
     let updated = if args.replace_all {
         text.replace(args.old_string.as_str(), &args.new_string)
     } else {
@@ -111,4 +131,31 @@ fn edit(workspace: &Workspace, args: &Args) -> Reply {
         .map_err(|error| format!("cannot edit {given:?}: {error}"))?;
     let unit = if count == 1 { "occurrence" } else { "occurrences" };
     Ok(format!("replaced {count} {unit} in {given}"))
+}
+
+/// The length of a text of `original` bytes once `count` occurrences of an `old_len`
+/// string are replaced by a `new_len` one; `None` when it does not fit in a `u64`.
+fn result_size(original: u64, count: usize, old_len: usize, new_len: usize) -> Option<u64> {
+    let count = u64::try_from(count).ok()?;
+    let old_len = u64::try_from(old_len).ok()?;
+    let new_len = u64::try_from(new_len).ok()?;
+    if new_len >= old_len {
+        original.checked_add(count.checked_mul(new_len - old_len)?)
+    } else {
+        original.checked_sub(count.checked_mul(old_len - new_len)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_size_grows_shrinks_and_reports_overflow() {
+        assert_eq!(result_size(10, 2, 1, 4), Some(16));
+        assert_eq!(result_size(10, 2, 4, 1), Some(4));
+        assert_eq!(result_size(10, 0, 1, 4), Some(10));
+        assert_eq!(result_size(u64::MAX, 1, 1, 2), None);
+        assert_eq!(result_size(1, usize::MAX, 1, usize::MAX), None);
+    }
 }

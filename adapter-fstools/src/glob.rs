@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use crate::blocking::run_blocking;
@@ -13,6 +13,14 @@ use crate::walk;
 
 /// Paths listed before the count note.
 pub(crate) const MAX_FILES: usize = 1_000;
+
+/// The longest glob pattern accepted (4,096 bytes), for Glob's `pattern` and Grep's
+/// `glob`, checked before the pattern is compiled.
+///
+/// globset turns a glob into a regex; a pattern of about 100 KB made it exceed the
+/// regex size limit, which `GlobBuilder::compile_matcher` answers with a panic (megabytes
+/// of panic text). A path pattern has no use for more than a path's worth of bytes.
+pub const MAX_GLOB_PATTERN_BYTES: usize = 4_096;
 
 /// The `Glob` tool (read-only).
 #[derive(Clone, Copy, Debug, Default)]
@@ -38,7 +46,7 @@ impl Tool for Glob {
              search directory, relative to the workspace root (default: the root). Lists files \
              only, one path per line relative to the workspace root, sorted; skips `.git` and \
              whatever .gitignore/.ignore files exclude; symlinks are not followed. At most \
-             1000 paths, then a note with the total count.",
+             1000 paths, then a note with the total count. The pattern is at most 4096 bytes.",
         )
         .with_schema(serde_json::json!({
             "type": "object",
@@ -79,12 +87,29 @@ pub(crate) fn without_dot_slash(mut pattern: &str) -> &str {
     pattern
 }
 
-fn glob(workspace: &Workspace, args: &Args, cancel: &CancellationToken) -> Reply {
-    let matcher = GlobBuilder::new(without_dot_slash(&args.pattern))
+/// Compiles the glob `pattern` given as the argument `argument`, with `/` matched
+/// only literally. The length is checked first; every compilation failure, the
+/// regex size limit included, is an error text (a `GlobSet` is built rather than a
+/// `GlobMatcher`, whose compilation panics on such a failure).
+pub(crate) fn compile_glob(argument: &str, pattern: &str) -> Result<GlobSet, String> {
+    if pattern.len() > MAX_GLOB_PATTERN_BYTES {
+        return Err(format!(
+            "{argument} is {} bytes long, over the limit of {MAX_GLOB_PATTERN_BYTES} bytes for a glob; use a shorter pattern",
+            pattern.len()
+        ));
+    }
+    let glob = GlobBuilder::new(without_dot_slash(pattern))
         .literal_separator(true)
         .build()
-        .map_err(|error| format!("invalid glob pattern {:?}: {}", args.pattern, error.kind()))?
-        .compile_matcher();
+        .map_err(|error| format!("invalid {argument} {pattern:?}: {}", error.kind()))?;
+    GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|error| format!("invalid {argument} {pattern:?}: {}", error.kind()))
+}
+
+fn glob(workspace: &Workspace, args: &Args, cancel: &CancellationToken) -> Reply {
+    let matcher = compile_glob("glob pattern", &args.pattern)?;
     let given = args.path.as_deref().unwrap_or(".");
     let dir = workspace.confine_or_explain(given)?;
     match std::fs::metadata(&dir.resolved) {

@@ -6,13 +6,13 @@ use std::path::Path;
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobSet;
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
-use crate::glob::without_dot_slash;
+use crate::glob::{compile_glob, without_dot_slash};
 use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
 use crate::reply::{self, Reply};
 use crate::walk;
@@ -21,6 +21,17 @@ use crate::walk;
 pub(crate) const DEFAULT_MAX_RESULTS: u64 = 500;
 /// The largest `max_results` accepted.
 pub(crate) const MAX_MAX_RESULTS: u64 = 5_000;
+
+/// The longest regex accepted as `pattern` (4,096 bytes), checked before it is parsed.
+///
+/// Parsing alone costs memory in proportion to the pattern (a 10 MB pattern took
+/// 1.1 GB before compilation even started); a search pattern has no use for more.
+pub const MAX_GREP_PATTERN_BYTES: usize = 4_096;
+
+/// The compiled-size limit of the regex and the cache limit of its lazy DFA (10 MiB
+/// each), so a short pattern that expands enormously (`(\w{1000}){1000}`) fails with
+/// an error instead of eating memory.
+pub const REGEX_SIZE_LIMIT: usize = 10 * 1024 * 1024;
 
 /// The `Grep` tool (read-only).
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,7 +64,8 @@ impl Tool for Grep {
              names at any depth; one with `/` matches the path relative to `path`). \
              `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
              path then line number, at most `max_results` (default 500, at most 5000) \
-             followed by a note when the search stopped early.",
+             followed by a note when the search stopped early. `pattern` and `glob` are at \
+             most 4096 bytes each.",
         )
         .with_schema(serde_json::json!({
             "type": "object",
@@ -102,9 +114,9 @@ impl Tool for Grep {
 enum FileFilter {
     All,
     /// Matched against the file name (the pattern has no `/`).
-    Name(GlobMatcher),
+    Name(GlobSet),
     /// Matched against the path relative to the search directory.
-    Path(GlobMatcher),
+    Path(GlobSet),
 }
 
 impl FileFilter {
@@ -112,13 +124,8 @@ impl FileFilter {
         let Some(glob) = glob else {
             return Ok(Self::All);
         };
-        let glob = without_dot_slash(glob);
-        let matcher = GlobBuilder::new(glob)
-            .literal_separator(true)
-            .build()
-            .map_err(|error| format!("invalid glob {glob:?}: {}", error.kind()))?
-            .compile_matcher();
-        Ok(if glob.contains('/') {
+        let matcher = compile_glob("glob", glob)?;
+        Ok(if without_dot_slash(glob).contains('/') {
             Self::Path(matcher)
         } else {
             Self::Name(matcher)
@@ -134,11 +141,30 @@ impl FileFilter {
     }
 }
 
-fn grep(workspace: &Workspace, args: &Args, limit: usize, cancel: &CancellationToken) -> Reply {
-    let regex = RegexBuilder::new(&args.pattern)
-        .case_insensitive(args.case_insensitive)
+/// Compiles the `pattern` argument: length first, then the regex under
+/// [`REGEX_SIZE_LIMIT`].
+fn compile_regex(pattern: &str, case_insensitive: bool) -> Result<Regex, String> {
+    if pattern.len() > MAX_GREP_PATTERN_BYTES {
+        return Err(format!(
+            "pattern is {} bytes long, over the limit of {MAX_GREP_PATTERN_BYTES} bytes for a regex; use a shorter pattern",
+            pattern.len()
+        ));
+    }
+    RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|error| format!("invalid regex {:?}: {error}", args.pattern))?;
+        .map_err(|error| match error {
+            regex::Error::CompiledTooBig(limit) => format!(
+                "regex {pattern:?} is too complex: compiled, it would exceed the size limit of {limit} bytes; use fewer or smaller repetitions"
+            ),
+            error => format!("invalid regex {pattern:?}: {error}"),
+        })
+}
+
+fn grep(workspace: &Workspace, args: &Args, limit: usize, cancel: &CancellationToken) -> Reply {
+    let regex = compile_regex(&args.pattern, args.case_insensitive)?;
     let filter = FileFilter::new(args.glob.as_deref())?;
     let given = args.path.as_deref().unwrap_or(".");
     let target = workspace.confine_or_explain(given)?;

@@ -40,9 +40,9 @@ use engine_core::Tool;
 
 // The public surface, in one place: the tools (so a host can register a subset), the
 // constructor the composition root calls, and the production command runner.
-pub use edit::Edit;
-pub use glob::Glob;
-pub use grep::Grep;
+pub use edit::{Edit, MAX_EDIT_RESULT_BYTES};
+pub use glob::{Glob, MAX_GLOB_PATTERN_BYTES};
+pub use grep::{Grep, MAX_GREP_PATTERN_BYTES, REGEX_SIZE_LIMIT};
 pub use list_dir::ListDir;
 pub use read::Read;
 pub use shell::Shell;

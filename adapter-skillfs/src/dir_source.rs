@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use engine_ports::{SkillMeta, SkillOrigin};
 
+use crate::confined::{MAX_DEFINITION_FILE_BYTES, read_definition_file};
 use crate::discovery::{
     Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic,
 };
-use crate::skill_md::{DEFAULT_OUTPUT_CAP, ParsedSkill, parse_skill_md};
+use crate::skill_md::{DEFAULT_OUTPUT_CAP, ParsedSkill, SkillFileError, parse_skill_md};
 
 /// The skills of one directory: exactly one level deep, `<dir>/<name>/SKILL.md`.
 ///
@@ -18,7 +19,11 @@ use crate::skill_md::{DEFAULT_OUTPUT_CAP, ParsedSkill, parse_skill_md};
 ///   Any other read error is fatal and names the directory.
 /// - Entries are visited in byte order; stray files and subdirectories without
 ///   `SKILL.md` are ignored silently. Symlinked skill directories are not followed
-///   (WARN diagnostic); a `SKILL.md` that is itself a symlink is read.
+///   (WARN diagnostic).
+/// - `SKILL.md` is read without following a symlink at its name, without blocking on
+///   a FIFO, only when it is a regular file of at most
+///   [`MAX_DEFINITION_FILE_BYTES`](crate::MAX_DEFINITION_FILE_BYTES); otherwise the
+///   skill is skipped with a diagnostic saying why.
 /// - A skill whose frontmatter `name` differs from its directory name is skipped.
 #[derive(Clone, Debug)]
 pub struct DirSource {
@@ -69,8 +74,8 @@ impl DirSource {
             ));
             return;
         };
-        let parsed = std::fs::read(&manifest)
-            .map_err(|e| crate::skill_md::SkillFileError::Unreadable { kind: e.kind() })
+        let parsed = read_definition_file(&manifest, MAX_DEFINITION_FILE_BYTES)
+            .map_err(SkillFileError::from)
             .and_then(|bytes| parse_skill_md(&bytes, Some(dir_name), self.output_cap));
         match parsed {
             Err(error) => out

@@ -1,7 +1,6 @@
 //! [`FileCommandSource`]: slash-command templates from `*.md` files, re-read on every
 //! call.
 
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -9,6 +8,8 @@ use engine_ports::{
     CommandBody, CommandError, CommandInfo, CommandSource, Diagnostic, Diagnostics, valid_command_name,
 };
 
+use crate::confined::{MAX_DEFINITION_FILE_BYTES, Refusal, read_definition_file};
+use crate::discovery::SkipDiagnostic;
 use crate::tiers::{HostEnv, ProjectTrust, non_empty};
 
 /// Longest listed description, in chars (`…` included).
@@ -42,6 +43,12 @@ pub fn project_command_dirs(workspace: &Path) -> [PathBuf; 2] {
 /// Bodies are the files' text, verbatim (frontmatter included: the expander strips
 /// it), so a file template expands byte-identically to the same template from any
 /// other source. Reads run on Tokio's blocking pool (a Tokio runtime is needed).
+///
+/// A command file is read only when it is a regular file of at most
+/// [`MAX_DEFINITION_FILE_BYTES`](crate::MAX_DEFINITION_FILE_BYTES), never through a
+/// symlink at its name and never blocking on a FIFO. A listing skips any other file
+/// with a WARN diagnostic naming it and the reason; expanding one is an error (its
+/// reason names no path) and a WARN naming the file.
 #[derive(Clone, Debug, Default)]
 pub struct FileCommandSource {
     dirs: Vec<PathBuf>,
@@ -81,17 +88,31 @@ impl FileCommandSource {
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
+
+    /// The commands of every directory (first winning, sorted by name), with a
+    /// diagnostic for every `*.md` file with a valid command name that was skipped:
+    /// a symlink, not a regular file, over the size limit, unreadable or not UTF-8.
+    /// Blocking; [`list_commands`](CommandSource::list_commands) runs it on the
+    /// blocking pool and logs the diagnostics at WARN.
+    pub fn list_with_diagnostics(&self) -> (Vec<CommandInfo>, Vec<SkipDiagnostic>) {
+        list(&self.dirs)
+    }
 }
 
 #[async_trait]
 impl CommandSource for FileCommandSource {
     async fn list_commands(&self) -> Result<Vec<CommandInfo>, CommandError> {
         let dirs = self.dirs.clone();
-        tokio::task::spawn_blocking(move || list(&dirs))
+        let (commands, skipped) = tokio::task::spawn_blocking(move || list(&dirs))
             .await
             .map_err(|_| CommandError::List {
                 reason: "listing command files was interrupted".into(),
-            })
+            })?;
+        let mut diagnostics = Diagnostics::new();
+        for skip in skipped {
+            diagnostics.warn(skip.to_string());
+        }
+        Ok(commands)
     }
 
     async fn command_body(&self, name: &str) -> Result<Option<CommandBody>, CommandError> {
@@ -116,31 +137,48 @@ impl CommandSource for FileCommandSource {
                 })),
                 Err(_) => Err(failed("the command file is not valid UTF-8".into())),
             },
-            Err(kind) => Err(failed(format!("reading the command file failed: {kind}"))),
+            Err((path, refusal)) => {
+                Diagnostics::new().warn(skip_reason(&path, &refusal).to_string());
+                Err(failed(format!("the command file was not read: {refusal}")))
+            }
         }
     }
 }
 
-fn lookup(dirs: &[PathBuf], name: &str) -> Result<Option<Vec<u8>>, ErrorKind> {
+/// The operator diagnostic for a command file that was not read.
+fn skip_reason(path: &Path, refusal: &Refusal) -> SkipDiagnostic {
+    SkipDiagnostic::new(path, format!("command file skipped: {refusal}"))
+}
+
+/// The bytes of `<dir>/<name>.md` from the first directory that has the file; a file
+/// that is there but refused stops the lookup, with its path.
+fn lookup(dirs: &[PathBuf], name: &str) -> Result<Option<Vec<u8>>, (PathBuf, Refusal)> {
     let file = format!("{name}.md");
     for dir in dirs {
-        match std::fs::read(dir.join(&file)) {
+        let path = dir.join(&file);
+        match read_definition_file(&path, MAX_DEFINITION_FILE_BYTES) {
             Ok(bytes) => return Ok(Some(bytes)),
-            Err(error) if error.kind() == ErrorKind::NotFound => {}
-            Err(error) => return Err(error.kind()),
+            Err(Refusal::Missing) => {}
+            Err(refusal) => return Err((path, refusal)),
         }
     }
     Ok(None)
 }
 
-fn list(dirs: &[PathBuf]) -> Vec<CommandInfo> {
-    let mut found: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+/// Lists the commands of `dirs`. A skipped file still takes its name, as in
+/// [`lookup`]: a later directory's file of that name is not listed, since expanding
+/// the name would hit the skipped one first.
+fn list(dirs: &[PathBuf]) -> (Vec<CommandInfo>, Vec<SkipDiagnostic>) {
+    // Name → description, `None` for a skipped file.
+    let mut found: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+    let mut skipped = Vec::new();
     for dir in dirs {
         let Ok(reader) = std::fs::read_dir(dir) else {
             continue;
         };
-        for entry in reader.flatten() {
-            let path = entry.path();
+        let mut paths: Vec<PathBuf> = reader.flatten().map(|entry| entry.path()).collect();
+        paths.sort();
+        for path in paths {
             let Some(name) = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -151,16 +189,37 @@ fn list(dirs: &[PathBuf]) -> Vec<CommandInfo> {
             if !valid_command_name(name) || found.contains_key(name) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
+            let description = match read_definition_file(&path, MAX_DEFINITION_FILE_BYTES) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => Some(describe(&text)),
+                    Err(_) => {
+                        skipped.push(SkipDiagnostic::new(
+                            &path,
+                            "command file skipped: it is not valid UTF-8",
+                        ));
+                        None
+                    }
+                },
+                // Gone since the directory was listed.
+                Err(Refusal::Missing) => continue,
+                Err(refusal) => {
+                    skipped.push(skip_reason(&path, &refusal));
+                    None
+                }
             };
-            found.insert(name.to_owned(), describe(&text));
+            found.insert(name.to_owned(), description);
         }
     }
-    found
+    let commands = found
         .into_iter()
-        .map(|(name, description)| CommandInfo { name, description })
-        .collect()
+        .filter_map(|(name, description)| {
+            Some(CommandInfo {
+                name,
+                description: description?,
+            })
+        })
+        .collect();
+    (commands, skipped)
 }
 
 /// The listed description of a template: the frontmatter `description:` line's value

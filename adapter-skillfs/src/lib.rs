@@ -41,6 +41,7 @@ mod tiers;
 mod yaml;
 
 // The public surface, in one place.
+pub use confined::MAX_DEFINITION_FILE_BYTES;
 pub use dir_source::DirSource;
 pub use discovery::{Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};
 pub use drafter::{QuarantineDrafter, draft_file};
@@ -56,8 +57,8 @@ pub use promotion::{DraftSummary, PromoteError, PromoteRequest, Promoted, promot
 pub use similarity::NEAR_DUPLICATE_THRESHOLD;
 pub use skill_md::{
     ALLOWED_TOOL_NAME_CAP, ALLOWED_TOOLS_MAX, DEFAULT_OUTPUT_CAP, DESCRIPTION_CAP, FIELD_CAP,
-    METADATA_MAX_ENTRIES, METADATA_VALUE_CAP, NoteAction, NoteUnit, ParsedSkill, SKILL_NAME_GRAMMAR,
-    SkillFileError, SkillNote, parse_skill_md,
+    FRONTMATTER_MAX_KEYS, METADATA_MAX_ENTRIES, METADATA_VALUE_CAP, NoteAction, NoteUnit, ParsedSkill,
+    SKILL_NAME_GRAMMAR, SkillFileError, SkillNote, parse_skill_md,
 };
 pub use tiers::{
     HostEnv, ProjectTrust, ResolvedDirs, SkillsOptions, TierDir, project_skill_dirs, resolve_skill_dirs,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use engine_ports::{truncate_with_ellipsis, valid_skill_name};
 
+use crate::confined::{MAX_DEFINITION_FILE_BYTES, Refusal, read_definition_file};
 use crate::fs_util::{copy_tree, create_private_dir_all, sync_dir};
 use crate::injection;
 use crate::skill_md::{
@@ -57,6 +58,15 @@ pub enum PromoteError {
     DraftMissing {
         /// The expected `SKILL.md`.
         path: PathBuf,
+    },
+    /// The draft's `SKILL.md` cannot be read safely: a symlink, not a regular file, over
+    /// [`MAX_DEFINITION_FILE_BYTES`](crate::MAX_DEFINITION_FILE_BYTES), or unreadable.
+    #[error("draft {} cannot be read: {error}", path.display())]
+    Unreadable {
+        /// The `SKILL.md`.
+        path: PathBuf,
+        /// Why.
+        error: SkillFileError,
     },
     /// The file lacks `origin: model` in its frontmatter.
     #[error("{} is not a model draft: its frontmatter lacks `origin: model`", path.display())]
@@ -141,9 +151,18 @@ fn promote_with(
     let draft_dir = request.quarantine.join(name);
     let manifest = draft_dir.join("SKILL.md");
     let is_plain_dir = std::fs::symlink_metadata(&draft_dir).is_ok_and(|m| m.is_dir());
-    let bytes = match std::fs::read(&manifest) {
-        Ok(bytes) if is_plain_dir => bytes,
-        _ => return Err(PromoteError::DraftMissing { path: manifest }),
+    if !is_plain_dir {
+        return Err(PromoteError::DraftMissing { path: manifest });
+    }
+    let bytes = match read_definition_file(&manifest, MAX_DEFINITION_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(Refusal::Missing) => return Err(PromoteError::DraftMissing { path: manifest }),
+        Err(refusal) => {
+            return Err(PromoteError::Unreadable {
+                path: manifest,
+                error: refusal.into(),
+            });
+        }
     };
     let text = String::from_utf8_lossy(&bytes);
     if frontmatter_scalar(&text, "origin").as_deref() != Some("model") {

@@ -6,6 +6,7 @@ use std::fmt;
 
 use engine_ports::{truncate_with_ellipsis, valid_skill_name};
 
+use crate::confined::Refusal;
 use crate::frontmatter;
 use crate::yaml::{self, Entry, Node, Position};
 
@@ -25,6 +26,10 @@ pub const METADATA_VALUE_CAP: usize = 4_096;
 pub const ALLOWED_TOOLS_MAX: usize = 64;
 /// Cap on one `allowed-tools` name, in bytes.
 pub const ALLOWED_TOOL_NAME_CAP: usize = 64;
+/// Most top-level frontmatter keys accepted (1,000); a `SKILL.md` with more is skipped.
+/// A real frontmatter has a handful; the cap keeps a hostile one from making every
+/// discovery decode a huge mapping.
+pub const FRONTMATTER_MAX_KEYS: usize = 1_000;
 
 /// The name grammar, as error messages state it.
 pub const SKILL_NAME_GRAMMAR: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
@@ -121,6 +126,20 @@ pub enum SkillFileError {
         /// The I/O error kind.
         kind: std::io::ErrorKind,
     },
+    /// (1) The file is a symbolic link (never followed).
+    #[error("SKILL.md is a symbolic link, and skill files are never read through one")]
+    Symlink,
+    /// (1) The file is a directory, FIFO, socket or device.
+    #[error("SKILL.md is not a regular file")]
+    NotRegularFile,
+    /// (1) The file is over [`MAX_DEFINITION_FILE_BYTES`](crate::MAX_DEFINITION_FILE_BYTES).
+    #[error("SKILL.md is over {limit} bytes ({size} bytes seen)")]
+    TooLarge {
+        /// Bytes seen (the stat size, or the bytes read when the file grew).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// (1) The file is not UTF-8.
     #[error("SKILL.md is not valid UTF-8")]
     NotUtf8,
@@ -136,6 +155,14 @@ pub enum SkillFileError {
         line: Option<usize>,
         /// 1-based column, when known.
         column: Option<usize>,
+    },
+    /// (3) The frontmatter has more than [`FRONTMATTER_MAX_KEYS`] top-level keys.
+    #[error("frontmatter has {count} top-level keys, over the cap of {cap}")]
+    TooManyKeys {
+        /// The number of top-level keys.
+        count: usize,
+        /// The cap.
+        cap: usize,
     },
     /// (4) `name` is missing or empty.
     #[error("frontmatter `name` is missing or empty")]
@@ -167,6 +194,29 @@ fn position_suffix(line: &Option<usize>, column: &Option<usize>) -> String {
     }
 }
 
+impl From<Refusal> for SkillFileError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Missing => Self::Unreadable {
+                kind: std::io::ErrorKind::NotFound,
+            },
+            Refusal::Symlink => Self::Symlink,
+            Refusal::NotRegular => Self::NotRegularFile,
+            Refusal::TooLarge { size, limit } => Self::TooLarge { size, limit },
+            Refusal::Io(kind) => Self::Unreadable { kind },
+        }
+    }
+}
+
+impl From<yaml::Refused> for SkillFileError {
+    fn from(refused: yaml::Refused) -> Self {
+        match refused {
+            yaml::Refused::Malformed { position } => Self::malformed_at(position),
+            yaml::Refused::TooManyKeys { count, cap } => Self::TooManyKeys { count, cap },
+        }
+    }
+}
+
 impl SkillFileError {
     fn malformed_at(position: Option<Position>) -> Self {
         Self::Malformed {
@@ -193,7 +243,7 @@ pub fn parse_skill_md(
     let normalized = frontmatter::normalize(text);
     let split = frontmatter::split(&normalized).ok_or(SkillFileError::NoFrontmatter)?;
     let entries =
-        yaml::decode_mapping(split.frontmatter, 2).map_err(|e| SkillFileError::malformed_at(e.position))?;
+        yaml::decode_mapping(split.frontmatter, 2, FRONTMATTER_MAX_KEYS).map_err(SkillFileError::from)?;
     let fields = Fields::decode(&entries)?;
 
     let name = fields.name.map(str::trim).unwrap_or_default();
@@ -254,7 +304,7 @@ pub fn parse_skill_md(
 pub(crate) fn frontmatter_scalar(text: &str, key: &str) -> Option<String> {
     let normalized = frontmatter::normalize(text);
     let split = frontmatter::split(&normalized)?;
-    let entries = yaml::decode_mapping(split.frontmatter, 2).ok()?;
+    let entries = yaml::decode_mapping(split.frontmatter, 2, FRONTMATTER_MAX_KEYS).ok()?;
     entries
         .into_iter()
         .find(|e| e.key == key)

@@ -6,6 +6,8 @@
 //! parser is driven through its event API here and every failure is reduced to a
 //! position.
 
+use std::collections::HashSet;
+
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::Marker;
 
@@ -40,11 +42,22 @@ pub(crate) struct Position {
     pub(crate) column: usize,
 }
 
-/// Why the frontmatter is not a usable YAML mapping; only a position, never content.
+/// Why the frontmatter is not a usable YAML mapping; only a position or counts,
+/// never content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Malformed {
-    /// Where the parser stopped, when known.
-    pub(crate) position: Option<Position>,
+pub(crate) enum Refused {
+    /// Not a YAML mapping of the expected shape (or not YAML at all).
+    Malformed {
+        /// Where the parser stopped, when known.
+        position: Option<Position>,
+    },
+    /// More top-level keys than the cap.
+    TooManyKeys {
+        /// The number of top-level keys.
+        count: usize,
+        /// The cap.
+        cap: usize,
+    },
 }
 
 /// Deepest nesting accepted (frontmatter is flat; this only guards the recursion).
@@ -52,11 +65,17 @@ const MAX_DEPTH: usize = 64;
 
 /// Decodes `frontmatter` (which starts on file line `first_line`) as a mapping. An
 /// empty document is an empty mapping. Aliases, several documents, non-scalar or
-/// duplicate top-level keys are malformed.
-pub(crate) fn decode_mapping(frontmatter: &str, first_line: usize) -> Result<Vec<Entry>, Malformed> {
+/// duplicate top-level keys are malformed; more than `max_keys` top-level keys are
+/// refused with their count. The cost is linear in the frontmatter's length.
+pub(crate) fn decode_mapping(
+    frontmatter: &str,
+    first_line: usize,
+    max_keys: usize,
+) -> Result<Vec<Entry>, Refused> {
     let mut reader = Reader {
         parser: Parser::new_from_str(frontmatter),
         first_line,
+        max_keys,
     };
     let (event, mark) = reader.next()?;
     if event != Event::StreamStart {
@@ -88,18 +107,19 @@ pub(crate) fn decode_mapping(frontmatter: &str, first_line: usize) -> Result<Vec
 struct Reader<'a> {
     parser: Parser<std::str::Chars<'a>>,
     first_line: usize,
+    max_keys: usize,
 }
 
 impl Reader<'_> {
-    fn next(&mut self) -> Result<(Event, Marker), Malformed> {
+    fn next(&mut self) -> Result<(Event, Marker), Refused> {
         self.parser.next_token().map_err(|error| {
             let mark = *error.marker();
             self.at(mark)
         })
     }
 
-    fn at(&self, mark: Marker) -> Malformed {
-        Malformed {
+    fn at(&self, mark: Marker) -> Refused {
+        Refused::Malformed {
             position: Some(self.position(mark)),
         }
     }
@@ -111,8 +131,10 @@ impl Reader<'_> {
         }
     }
 
-    fn top_level(&mut self) -> Result<Vec<Entry>, Malformed> {
+    fn top_level(&mut self) -> Result<Vec<Entry>, Refused> {
         let mut entries: Vec<Entry> = Vec::new();
+        // Duplicate detection by hash, so the whole decode stays linear.
+        let mut seen: HashSet<String> = HashSet::new();
         loop {
             let (event, mark) = self.next()?;
             let key = match event {
@@ -120,7 +142,10 @@ impl Reader<'_> {
                 Event::Scalar(text, ..) => text,
                 _ => return Err(self.at(mark)),
             };
-            if entries.iter().any(|e| e.key == key) {
+            if entries.len() == self.max_keys {
+                return Err(self.count_keys(entries.len() + 1));
+            }
+            if !seen.insert(key.clone()) {
                 return Err(self.at(mark));
             }
             let (event, value_mark) = self.next()?;
@@ -133,7 +158,42 @@ impl Reader<'_> {
         }
     }
 
-    fn node(&mut self, event: Event, mark: Marker, depth: usize) -> Result<Node, Malformed> {
+    /// Past the cap, with `counted` keys seen (the last one's value not read yet):
+    /// counts the remaining top-level keys without keeping anything, so the refusal
+    /// can state the total. A syntax error on the way wins, as the document is
+    /// malformed anyway.
+    fn count_keys(&mut self, mut counted: usize) -> Refused {
+        let mut depth = 0_usize;
+        // Whether the next event at depth 0 is a value (a key was just counted).
+        let mut value_next = true;
+        loop {
+            let (event, mark) = match self.next() {
+                Ok(next) => next,
+                Err(refused) => return refused,
+            };
+            match event {
+                Event::MappingStart(..) | Event::SequenceStart(..) => depth += 1,
+                Event::MappingEnd | Event::SequenceEnd if depth > 0 => depth -= 1,
+                Event::MappingEnd => {
+                    return Refused::TooManyKeys {
+                        count: counted,
+                        cap: self.max_keys,
+                    };
+                }
+                Event::Scalar(..) | Event::Alias(..) => {}
+                _ => return self.at(mark),
+            }
+            if depth == 0 {
+                // A node just ended at the top level: a value, or the next key.
+                if !value_next {
+                    counted += 1;
+                }
+                value_next = !value_next;
+            }
+        }
+    }
+
+    fn node(&mut self, event: Event, mark: Marker, depth: usize) -> Result<Node, Refused> {
         if depth > MAX_DEPTH {
             return Err(self.at(mark));
         }
@@ -173,6 +233,15 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
+    const CAP: usize = 1_000;
+
+    fn position(refused: Refused) -> Option<Position> {
+        match refused {
+            Refused::Malformed { position } => position,
+            Refused::TooManyKeys { .. } => panic!("{refused:?}"),
+        }
+    }
+
     fn scalar(text: &str) -> Node {
         Node::Scalar(text.to_owned())
     }
@@ -182,6 +251,7 @@ mod tests {
         let entries = decode_mapping(
             "a: 123\nb: null\nc: 2026-08-28T12:00:00Z\nd: true\ne: \"q\\tx\"\nf:\ng: 1.50\n",
             2,
+            CAP,
         )
         .unwrap();
         let values: Vec<(&str, &Node)> = entries.iter().map(|e| (e.key.as_str(), &e.value)).collect();
@@ -202,23 +272,23 @@ mod tests {
 
     #[test]
     fn nested_shapes_are_kept() {
-        let entries = decode_mapping("t: [a, \"b c\"]\nm: {k: v}\n", 2).unwrap();
+        let entries = decode_mapping("t: [a, \"b c\"]\nm: {k: v}\n", 2, CAP).unwrap();
         assert_eq!(entries[0].value, Node::Seq(vec![scalar("a"), scalar("b c")]));
         assert_eq!(entries[1].value, Node::Map(vec![(scalar("k"), scalar("v"))]));
     }
 
     #[test]
     fn empty_documents_are_empty_mappings() {
-        assert_eq!(decode_mapping("", 2).unwrap(), Vec::new());
-        assert_eq!(decode_mapping("# only a comment\n", 2).unwrap(), Vec::new());
+        assert_eq!(decode_mapping("", 2, CAP).unwrap(), Vec::new());
+        assert_eq!(decode_mapping("# only a comment\n", 2, CAP).unwrap(), Vec::new());
     }
 
     #[test]
     fn failures_carry_file_positions_only() {
-        let error = decode_mapping("name: leaked-secret\ndescription: [unterminated\n", 2).unwrap_err();
-        let position = error.position.unwrap();
-        assert!(position.line >= 3, "{position:?}");
-        assert!(position.column >= 1, "{position:?}");
+        let error = decode_mapping("name: leaked-secret\ndescription: [unterminated\n", 2, CAP).unwrap_err();
+        let at = position(error).unwrap();
+        assert!(at.line >= 3, "{at:?}");
+        assert!(at.column >= 1, "{at:?}");
         for text in [
             "just text",
             "- a\n- b",
@@ -227,15 +297,51 @@ mod tests {
             "[a]: 1",
             "a: 1\n...\nb: 2\n",
         ] {
-            assert!(decode_mapping(text, 2).is_err(), "{text:?}");
+            assert!(decode_mapping(text, 2, CAP).is_err(), "{text:?}");
         }
-        let duplicate = decode_mapping("a: 1\nb: 2\na: 3\n", 2).unwrap_err();
-        assert_eq!(duplicate.position, Some(Position { line: 4, column: 1 }));
+        let duplicate = decode_mapping("a: 1\nb: 2\na: 3\n", 2, CAP).unwrap_err();
+        assert_eq!(position(duplicate), Some(Position { line: 4, column: 1 }));
     }
 
     #[test]
     fn deep_nesting_is_refused_not_overflowed() {
         let deep = format!("a: {}{}", "[".repeat(200), "]".repeat(200));
-        assert!(decode_mapping(&deep, 2).is_err());
+        assert!(decode_mapping(&deep, 2, CAP).is_err());
+    }
+
+    fn keys(n: usize) -> String {
+        (0..n).map(|i| format!("k{i}: v\n")).collect()
+    }
+
+    #[test]
+    fn the_key_cap_accepts_the_cap_and_counts_every_key_past_it() {
+        assert_eq!(decode_mapping(&keys(3), 2, 3).unwrap().len(), 3);
+        let nested = format!("{}m: {{a: [1, {{b: 2}}]}}\nz: [x]\n", keys(3));
+        assert_eq!(
+            decode_mapping(&nested, 2, 3),
+            Err(Refused::TooManyKeys { count: 5, cap: 3 })
+        );
+        assert_eq!(
+            decode_mapping(&keys(10), 2, 3),
+            Err(Refused::TooManyKeys { count: 10, cap: 3 })
+        );
+        // A syntax error past the cap is still reported as such.
+        let broken = format!("{}bad: [unterminated\n", keys(5));
+        assert!(matches!(
+            decode_mapping(&broken, 2, 3),
+            Err(Refused::Malformed { position: Some(_) })
+        ));
+    }
+
+    #[test]
+    fn duplicates_are_found_among_many_keys() {
+        let text = format!("{}k7: again\n", keys(CAP - 1));
+        assert_eq!(
+            position(decode_mapping(&text, 2, CAP).unwrap_err()),
+            Some(Position {
+                line: CAP + 1,
+                column: 1
+            })
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! `Edit`: exact replacement with match counting.
 
-use adapter_fstools::Edit;
+use adapter_fstools::{Edit, MAX_EDIT_RESULT_BYTES};
 use serde_json::json;
 
 use crate::support::{Ws, call, err, mode, ok, set_mode};
@@ -118,4 +118,65 @@ async fn a_missing_or_binary_file_is_an_error() {
         json!({"path": "blob", "old_string": "a", "new_string": "c"}),
     )
     .await);
+}
+
+#[tokio::test]
+async fn edit_replace_all_refuses_a_result_over_the_cap() {
+    let ws = Ws::new();
+    // 100 KB of arguments' worth of amplification: 200,000 one-byte matches, each
+    // replaced by 100 bytes, would make a 20 MB file.
+    let original = "x".repeat(200_000);
+    ws.file("a.txt", &original);
+    let result = call(
+        &Edit,
+        &ws.env,
+        json!({"path": "a.txt", "old_string": "x", "new_string": "y".repeat(100), "replace_all": true}),
+    )
+    .await;
+    let text = err(&result);
+    assert!(text.contains("20000000 bytes"), "names the computed size: {text}");
+    assert!(
+        text.contains(&MAX_EDIT_RESULT_BYTES.to_string()),
+        "names the cap: {text}"
+    );
+    assert!(text.contains("nothing was written"), "{text}");
+    assert!(text.contains("\"a.txt\""), "{text}");
+    assert_eq!(ws.read("a.txt"), original, "the file is unchanged on disk");
+    assert_eq!(ws.names("."), ["a.txt"], "no temp file is left behind");
+}
+
+#[tokio::test]
+async fn edit_replace_all_accepts_a_result_exactly_at_the_cap_and_refuses_one_byte_more() {
+    let ws = Ws::new();
+    let cap = usize::try_from(MAX_EDIT_RESULT_BYTES).unwrap();
+    // Each one-byte `x` becomes 16 bytes, so cap / 16 matches land exactly on the cap.
+    let args = |path: &str| json!({"path": path, "old_string": "x", "new_string": "y".repeat(16), "replace_all": true});
+    let at_cap = "x".repeat(cap / 16);
+    ws.file("at.txt", &at_cap);
+    ok(&call(&Edit, &ws.env, args("at.txt")).await);
+    assert_eq!(
+        std::fs::metadata(ws.path("at.txt")).unwrap().len(),
+        MAX_EDIT_RESULT_BYTES
+    );
+
+    let one_more = format!("{at_cap}z");
+    ws.file("over.txt", &one_more);
+    let text = err(&call(&Edit, &ws.env, args("over.txt")).await).to_owned();
+    assert!(text.contains(&format!("{} bytes", cap + 1)), "{text}");
+    assert_eq!(ws.read("over.txt"), one_more);
+}
+
+#[tokio::test]
+async fn an_edit_that_does_not_grow_a_file_already_over_the_cap_is_allowed() {
+    let ws = Ws::new();
+    let cap = usize::try_from(MAX_EDIT_RESULT_BYTES).unwrap();
+    ws.file("big.log", format!("{}\nold\n", "x".repeat(cap)));
+    let result = call(
+        &Edit,
+        &ws.env,
+        json!({"path": "big.log", "old_string": "old", "new_string": "new"}),
+    )
+    .await;
+    assert_eq!(ok(&result), "replaced 1 occurrence in big.log");
+    assert!(ws.read("big.log").ends_with("\nnew\n"));
 }

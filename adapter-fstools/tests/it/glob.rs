@@ -1,6 +1,6 @@
 //! `Glob`: matching, ignore files, sorting and the item limit.
 
-use adapter_fstools::Glob;
+use adapter_fstools::{Glob, MAX_GLOB_PATTERN_BYTES};
 use serde_json::json;
 
 use crate::support::{Ws, call, err, ok};
@@ -111,4 +111,35 @@ async fn a_file_or_missing_path_is_an_error() {
     err(&call(&Glob, &ws.env, json!({"pattern": "*", "path": "build.rs"})).await);
     let text = err(&call(&Glob, &ws.env, json!({"pattern": "*", "path": "nope"})).await).to_owned();
     assert!(text.contains("\"nope\""), "{text}");
+}
+
+#[tokio::test]
+async fn glob_refuses_a_pattern_over_the_length_cap_without_panicking() {
+    let ws = tree();
+    // About 105 KB: globset's regex for it exceeds the regex size limit, which its
+    // matcher compilation answers with a panic.
+    let pattern = "{a,b}?[!c]*".repeat(10_000);
+    assert!(pattern.len() > 100_000);
+    let text = err(&call(&Glob, &ws.env, json!({"pattern": pattern})).await).to_owned();
+    assert!(text.contains("glob pattern"), "names the argument: {text}");
+    assert!(
+        text.contains(&pattern.len().to_string()),
+        "names the length: {text}"
+    );
+    assert!(
+        text.contains(&MAX_GLOB_PATTERN_BYTES.to_string()),
+        "names the cap: {text}"
+    );
+    assert!(text.len() < 300, "does not echo the pattern: {text}");
+}
+
+#[tokio::test]
+async fn glob_patterns_up_to_the_cap_compile_or_fail_as_error_results() {
+    let ws = tree();
+    for unit in ["?", "*", "[!a]", "{a,b}", "**/", "[^\u{10FFFF}]"] {
+        let pattern = unit.repeat(MAX_GLOB_PATTERN_BYTES / unit.len());
+        assert!(pattern.len() <= MAX_GLOB_PATTERN_BYTES);
+        // Either outcome is fine; a panic would fail the test.
+        let _ = call(&Glob, &ws.env, json!({"pattern": pattern})).await;
+    }
 }

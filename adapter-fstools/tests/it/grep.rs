@@ -1,6 +1,6 @@
 //! `Grep`: `path:line:text` sorted by path then line, binary files skipped, filters.
 
-use adapter_fstools::Grep;
+use adapter_fstools::{Grep, MAX_GLOB_PATTERN_BYTES, MAX_GREP_PATTERN_BYTES, REGEX_SIZE_LIMIT};
 use serde_json::json;
 
 use crate::support::{Ws, call, err, ok};
@@ -129,4 +129,52 @@ async fn a_file_path_searches_that_file_and_ignore_files_apply_to_directories() 
     );
     let text = err(&call(&Grep, &ws.env, json!({"pattern": "x", "path": "missing"})).await).to_owned();
     assert!(text.contains("\"missing\""), "{text}");
+}
+
+#[tokio::test]
+async fn grep_refuses_a_pattern_over_the_length_cap_before_compiling_it() {
+    let ws = Ws::new();
+    ws.file("a.txt", "needle\n");
+    let pattern = "a".repeat(10_000_000);
+    let started = std::time::Instant::now();
+    let text = err(&call(&Grep, &ws.env, json!({"pattern": pattern})).await).to_owned();
+    assert!(text.contains("pattern"), "names the argument: {text}");
+    assert!(text.contains("10000000 bytes"), "names the length: {text}");
+    assert!(
+        text.contains(&MAX_GREP_PATTERN_BYTES.to_string()),
+        "names the cap: {text}"
+    );
+    assert!(text.len() < 300, "does not echo the pattern: {text}");
+    // Generous: compiling it took seconds and a gigabyte; refusing it takes nothing.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn grep_refuses_a_short_regex_that_compiles_past_the_size_limit() {
+    let ws = Ws::new();
+    ws.file("a.txt", "needle\n");
+    let pattern = r"(\w{1000}){1000}";
+    let text = err(&call(&Grep, &ws.env, json!({"pattern": pattern})).await).to_owned();
+    assert!(text.contains("size limit"), "{text}");
+    assert!(
+        text.contains(&REGEX_SIZE_LIMIT.to_string()),
+        "names the limit: {text}"
+    );
+}
+
+#[tokio::test]
+async fn grep_refuses_a_glob_filter_over_the_length_cap() {
+    let ws = Ws::new();
+    ws.file("a.txt", "needle\n");
+    let glob = "*".repeat(MAX_GLOB_PATTERN_BYTES + 1);
+    let text = err(&call(&Grep, &ws.env, json!({"pattern": "needle", "glob": glob})).await).to_owned();
+    assert!(text.contains("glob"), "names the argument: {text}");
+    assert!(
+        text.contains(&format!("{} bytes", MAX_GLOB_PATTERN_BYTES + 1)),
+        "{text}"
+    );
+    assert!(
+        text.contains(&MAX_GLOB_PATTERN_BYTES.to_string()),
+        "names the cap: {text}"
+    );
 }

@@ -2,11 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use adapter_skillfs::{CommandDirsOptions, FileCommandSource, HostEnv, ProjectTrust};
+use adapter_skillfs::{
+    CommandDirsOptions, FileCommandSource, HostEnv, MAX_DEFINITION_FILE_BYTES, ProjectTrust,
+};
 use engine_ports::testkit::MemoryCommandSource;
 use engine_ports::{CommandBody, CommandError, CommandSource as _, Level};
 
-use crate::support::write_file;
+use crate::support::{mkfifo, sparse_file, within_ten_seconds, write_file};
 
 fn source(
     workspace: &Path,
@@ -162,4 +164,96 @@ async fn scenario_61_file_bodies_equal_in_memory_bodies_byte_for_byte() {
             "{name}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_command_file_symlinked_outside_is_not_a_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("passwd");
+    write_file(&secret, "root:x:0:0:root:/root:/bin/sh\n");
+    write_file(&dir.path().join("ok.md"), "fine");
+    let link = dir.path().join("pw.md");
+    std::os::unix::fs::symlink(&secret, &link).unwrap();
+    let commands = FileCommandSource::from_dirs(vec![dir.path().to_path_buf()]);
+
+    let (listed, skipped) = commands.list_with_diagnostics();
+    let names: Vec<&str> = listed.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["ok"]);
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].path, link);
+    assert!(skipped[0].reason.contains("symbolic link"), "{}", skipped[0]);
+    assert_eq!(commands.list_commands().await.unwrap(), listed);
+
+    let error = commands.command_body("pw").await.unwrap_err();
+    let CommandError::Expand { reason, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(reason.contains("symbolic link"), "{reason}");
+    assert!(!reason.contains("root:x"), "{reason}");
+    assert!(!reason.contains(&dir.path().display().to_string()), "{reason}");
+
+    // A later directory's `pw.md` is not listed either: expanding `/pw` meets the
+    // skipped file first.
+    let later = tempfile::tempdir().unwrap();
+    write_file(&later.path().join("pw.md"), "later");
+    let both = FileCommandSource::from_dirs(vec![dir.path().to_path_buf(), later.path().to_path_buf()]);
+    let names: Vec<String> = both
+        .list_commands()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["ok"]);
+    assert!(both.command_body("pw").await.is_err());
+}
+
+#[tokio::test]
+async fn a_fifo_command_file_is_skipped_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(&dir.path().join("ok.md"), "fine");
+    let fifo = dir.path().join("x.md");
+    mkfifo(&fifo);
+    let commands = FileCommandSource::from_dirs(vec![dir.path().to_path_buf()]);
+
+    let listing = commands.clone();
+    let (listed, skipped) = within_ten_seconds(move || listing.list_with_diagnostics());
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].path, fifo);
+    assert!(skipped[0].reason.contains("not a regular file"), "{}", skipped[0]);
+
+    let ten_seconds = std::time::Duration::from_secs(10);
+    let listed = tokio::time::timeout(ten_seconds, commands.list_commands()).await;
+    assert_eq!(listed.expect("listing hung").unwrap().len(), 1);
+    let expanded = tokio::time::timeout(ten_seconds, commands.command_body("x")).await;
+    let error = expanded.expect("expansion hung").unwrap_err();
+    assert!(error.to_string().contains("not a regular file"), "{error}");
+}
+
+#[tokio::test]
+async fn an_oversize_command_file_is_skipped_with_a_diagnostic_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.md");
+    sparse_file(&big, MAX_DEFINITION_FILE_BYTES + 1);
+    let commands = FileCommandSource::from_dirs(vec![dir.path().to_path_buf()]);
+
+    let (listed, skipped) = commands.list_with_diagnostics();
+    assert!(listed.is_empty(), "{listed:?}");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(
+        skipped[0]
+            .reason
+            .contains(&format!("over {MAX_DEFINITION_FILE_BYTES} bytes")),
+        "{}",
+        skipped[0]
+    );
+    let error = commands.command_body("big").await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("over {MAX_DEFINITION_FILE_BYTES} bytes")),
+        "{error}"
+    );
 }

@@ -4,12 +4,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use adapter_skillfs::{
-    DirSource, Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, MultiSource,
-    SkipDiagnostic,
+    DirSource, Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure,
+    MAX_DEFINITION_FILE_BYTES, MultiSource, SkipDiagnostic,
 };
 use engine_ports::SkillMeta;
 
-use crate::support::{discover, names, skill_md, write_file, write_skill, write_valid};
+use crate::support::{
+    discover, mkfifo, names, skill_md, within_ten_seconds, write_file, write_skill, write_valid,
+};
 
 #[test]
 fn scenario_04_basic_discovery() {
@@ -133,16 +135,82 @@ fn scenario_09_symlinked_skill_directories_are_not_followed() {
 }
 
 #[test]
-fn a_symlinked_skill_md_is_read() {
+fn a_symlinked_skill_md_is_skipped_with_a_diagnostic_and_its_body_never_loaded() {
     let root = tempfile::tempdir().unwrap();
     let skills = root.path().join("skills");
     std::fs::create_dir_all(skills.join("linked-file")).unwrap();
-    write_file(
-        &root.path().join("real.md"),
-        skill_md("linked-file", "d", "", "b"),
+    write_valid(&skills, "kept", "b");
+    let outside = root.path().join("outside.md");
+    write_file(&outside, skill_md("linked-file", "d", "", "SECRET-OUTSIDE-BODY"));
+    let manifest = skills.join("linked-file/SKILL.md");
+    std::os::unix::fs::symlink(&outside, &manifest).unwrap();
+
+    let found = discover(&skills);
+    assert_eq!(names(&found), ["kept"]);
+    assert!(found.skills.iter().all(|s| !s.body.contains("SECRET")));
+    assert_eq!(found.diagnostics.len(), 1, "{:?}", found.diagnostics);
+    assert_eq!(found.diagnostics[0].path, manifest);
+    assert!(
+        found.diagnostics[0].reason.contains("skill skipped")
+            && found.diagnostics[0].reason.contains("symbolic link"),
+        "{}",
+        found.diagnostics[0]
     );
-    std::os::unix::fs::symlink(root.path().join("real.md"), skills.join("linked-file/SKILL.md")).unwrap();
-    assert_eq!(names(&discover(&skills)), ["linked-file"]);
+}
+
+#[test]
+fn a_fifo_skill_md_is_skipped_promptly_with_a_diagnostic() {
+    let root = tempfile::tempdir().unwrap();
+    write_valid(root.path(), "kept", "b");
+    let manifest = root.path().join("piped/SKILL.md");
+    mkfifo(&manifest);
+
+    let dir = root.path().to_path_buf();
+    let found = within_ten_seconds(move || discover(&dir));
+    assert_eq!(names(&found), ["kept"]);
+    assert_eq!(found.diagnostics.len(), 1, "{:?}", found.diagnostics);
+    assert_eq!(found.diagnostics[0].path, manifest);
+    assert!(
+        found.diagnostics[0].reason.contains("not a regular file"),
+        "{}",
+        found.diagnostics[0]
+    );
+}
+
+#[test]
+fn an_oversize_skill_md_is_skipped_with_a_diagnostic_naming_the_limit() {
+    let root = tempfile::tempdir().unwrap();
+    write_valid(root.path(), "kept", "b");
+    let huge = write_valid(root.path(), "huge", "b").join("SKILL.md");
+    // A valid skill padded (sparsely) past the limit: it must not be read at all.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&huge)
+        .unwrap()
+        .set_len(MAX_DEFINITION_FILE_BYTES * 64)
+        .unwrap();
+
+    let found = discover(root.path());
+    assert_eq!(names(&found), ["kept"]);
+    assert_eq!(found.diagnostics.len(), 1, "{:?}", found.diagnostics);
+    assert_eq!(found.diagnostics[0].path, huge);
+    assert!(
+        found.diagnostics[0]
+            .reason
+            .contains(&format!("over {MAX_DEFINITION_FILE_BYTES} bytes")),
+        "{}",
+        found.diagnostics[0]
+    );
+}
+
+#[test]
+fn a_skill_md_exactly_at_the_size_limit_is_read() {
+    let root = tempfile::tempdir().unwrap();
+    let text = skill_md("edge", "d", "", "b");
+    let padding = usize::try_from(MAX_DEFINITION_FILE_BYTES).unwrap() - text.len();
+    write_skill(root.path(), "edge", &format!("{text}{}", " ".repeat(padding)));
+    let found = discover(root.path());
+    assert_eq!(names(&found), ["edge"], "{:?}", found.diagnostics);
 }
 
 /// A source that yields fixed skills, or fails.

@@ -397,6 +397,31 @@ async fn scenario_54_promotion_refusals() {
 }
 
 #[test]
+fn promotion_refuses_a_draft_whose_skill_md_is_a_symlink() {
+    let root = tempfile::tempdir().unwrap();
+    let q = root.path().join("q");
+    let active = root.path().join("active");
+    let outside = root.path().join("outside.md");
+    write_file(
+        &outside,
+        "---\nname: linked\ndescription: d\norigin: model\n---\nbody\n",
+    );
+    std::fs::create_dir_all(q.join("linked")).unwrap();
+    std::os::unix::fs::symlink(&outside, q.join("linked/SKILL.md")).unwrap();
+    let request = PromoteRequest {
+        quarantine: q,
+        active_dir: active.clone(),
+        name: "linked".into(),
+    };
+    let refused = promote(&request, |_| true);
+    let Err(error @ PromoteError::Unreadable { .. }) = refused else {
+        panic!("{refused:?}");
+    };
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert!(!active.join("linked").exists());
+}
+
+#[test]
 fn the_quarantine_must_lie_outside_the_workspace_and_apart_from_skill_dirs() {
     let root = tempfile::tempdir().unwrap();
     let ws = root.path().join("ws");

@@ -1,6 +1,6 @@
 //! The `SKILL.md` format (scenarios 10–22): splitting, fields, caps and notes.
 
-use adapter_skillfs::{NoteAction, ParsedSkill, SkillFileError, parse_skill_md};
+use adapter_skillfs::{FRONTMATTER_MAX_KEYS, NoteAction, ParsedSkill, SkillFileError, parse_skill_md};
 
 use crate::support::{discover, skill_md, write_skill};
 
@@ -314,5 +314,65 @@ fn the_validation_order_is_the_specified_one() {
     assert_eq!(
         (empty_body.description.as_str(), empty_body.body.as_str()),
         ("d", "")
+    );
+}
+
+/// A valid `SKILL.md` whose frontmatter has `keys` top-level keys in all (`name` and
+/// `description` included).
+fn with_keys(keys: usize) -> String {
+    let extra: String = (2..keys).map(|i| format!("key{i}: v\n")).collect();
+    skill_md("many", "d", &extra, "b")
+}
+
+#[test]
+fn a_frontmatter_with_100000_keys_is_refused_quickly_with_the_key_cap() {
+    let text = with_keys(100_000);
+    let started = std::time::Instant::now();
+    let refused = parse(&text);
+    // Generous bound: decoding used to be quadratic in the keys (80,000 took 7.6 s).
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        refused,
+        Err(SkillFileError::TooManyKeys {
+            count: 100_000,
+            cap: FRONTMATTER_MAX_KEYS
+        })
+    );
+    let message = refused.unwrap_err().to_string();
+    assert!(
+        message.contains("100000") && message.contains(&FRONTMATTER_MAX_KEYS.to_string()),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_frontmatter_at_the_key_cap_is_accepted_and_one_more_key_is_refused() {
+    assert_eq!(parse_ok(&with_keys(FRONTMATTER_MAX_KEYS)).name, "many");
+    assert_eq!(
+        parse(&with_keys(FRONTMATTER_MAX_KEYS + 1)),
+        Err(SkillFileError::TooManyKeys {
+            count: FRONTMATTER_MAX_KEYS + 1,
+            cap: FRONTMATTER_MAX_KEYS
+        })
+    );
+}
+
+#[test]
+fn a_skill_over_the_key_cap_is_skipped_with_a_diagnostic_naming_its_file() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_skill(root.path(), "many", &with_keys(FRONTMATTER_MAX_KEYS + 1));
+    let found = discover(root.path());
+    assert!(found.skills.is_empty());
+    assert_eq!(found.diagnostics.len(), 1, "{:?}", found.diagnostics);
+    assert_eq!(found.diagnostics[0].path, dir.join("SKILL.md"));
+    let reason = &found.diagnostics[0].reason;
+    assert!(
+        reason.contains(&format!("{} top-level keys", FRONTMATTER_MAX_KEYS + 1))
+            && reason.contains(&format!("cap of {FRONTMATTER_MAX_KEYS}")),
+        "{reason}"
     );
 }

@@ -47,3 +47,27 @@ pub(crate) fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+/// Creates a FIFO at `path` (nothing ever writes to it, so a blocking open or read
+/// of it waits forever).
+pub(crate) fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+}
+
+/// Runs `work` on a thread of its own and returns its result, or panics when it does
+/// not finish within a generous 10 s (a blocking open of a FIFO would never finish).
+pub(crate) fn within_ten_seconds<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the call hung (it did not return within 10 s)")
+}
+
+/// Makes `path` a sparse file of `len` bytes.
+pub(crate) fn sparse_file(path: &Path, len: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
