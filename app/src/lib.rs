@@ -73,7 +73,10 @@ pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
 pub use family::{FAMILY_ORDER, Family, FamilySlot};
 pub use global_mcp::{GlobalMcp, PinnedTools};
-pub use http::{AuthToken, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, ServeError};
+pub use http::{
+    AllowedHost, AllowedOrigin, AuthToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL,
+    MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,
+};
 pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
 pub use session_id::new_session_id;
 pub use store::AppStore;
