@@ -58,7 +58,9 @@ mod store;
 // The public surface, in one place: the config, the build and what it owns, catalog
 // assembly, the factory, the report, the ACP server, and the demo's script and
 // workspace.
-pub use acp::{ACP_AGENT_NAME, AcpError, AcpServer};
+pub use acp::{
+    ACP_AGENT_NAME, AcpError, AcpServer, MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_transport,
+};
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };
