@@ -20,6 +20,7 @@ async fn round_trip(client: &reqwest::Client, base: &str) -> (String, Duration) 
     let started = Instant::now();
     let created = client
         .post(format!("{base}/v1/sessions"))
+        .header("content-type", "application/json")
         .body("{}")
         .send()
         .await
@@ -29,6 +30,7 @@ async fn round_trip(client: &reqwest::Client, base: &str) -> (String, Duration) 
     let id = body["session_id"].as_str().unwrap().to_owned();
     let mut stream = client
         .post(format!("{base}/v1/sessions/{id}/prompt"))
+        .header("content-type", "application/json")
         .body(r#"{"text":"hello"}"#)
         .send()
         .await

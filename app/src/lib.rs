@@ -59,7 +59,9 @@ mod store;
 // The public surface, in one place: the config, the build and what it owns, catalog
 // assembly, the factory, the report, the ACP server, and the demo's script and
 // workspace.
-pub use acp::{ACP_AGENT_NAME, AcpError, AcpServer};
+pub use acp::{
+    ACP_AGENT_NAME, AcpError, AcpServer, MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_transport,
+};
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };
@@ -74,7 +76,10 @@ pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
 pub use family::{FAMILY_ORDER, Family, FamilySlot};
 pub use global_mcp::{GlobalMcp, PinnedTools};
-pub use http::{AuthToken, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, ServeError};
+pub use http::{
+    AllowedHost, AllowedOrigin, AuthToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL,
+    MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,
+};
 pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
 pub use session_id::new_session_id;
 pub use store::AppStore;

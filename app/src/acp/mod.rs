@@ -6,9 +6,11 @@
 //! engine, or a private one when the client names MCP servers: D5, D7), a 32-hex id
 //! and a session created before its first prompt; the prompt's D11 events stream
 //! back as `session/update` notifications, asks become `session/request_permission`
-//! requests. When the connection ends, every session's engine is closed (client MCP
-//! servers and their stdio children included); the [`Built`] stays its owner's to
-//! close.
+//! requests. [`acp_stdio_transport`] is the binary's transport: lines of at most
+//! [`MAX_ACP_LINE_BYTES`], where a line that is too long, not UTF-8 or not JSON is
+//! answered with a parse error and the connection goes on. When the connection
+//! ends, every session's engine is closed (client MCP servers and their stdio
+//! children included); the [`Built`] stays its owner's to close.
 //!
 //! [`SessionEngineFactory`]: crate::SessionEngineFactory
 
@@ -17,6 +19,7 @@ mod mcp_servers;
 mod permission;
 mod prompt_text;
 mod session;
+mod transport;
 mod updates;
 
 use std::sync::Arc;
@@ -29,6 +32,7 @@ use agent_client_protocol::{Agent, ConnectTo};
 use crate::built::Built;
 
 use self::session::Sessions;
+pub use self::transport::{MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_transport};
 
 /// The name the server gives in `initialize`'s `agentInfo`.
 pub const ACP_AGENT_NAME: &str = "mecated";

@@ -1,15 +1,9 @@
 //! [`AuthToken`] and the bearer check every `/v1` request passes when a token is set.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse as _, Response};
 use sha2::{Digest as _, Sha256};
 
 use super::error::ApiError;
-use super::server::ServerState;
 
 /// The bearer token of the API (`MECATED_AUTH_TOKEN` or `--auth-token`).
 ///
@@ -64,24 +58,20 @@ fn authorized(token: &AuthToken, headers: &HeaderMap) -> bool {
     scheme.eq_ignore_ascii_case("bearer") && token.matches(presented.trim())
 }
 
-/// Middleware: with a token, every request under `/v1` must carry it, else 401 with
-/// `WWW-Authenticate: Bearer`; `/healthz` and unknown paths outside `/v1` are open.
-pub(crate) async fn require_bearer(
-    State(state): State<Arc<ServerState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(token) = state.auth_token()
-        && is_api_path(request.uri().path())
-        && !authorized(token, request.headers())
-    {
-        return ApiError::new(
+/// With a token, every request under `/v1` must carry it, else 401 (the answer adds
+/// `WWW-Authenticate: Bearer`); `/healthz` and unknown paths outside `/v1` are open.
+pub(crate) fn check_bearer(
+    token: Option<&AuthToken>,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    match token {
+        Some(token) if is_api_path(path) && !authorized(token, headers) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "missing or invalid bearer token: send Authorization: Bearer <token>",
-        )
-        .into_response();
+        )),
+        _ => Ok(()),
     }
-    next.run(request).await
 }
 
 fn is_api_path(path: &str) -> bool {

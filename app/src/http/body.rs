@@ -1,5 +1,6 @@
-//! Request bodies: [`JsonBody`] (at most 1 MiB, a JSON object or nothing) and the
-//! parsing of each endpoint's fields, every error naming the field and the value.
+//! Request bodies: [`JsonBody`] (at most 1 MiB, cut off at the cap while a chunked
+//! body is read; a JSON object or nothing) and the parsing of each endpoint's
+//! fields, every error naming the field and the value.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -9,8 +10,8 @@ use serde_json::{Map, Value};
 
 use adapter_mcp::ClientServerSpec;
 
-use super::MAX_BODY_BYTES;
 use super::error::ApiError;
+use super::guard::body_too_large;
 use super::mcp_servers::parse_mcp_servers;
 
 /// A request body: `None` when empty, else a JSON object.
@@ -23,10 +24,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the request body is larger than {MAX_BODY_BYTES} bytes (1 MiB)"),
-                )
+                body_too_large()
             } else {
                 ApiError::new(rejection.status(), rejection.body_text())
             }

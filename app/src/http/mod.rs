@@ -17,13 +17,18 @@
 //! | `GET /v1/sessions/{id}/tools` | `SessionEngine::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
 //!
-//! Invariants: a non-loopback address needs a bearer token (checked in constant
-//! time on every `/v1` request); client-provided MCP servers are streamable HTTP only
+//! Invariants: every request passes one guard before routing — `Host` must name a
+//! loopback host or an allowed one unless a token is set (DNS rebinding), an
+//! `Origin` must be allowed (cross-site pages), then the token, then a body must be
+//! `application/json` of at most 1 MiB; a non-loopback address needs a bearer token
+//! (checked in constant time on every `/v1` request); connections are capped and get
+//! a deadline for their headers; client-provided MCP servers are streamable HTTP only
 //! and only on a loopback listener; a client leaving an SSE stream cancels its run.
 
 mod auth;
 mod body;
 mod error;
+mod guard;
 mod handlers;
 mod mcp_servers;
 mod server;
@@ -31,10 +36,17 @@ mod sessions;
 mod sse;
 
 pub use auth::AuthToken;
-pub use server::{HttpOptions, HttpServer, ServeError};
+pub use guard::{AllowedHost, AllowedOrigin};
+pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
 
 /// The largest request body accepted (1 MiB); a larger one is answered 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// How often an idle SSE stream carries a keep-alive comment.
 pub const KEEP_ALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How long a connection may take to send a request's headers before it is closed.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How many connections the server holds open at once; more are closed on accept.
+pub const MAX_CONNECTIONS: usize = 256;

@@ -1,7 +1,9 @@
-//! [`HttpServer`]: binds the listener, routes requests, and shuts down in order
-//! (stop accepting, cancel runs, drain, close the session engines).
+//! [`HttpServer`]: binds the listener, accepts connections (bounded in number, each
+//! with a deadline for its request headers), routes requests through the guard, and
+//! shuts down in order (stop accepting, cancel runs, drain, close the session engines).
 
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -10,14 +12,19 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt as _;
-use tokio::net::TcpListener;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{AuthToken, require_bearer};
+use super::auth::AuthToken;
 use super::error::ApiError;
+use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
 use super::sessions::Sessions;
-use super::{KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, handlers};
+use super::{HEADER_READ_TIMEOUT, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, handlers};
 use crate::built::Built;
 
 /// How the server behaves.
@@ -30,6 +37,19 @@ pub struct HttpOptions {
     /// How long shutdown waits for open requests once runs are cancelled (default
     /// 10 s); connections still open then are dropped.
     pub drain_timeout: Duration,
+    /// `Host` values accepted besides the loopback names (`--allowed-host`); without
+    /// a token every other host is refused (403), which stops DNS rebinding. With a
+    /// token any host is accepted.
+    pub allowed_hosts: Vec<AllowedHost>,
+    /// `Origin` values accepted (`--allowed-origin`); a request carrying any other
+    /// `Origin` is refused (403). Requests without `Origin` are not web pages.
+    pub allowed_origins: Vec<AllowedOrigin>,
+    /// How long a connection may take to send a request's headers (default 10 s)
+    /// before it is closed; also bounds how long an idle connection is kept.
+    pub header_read_timeout: Duration,
+    /// How many connections are served at once (default 256); a connection accepted
+    /// over the cap is closed at once.
+    pub max_connections: usize,
 }
 
 impl Default for HttpOptions {
@@ -38,6 +58,10 @@ impl Default for HttpOptions {
             auth_token: None,
             keep_alive: KEEP_ALIVE_INTERVAL,
             drain_timeout: Duration::from_secs(10),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -75,16 +99,12 @@ pub(crate) struct ServerState {
     /// Whether the listener is on a loopback address (client MCP servers allowed).
     pub(crate) loopback: bool,
     pub(crate) keep_alive: Duration,
-    auth_token: Option<AuthToken>,
+    /// What requests are admitted (host, origin, token, body type and length).
+    pub(crate) policy: RequestPolicy,
     closing: AtomicBool,
 }
 
 impl ServerState {
-    /// The bearer token, when one is required.
-    pub(crate) fn auth_token(&self) -> Option<&AuthToken> {
-        self.auth_token.as_ref()
-    }
-
     /// 503 once shutdown began.
     pub(crate) fn ensure_open(&self) -> Result<(), ApiError> {
         if self.closing.load(Ordering::SeqCst) {
@@ -117,6 +137,36 @@ pub struct HttpServer {
     addr: SocketAddr,
     state: Arc<ServerState>,
     drain_timeout: Duration,
+    header_read_timeout: Duration,
+    connections: OpenConnections,
+}
+
+/// How many connections a server holds open, against its cap (a cheap handle, also
+/// valid after the server stopped).
+#[derive(Clone, Debug)]
+pub struct OpenConnections {
+    slots: Arc<Semaphore>,
+    max: usize,
+}
+
+impl OpenConnections {
+    fn new(max: usize) -> Self {
+        let max = max.clamp(1, Semaphore::MAX_PERMITS);
+        Self {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// The connections open now.
+    pub fn count(&self) -> usize {
+        self.max - self.slots.available_permits()
+    }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
 }
 
 impl HttpServer {
@@ -149,7 +199,7 @@ impl HttpServer {
             sessions: Sessions::new(limit),
             loopback,
             keep_alive: options.keep_alive,
-            auth_token: options.auth_token,
+            policy: RequestPolicy::new(options.allowed_hosts, options.allowed_origins, options.auth_token),
             closing: AtomicBool::new(false),
         });
         Ok(Self {
@@ -157,7 +207,14 @@ impl HttpServer {
             addr,
             state,
             drain_timeout: options.drain_timeout,
+            header_read_timeout: options.header_read_timeout,
+            connections: OpenConnections::new(options.max_connections),
         })
+    }
+
+    /// The open connections of this server, against its cap.
+    pub fn connections(&self) -> OpenConnections {
+        self.connections.clone()
     }
 
     /// The bound address (the real port when bound to port 0).
@@ -171,42 +228,114 @@ impl HttpServer {
     /// [`Built`] is the caller's next step.
     ///
     /// # Errors
-    /// [`ServeError::Io`] when the listener fails.
+    /// None today: a failing `accept` is logged and retried (the variant
+    /// [`ServeError::Io`] is kept for listener failures).
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        let state = Arc::clone(&self.state);
+        let Self {
+            listener,
+            state,
+            drain_timeout,
+            header_read_timeout,
+            connections,
+            ..
+        } = self;
+        let service = TowerToHyperService::new(router(Arc::clone(&state)));
+        let mut http = http1::Builder::new();
+        // Slowloris: a connection gets `header_read_timeout` to deliver each request's
+        // headers (idle keep-alive connections included), then it is closed.
+        http.timer(TokioTimer::new())
+            .header_read_timeout(header_read_timeout)
+            .keep_alive(true);
         let stopping = CancellationToken::new();
-        let signal = {
-            let state = Arc::clone(&state);
-            let stopping = stopping.clone();
-            async move {
-                shutdown.await;
-                tracing::info!("shutting down: no new connections, cancelling runs");
-                state.begin_shutdown();
-                stopping.cancel();
-            }
-        };
-        // SSE writes many small frames: without TCP_NODELAY, Nagle's algorithm and the
-        // peer's delayed ACK hold each one back by up to 40 ms.
-        let listener = self.listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "TCP_NODELAY could not be set");
-            }
-        });
-        let server = axum::serve(listener, router(Arc::clone(&state))).with_graceful_shutdown(signal);
-        let drain_timeout = self.drain_timeout;
-        let outcome = tokio::select! {
-            outcome = server.into_future() => outcome.map_err(ServeError::Io),
-            () = async {
-                stopping.cancelled().await;
-                tokio::time::sleep(drain_timeout).await;
-            } => {
-                tracing::warn!("open requests did not finish within {drain_timeout:?} of shutdown; dropping them");
-                Ok(())
-            }
-        };
+        let mut tasks = JoinSet::new();
+        let mut shutdown = pin!(shutdown);
+        loop {
+            let accepted = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => accepted,
+            };
+            while tasks.try_join_next().is_some() {}
+            let (tcp, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    accept_failed(&error).await;
+                    continue;
+                }
+            };
+            // Over the cap the connection is closed at once rather than queued: a
+            // held descriptor is what a slow client wants.
+            let Ok(slot) = Arc::clone(&connections.slots).try_acquire_owned() else {
+                tracing::debug!(%peer, max = connections.max, "too many open connections: closing a new one");
+                drop(tcp);
+                continue;
+            };
+            tasks.spawn(serve_connection(
+                http.clone(),
+                tcp,
+                service.clone(),
+                stopping.clone(),
+                slot,
+            ));
+        }
+        drop(listener);
+        tracing::info!("shutting down: no new connections, cancelling runs");
+        state.begin_shutdown();
+        stopping.cancel();
+        let drained = tokio::time::timeout(drain_timeout, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                "open requests did not finish within {drain_timeout:?} of shutdown; dropping them"
+            );
+            tasks.shutdown().await;
+        }
         state.close_sessions().await;
-        outcome
+        Ok(())
     }
+}
+
+/// Serves one connection until it ends; once `stopping` is cancelled, finishes the
+/// request in progress and closes. `slot` is held for as long as the connection.
+async fn serve_connection(
+    http: http1::Builder,
+    tcp: TcpStream,
+    service: TowerToHyperService<Router>,
+    stopping: CancellationToken,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    let _slot = slot;
+    // SSE writes many small frames: without TCP_NODELAY, Nagle's algorithm and the
+    // peer's delayed ACK hold each one back by up to 40 ms.
+    if let Err(error) = tcp.set_nodelay(true) {
+        tracing::debug!(%error, "TCP_NODELAY could not be set");
+    }
+    let mut connection = pin!(http.serve_connection(TokioIo::new(tcp), service));
+    let outcome = tokio::select! {
+        outcome = connection.as_mut() => outcome,
+        () = stopping.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = outcome {
+        tracing::debug!(%error, "a connection ended with an error");
+    }
+}
+
+/// An `accept` failure: per-connection errors are skipped; others (out of
+/// descriptors) are logged and retried after a pause instead of spinning.
+async fn accept_failed(error: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::warn!(%error, "accepting a connection failed; retrying in 1 s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -214,12 +343,13 @@ impl std::fmt::Debug for HttpServer {
         f.debug_struct("HttpServer")
             .field("addr", &self.addr)
             .field("loopback", &self.state.loopback)
-            .field("auth", &self.state.auth_token.is_some())
+            .field("auth", &self.state.policy.auth_token().is_some())
+            .field("max_connections", &self.connections.max)
             .finish_non_exhaustive()
     }
 }
 
-/// The routes, the bearer check, the body limit and JSON fallbacks.
+/// The routes, the request guard, the body limit and JSON fallbacks.
 fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/healthz", get(handlers::healthz))
@@ -232,7 +362,7 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}/commands", get(handlers::commands))
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), require_bearer))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

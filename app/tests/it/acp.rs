@@ -1,7 +1,8 @@
 //! `mecated acp` under a real ACP client (scenarios 13–17): capabilities, session
 //! creation and its refusals, client MCP servers (stdio and streamable HTTP) kept to
 //! their session, the prompt's update stream, permission round trips, cancel, modes,
-//! and stdout carrying protocol frames only.
+//! stdout carrying protocol frames only, and input no client should send (bytes that
+//! are not UTF-8, overlong and malformed lines) answered without ending the connection.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -736,4 +737,160 @@ async fn stdout_carries_protocol_frames_only_and_eof_exits_0() {
         );
     }
     assert!(stderr > 0, "debug logs go to stderr");
+}
+
+/// `mecated acp` on raw pipes: bytes in, JSON-RPC lines out (for inputs no client
+/// library would send).
+struct RawAgent {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+impl RawAgent {
+    fn start(setup: &Setup) -> Self {
+        let mut child = crate::support::mecated_command(setup.scratch.dir.path())
+            .arg("acp")
+            .args(&setup.args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mecated starts");
+        let stdin = child.stdin.take();
+        let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    /// Writes `bytes` (a task of its own: a long write and the agent's answers
+    /// interleave through the pipes).
+    async fn send(&mut self, bytes: Vec<u8>) {
+        use tokio::io::AsyncWriteExt as _;
+        let mut stdin = self.stdin.take().unwrap();
+        let written = tokio::spawn(async move {
+            stdin.write_all(&bytes).await.unwrap();
+            stdin.flush().await.unwrap();
+            stdin
+        });
+        self.stdin = Some(tokio::time::timeout(PATIENCE, written).await.unwrap().unwrap());
+    }
+
+    /// The next line the agent writes, raw.
+    async fn line(&mut self) -> String {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut line = String::new();
+        let read = tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line))
+            .await
+            .expect("the agent answers")
+            .unwrap();
+        assert!(read > 0, "the agent closed stdout");
+        line
+    }
+
+    /// Sends `initialize` with `id` and checks that it is answered.
+    async fn initialize(&mut self, id: u64) {
+        let request =
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": 1}});
+        self.send(format!("{request}\n").into_bytes()).await;
+        let line = self.line().await;
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], id, "{line}");
+        assert_eq!(answer["result"]["agentInfo"]["name"], "mecated", "{line}");
+    }
+
+    /// The agent's peak resident memory in KiB (`VmHWM`).
+    fn peak_rss_kib(&self) -> u64 {
+        let pid = self.child.id().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Closes stdin and checks that the agent exits 0.
+    async fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(PATIENCE, self.child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "mecated acp exited with {status}");
+    }
+}
+
+/// Checks that `line` is a parse-error answer: `id` null, code -32700.
+fn assert_parse_error(line: &str) {
+    let answer: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    assert_eq!(answer["jsonrpc"], "2.0", "{line}");
+    assert_eq!(answer["id"], Value::Null, "{line}");
+    assert_eq!(answer["error"]["code"], -32700, "{line}");
+}
+
+#[tokio::test]
+async fn a_line_with_invalid_utf8_is_a_parse_error_and_the_connection_goes_on() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let mut agent = RawAgent::start(&setup);
+    agent
+        .send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initia\xFFlize\",\"params\":{}}\n".to_vec())
+        .await;
+    let line = agent.line().await;
+    assert_parse_error(&line);
+    assert!(line.contains("UTF-8"), "{line}");
+    agent.initialize(2).await;
+    agent.finish().await;
+}
+
+#[tokio::test]
+async fn an_overlong_line_is_refused_without_being_buffered_and_the_next_request_is_answered() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let mut agent = RawAgent::start(&setup);
+    agent.initialize(1).await;
+
+    let mut nine_mib = vec![b'a'; 9 * 1024 * 1024];
+    nine_mib.push(b'\n');
+    agent.send(nine_mib).await;
+    let line = agent.line().await;
+    assert_parse_error(&line);
+    assert!(line.contains("limit"), "{line}");
+    assert!(line.len() < 1024, "{} bytes", line.len());
+    agent.initialize(2).await;
+
+    // Far past the cap, the agent's memory grows by at most about the cap: the line
+    // is discarded as it is read, never held whole.
+    let before = agent.peak_rss_kib();
+    let mut huge = b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":\"".to_vec();
+    huge.resize(huge.len() + 64 * 1024 * 1024, b'b');
+    huge.extend_from_slice(b"\"}\n");
+    agent.send(huge).await;
+    assert_parse_error(&agent.line().await);
+    agent.initialize(4).await;
+    let grown_mib = agent.peak_rss_kib().saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 32,
+        "peak memory grew by {grown_mib} MiB for a 64 MiB line"
+    );
+    agent.finish().await;
+}
+
+#[tokio::test]
+async fn a_malformed_megabyte_line_gets_a_short_parse_error() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let mut agent = RawAgent::start(&setup);
+    let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":".to_vec();
+    line.resize(line.len() + 1024 * 1024, b'x');
+    line.push(b'\n');
+    agent.send(line).await;
+    let answer = agent.line().await;
+    assert_parse_error(&answer);
+    assert!(answer.len() < 1024, "{} bytes", answer.len());
+    assert!(answer.contains("not valid JSON"), "{answer}");
+    // A short malformed line is still quoted back whole, as before.
+    agent.send(b"{oops\n".to_vec()).await;
+    let short = agent.line().await;
+    assert_parse_error(&short);
+    assert!(short.contains("{oops"), "{short}");
+    agent.initialize(2).await;
+    agent.finish().await;
 }

@@ -1,5 +1,6 @@
 //! `mecated serve` as a process: the startup refusal of a non-loopback address
-//! without a token (exit 2), and an end-to-end session over loopback with a token,
+//! without a token and of malformed `--allowed-host` / `--allowed-origin` values
+//! (exit 2), and an end-to-end session over loopback with a token,
 //! ended by SIGTERM (runs cancelled, exit 0).
 
 use std::process::Stdio;
@@ -50,6 +51,37 @@ async fn a_non_loopback_address_without_a_token_is_refused_with_exit_2() {
     assert_eq!(bad.code, 2, "{bad:?}");
     for needle in ["--http-addr", "nowhere", "IP:PORT"] {
         assert!(bad.stderr.contains(needle), "missing {needle:?}: {}", bad.stderr);
+    }
+}
+
+#[tokio::test]
+async fn malformed_allowed_hosts_and_origins_are_usage_errors_naming_the_flag() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let cases = [
+        (
+            "--allowed-origin",
+            "https://app.example.com/path",
+            "scheme://host[:port]",
+        ),
+        ("--allowed-origin", "null", "scheme://host[:port]"),
+        ("--allowed-host", "http://app.example.com", "host name"),
+    ];
+    for (flag, value, expected) in cases {
+        let output = mecated(
+            scratch.dir.path(),
+            &["serve", "--workspace", &ws, "--mock", flag, value],
+            &[],
+        )
+        .await;
+        assert_eq!(output.code, 2, "{flag} {value}: {output:?}");
+        for needle in [flag, value, expected] {
+            assert!(
+                output.stderr.contains(needle),
+                "missing {needle:?}: {}",
+                output.stderr
+            );
+        }
     }
 }
 
@@ -105,6 +137,7 @@ async fn serve_answers_over_loopback_and_stops_on_sigterm_with_exit_0() {
     let created = answer(
         http.post(format!("{base}/v1/sessions"))
             .bearer_auth("tok-123")
+            .header("content-type", "application/json")
             .body("{}")
             .send()
             .await
@@ -116,6 +149,7 @@ async fn serve_answers_over_loopback_and_stops_on_sigterm_with_exit_0() {
     let prompt = |text: &str| {
         http.post(format!("{base}/v1/sessions/{id}/prompt"))
             .bearer_auth("tok-123")
+            .header("content-type", "application/json")
             .body(json!({ "text": text }).to_string())
             .send()
     };

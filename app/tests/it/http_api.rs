@@ -11,7 +11,7 @@ use futures::StreamExt as _;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::http::{TestServer, answer};
+use crate::support::http::{TestServer, answer, raw, raw_request};
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
 use crate::support::{Scratch, config, one_call_model, wait_until};
 
@@ -398,6 +398,7 @@ async fn bad_requests_are_400_naming_the_field_and_value() {
         server
             .client
             .post(server.url("/v1/sessions"))
+            .header("content-type", "application/json")
             .body("{")
             .send()
             .await
@@ -467,21 +468,408 @@ async fn unknown_sessions_are_404_naming_the_id_and_unknown_routes_are_json() {
 }
 
 #[tokio::test]
-async fn bodies_over_one_mib_are_413() {
+async fn bodies_over_one_mib_are_413_from_the_declared_length_or_while_streaming() {
     let scratch = Scratch::new();
     let server = TestServer::start(config(&scratch)).await;
     let id = server.create(json!({})).await;
-    let huge = json!({"text": "x".repeat(app::MAX_BODY_BYTES)});
-    let too_big = server.post(&format!("/v1/sessions/{id}/prompt"), huge).await;
-    assert_eq!(
-        too_big.status,
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "{:?}",
-        too_big.status
+    let path = format!("/v1/sessions/{id}/prompt");
+    let host = format!("127.0.0.1:{}", server.addr.port());
+
+    // Only the headers are sent: the answer comes without the server waiting for the
+    // 2 MiB it was promised.
+    let declared = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        2 * 1024 * 1024
     );
+    let too_big = raw(server.addr, declared.as_bytes()).await;
+    assert_eq!(too_big.status, 413, "{too_big:?}");
     assert!(too_big.error().contains("1 MiB"), "{too_big:?}");
+
+    // A chunked body declares no length: it is cut off once it passes the cap.
+    let mut chunked = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    .into_bytes();
+    let piece = "x".repeat(64 * 1024);
+    chunked.extend_from_slice(format!("{:x}\r\n{{\"text\":\"\r\n", "{\"text\":\"".len()).as_bytes());
+    for _ in 0..(app::MAX_BODY_BYTES / piece.len() + 2) {
+        chunked.extend_from_slice(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes());
+    }
+    chunked.extend_from_slice(b"2\r\n\"}\r\n0\r\n\r\n");
+    let streamed = raw(server.addr, &chunked).await;
+    assert_eq!(streamed.status, 413, "{streamed:?}");
+    assert!(streamed.error().contains("1 MiB"), "{streamed:?}");
+
     let idle = server.get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(idle.body["turns"], 0, "nothing ran");
+    server.stop().await;
+}
+
+/// The session list as a legitimate client sees it.
+async fn session_ids(server: &TestServer) -> Vec<Value> {
+    let listing = server.get("/v1/sessions").await;
+    assert_eq!(listing.status, StatusCode::OK, "{listing:?}");
+    listing.body["sessions"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_dns_rebinding_page_is_refused_at_its_first_request_and_creates_nothing() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let port = server.addr.port();
+    let evil_host = format!("rebind.evil.example:{port}");
+    let evil_origin = format!("http://rebind.evil.example:{port}");
+    let page = [
+        ("Host", evil_host.as_str()),
+        ("Origin", evil_origin.as_str()),
+        ("Content-Type", "text/plain"),
+    ];
+    // The replayed attack: create, prompt, approve with allow_always.
+    let create = raw(server.addr, &raw_request("POST", "/v1/sessions", &page, "{}")).await;
+    assert_eq!(create.status, 403, "{create:?}");
+    assert!(create.error().contains("Host"), "{create:?}");
+    assert!(create.error().contains("rebind.evil.example"), "{create:?}");
+    let prompt = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            &format!("/v1/sessions/{}/prompt", "0".repeat(32)),
+            &page,
+            r#"{"text":"write the file"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(prompt.status, 403, "{prompt:?}");
+    let approve = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            &format!("/v1/sessions/{}/approve", "0".repeat(32)),
+            &page,
+            r#"{"ask_id":"a1","verdict":"allow_always"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(approve.status, 403, "{approve:?}");
+    // A plain cross-site form post to the real loopback address (no preflight).
+    let loopback = format!("127.0.0.1:{port}");
+    let cross_site = [
+        ("Host", loopback.as_str()),
+        ("Origin", "https://evil.example"),
+        ("Content-Type", "text/plain"),
+    ];
+    let csrf = raw(
+        server.addr,
+        &raw_request("POST", "/v1/sessions", &cross_site, "{}"),
+    )
+    .await;
+    assert_eq!(csrf.status, 403, "{csrf:?}");
+    assert!(csrf.error().contains("Origin"), "{csrf:?}");
+
+    assert_eq!(
+        session_ids(&server).await,
+        Vec::<Value>::new(),
+        "no session was created"
+    );
+    assert!(!scratch.dir.path().join("ws/out.txt").exists());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn each_request_check_refuses_on_its_own() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let port = server.addr.port();
+    let loopback = format!("127.0.0.1:{port}");
+    let json_type = ("Content-Type", "application/json");
+
+    let bad_host = format!("rebind.evil.example:{port}");
+    let host = raw(
+        server.addr,
+        &raw_request("POST", "/v1/sessions", &[("Host", &bad_host), json_type], "{}"),
+    )
+    .await;
+    assert_eq!(host.status, 403, "{host:?}");
+    for part in ["Host", "rebind.evil.example", "localhost", "--allowed-host"] {
+        assert!(host.error().contains(part), "{part}: {host:?}");
+    }
+    let no_host = raw(server.addr, &raw_request("GET", "/v1/sessions", &[], "")).await;
+    assert_eq!(no_host.status, 403, "{no_host:?}");
+    assert!(no_host.error().contains("no Host header"), "{no_host:?}");
+
+    let origin = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            "/v1/sessions",
+            &[
+                ("Host", &loopback),
+                ("Origin", "http://localhost:3000"),
+                json_type,
+            ],
+            "{}",
+        ),
+    )
+    .await;
+    assert_eq!(origin.status, 403, "{origin:?}");
+    for part in ["Origin", "http://localhost:3000", "--allowed-origin"] {
+        assert!(origin.error().contains(part), "{part}: {origin:?}");
+    }
+
+    let text = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            "/v1/sessions",
+            &[("Host", &loopback), ("Content-Type", "text/plain")],
+            "{}",
+        ),
+    )
+    .await;
+    assert_eq!(text.status, 415, "{text:?}");
+    assert!(text.error().contains("application/json"), "{text:?}");
+    let untyped = raw(
+        server.addr,
+        &raw_request("POST", "/v1/sessions", &[("Host", &loopback)], "{}"),
+    )
+    .await;
+    assert_eq!(untyped.status, 415, "{untyped:?}");
+
+    let declared = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: {loopback}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        2 * 1024 * 1024
+    );
+    let length = raw(server.addr, declared.as_bytes()).await;
+    assert_eq!(length.status, 413, "{length:?}");
+
+    assert_eq!(session_ids(&server).await, Vec::<Value>::new());
+    // The same requests pass once they are right: any loopback spelling, a charset,
+    // no body at all.
+    for host in [
+        loopback.clone(),
+        format!("LOCALHOST:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let created = raw(
+            server.addr,
+            &raw_request(
+                "POST",
+                "/v1/sessions",
+                &[
+                    ("Host", &host),
+                    ("Content-Type", "application/json; charset=UTF-8"),
+                ],
+                "{}",
+            ),
+        )
+        .await;
+        assert_eq!(created.status, 201, "{host}: {created:?}");
+    }
+    let bare = raw(
+        server.addr,
+        &raw_request("POST", "/v1/sessions", &[("Host", "localhost")], ""),
+    )
+    .await;
+    assert_eq!(bare.status, 201, "{bare:?}");
+    assert_eq!(session_ids(&server).await.len(), 4);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_origins_admit_exactly_what_they_name() {
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        allowed_hosts: vec!["mecatl.internal".parse().unwrap()],
+        allowed_origins: vec!["http://localhost:3000".parse().unwrap()],
+        ..HttpOptions::default()
+    };
+    let server =
+        TestServer::start_with_options(config(&scratch), "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let port = server.addr.port();
+    let json_type = ("Content-Type", "application/json");
+    let internal = format!("Mecatl.Internal:{port}");
+    let loopback = format!("localhost:{port}");
+    let create = |headers: Vec<(&'static str, String)>| {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        raw_request("POST", "/v1/sessions", &headers, "{}")
+    };
+    let named = raw(
+        server.addr,
+        &create(vec![
+            ("Host", internal.clone()),
+            ("Content-Type", json_type.1.to_owned()),
+        ]),
+    )
+    .await;
+    assert_eq!(named.status, 201, "{named:?}");
+    let page = raw(
+        server.addr,
+        &create(vec![
+            ("Host", loopback.clone()),
+            ("Origin", "http://localhost:3000".to_owned()),
+            ("Content-Type", json_type.1.to_owned()),
+        ]),
+    )
+    .await;
+    assert_eq!(page.status, 201, "{page:?}");
+    let other_host = raw(
+        server.addr,
+        &create(vec![
+            ("Host", format!("mecatl.external:{port}")),
+            ("Content-Type", json_type.1.to_owned()),
+        ]),
+    )
+    .await;
+    assert_eq!(other_host.status, 403, "{other_host:?}");
+    assert!(other_host.error().contains("mecatl.internal"), "{other_host:?}");
+    let other_origin = raw(
+        server.addr,
+        &create(vec![
+            ("Host", loopback),
+            ("Origin", "http://localhost:3001".to_owned()),
+            ("Content-Type", json_type.1.to_owned()),
+        ]),
+    )
+    .await;
+    assert_eq!(other_origin.status, 403, "{other_origin:?}");
+    assert!(
+        other_origin.error().contains("http://localhost:3000"),
+        "{other_origin:?}"
+    );
+    assert_eq!(session_ids(&server).await.len(), 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn with_a_token_a_foreign_host_passes_with_the_right_token_only() {
+    let scratch = Scratch::new();
+    let server =
+        TestServer::start_with(config(&scratch), "127.0.0.1:0".parse().unwrap(), Some("s3cr3t")).await;
+    let host = format!("mecatl.example.com:{}", server.addr.port());
+    let json_type = ("Content-Type", "application/json");
+    let with_token = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            "/v1/sessions",
+            &[("Host", &host), ("Authorization", "Bearer s3cr3t"), json_type],
+            "{}",
+        ),
+    )
+    .await;
+    assert_eq!(with_token.status, 201, "{with_token:?}");
+    let without = raw(
+        server.addr,
+        &raw_request("POST", "/v1/sessions", &[("Host", &host), json_type], "{}"),
+    )
+    .await;
+    assert_eq!(without.status, 401, "{without:?}");
+    assert!(
+        without
+            .head
+            .to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{without:?}"
+    );
+    let from_a_page = raw(
+        server.addr,
+        &raw_request(
+            "POST",
+            "/v1/sessions",
+            &[
+                ("Host", &host),
+                ("Origin", "https://evil.example"),
+                ("Authorization", "Bearer s3cr3t"),
+                json_type,
+            ],
+            "{}",
+        ),
+    )
+    .await;
+    assert_eq!(from_a_page.status, 403, "the origin check stays: {from_a_page:?}");
+    assert_eq!(session_ids(&server).await.len(), 1);
+    server.stop().await;
+}
+
+/// Reads from `tcp` until the server closes it (EOF or a reset); panics after `limit`.
+async fn closed_by_server(tcp: &mut tokio::net::TcpStream, limit: Duration) {
+    use tokio::io::AsyncReadExt as _;
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match tcp.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("the server closes the connection");
+}
+
+#[tokio::test]
+async fn a_half_sent_request_is_closed_after_the_header_timeout() {
+    use tokio::io::AsyncWriteExt as _;
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        header_read_timeout: Duration::from_millis(200),
+        ..HttpOptions::default()
+    };
+    let server =
+        TestServer::start_with_options(config(&scratch), "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let mut half = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    half.write_all(b"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+        .await
+        .unwrap();
+    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    closed_by_server(&mut half, WAIT).await;
+    closed_by_server(&mut silent, WAIT).await;
+    assert!(
+        wait_until(WAIT, || server.connections.count() == 0).await,
+        "{} connections still open",
+        server.connections.count()
+    );
+    let health = server.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::OK);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn slow_clients_hold_at_most_the_connection_cap_and_are_all_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    const SLOW: usize = 300;
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        header_read_timeout: Duration::from_millis(500),
+        max_connections: 32,
+        ..HttpOptions::default()
+    };
+    let server =
+        TestServer::start_with_options(config(&scratch), "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let mut slow = Vec::with_capacity(SLOW);
+    let mut most_open = 0;
+    for _ in 0..SLOW {
+        let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        // Over the cap the server may already have closed it: a failed write is fine.
+        let _ = tcp.write_all(b"GET /v1/sessions HTTP/1.1\r\nHo").await;
+        slow.push(tcp);
+        most_open = most_open.max(server.connections.count());
+    }
+    assert!(most_open <= 32, "{most_open} connections open at once");
+    assert_eq!(server.connections.max(), 32);
+    for tcp in &mut slow {
+        closed_by_server(tcp, Duration::from_secs(30)).await;
+    }
+    assert!(
+        wait_until(WAIT, || server.connections.count() == 0).await,
+        "{} connections still open",
+        server.connections.count()
+    );
+    let created = server.post("/v1/sessions", json!({})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
     server.stop().await;
 }
 

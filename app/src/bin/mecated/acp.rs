@@ -1,10 +1,10 @@
 //! `mecated acp`: the Agent Client Protocol on stdin/stdout — stdout carries protocol
-//! frames only (logs go to stderr); EOF on stdin closes every session and the build.
+//! frames only (logs go to stderr); a bad input line is answered with a parse error
+//! and skipped; EOF on stdin closes every session and the build.
 
 use std::process::ExitCode;
 
-use agent_client_protocol::Stdio;
-use app::{AcpServer, build};
+use app::{AcpServer, acp_stdio_transport, build};
 
 use crate::cli::AcpArgs;
 use crate::out;
@@ -30,7 +30,7 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = AcpServer::new(&built).serve(Stdio::new()).await;
+    let served = AcpServer::new(&built).serve(acp_stdio_transport()).await;
     let closed = built.close().await;
     if let Err(error) = closed {
         out::stderr(&format!("warning: {error}"));

@@ -230,6 +230,17 @@ pub(crate) struct ServeArgs {
     /// environment variable: a flag shows in the process list).
     #[arg(long, value_name = "TOKEN")]
     pub(crate) auth_token: Option<String>,
+    /// Also accept requests whose Host header names H (repeatable; NAME matches any
+    /// port, NAME:PORT that port only). Without a token only localhost, 127.0.0.1 (any
+    /// 127.x) and the IPv6 loopback ::1 are accepted, which stops DNS-rebinding pages;
+    /// with a token any Host is accepted.
+    #[arg(long, value_name = "H", value_parser = parse_allowed_host)]
+    pub(crate) allowed_host: Vec<app::AllowedHost>,
+    /// Accept requests from web pages of ORIGIN, scheme://host or scheme://host:port,
+    /// matched exactly (repeatable). Requests carrying any other Origin header are refused; requests
+    /// without one (curl, SDKs) are not affected.
+    #[arg(long, value_name = "ORIGIN", value_parser = parse_allowed_origin)]
+    pub(crate) allowed_origin: Vec<app::AllowedOrigin>,
 }
 
 /// `skills list` flags.
@@ -304,6 +315,14 @@ fn parse_seconds(value: &str) -> Result<u64, String> {
         Ok(n) if (1..=86_400).contains(&n) => Ok(n),
         _ => Err("expected a whole number of seconds from 1 to 86400".to_owned()),
     }
+}
+
+fn parse_allowed_host(value: &str) -> Result<app::AllowedHost, String> {
+    value.parse()
+}
+
+fn parse_allowed_origin(value: &str) -> Result<app::AllowedOrigin, String> {
+    value.parse()
 }
 
 fn parse_output_cap(value: &str) -> Result<usize, String> {

@@ -49,6 +49,8 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     };
     let options = HttpOptions {
         auth_token,
+        allowed_hosts: args.allowed_host,
+        allowed_origins: args.allowed_origin,
         ..HttpOptions::default()
     };
     let code = match HttpServer::bind(Arc::clone(&built), args.http_addr, options).await {

@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::{AppConfig, AuthToken, Built, HttpOptions, HttpServer, build};
+use app::{AppConfig, AuthToken, Built, HttpOptions, HttpServer, OpenConnections, build};
 use reqwest::StatusCode;
 use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -17,6 +19,10 @@ pub struct TestServer {
     pub built: Arc<Built>,
     pub client: reqwest::Client,
     pub token: Option<String>,
+    /// The server's `host:port`.
+    pub addr: SocketAddr,
+    /// The server's open connections.
+    pub connections: OpenConnections,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), app::ServeError>>>,
 }
@@ -69,7 +75,9 @@ impl TestServer {
         cfg.engine.interactive = true;
         let built = Arc::new(build(cfg).await.unwrap());
         let server = HttpServer::bind(Arc::clone(&built), addr, options).await.unwrap();
-        let port = server.local_addr().port();
+        let addr = server.local_addr();
+        let port = addr.port();
+        let connections = server.connections();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server.serve(async move {
             let _ = rx.await;
@@ -79,6 +87,8 @@ impl TestServer {
             built,
             client: client(),
             token: token.map(str::to_owned),
+            addr,
+            connections,
             shutdown: Some(tx),
             task: Some(task),
         }
@@ -285,4 +295,87 @@ fn parse_frame(raw: &str) -> Frame {
         }
     }
     frame
+}
+
+/// An answer read off a raw connection.
+#[derive(Debug)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub head: String,
+    pub body: Value,
+}
+
+impl RawAnswer {
+    /// The `error` message of an error answer.
+    pub fn error(&self) -> &str {
+        self.body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error message in {self:?}"))
+    }
+}
+
+/// Sends `request` (bytes exactly as given: request line, headers, blank line and
+/// body; add `Connection: close`) on a new connection to `addr` and reads until the
+/// server closes it (at most 10 s), whatever the client could not send.
+pub async fn raw(addr: SocketAddr, request: &[u8]) -> RawAnswer {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    // Written by a task of its own: the server may answer (and close) before it has
+    // read everything, and the answer is what the test is about.
+    let (mut reader, mut writer) = tcp.split();
+    let request = request.to_vec();
+    let write = async move {
+        let _ = writer.write_all(&request).await;
+    };
+    let read = async {
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match reader.read(&mut chunk).await {
+                Ok(0) | Err(_) => return bytes,
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let ((), bytes) = tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(write, read) })
+        .await
+        .expect("the server answers and closes the connection");
+    parse_raw(&bytes)
+}
+
+fn parse_raw(bytes: &[u8]) -> RawAnswer {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no answer head in {text:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {head:?}"));
+    let body = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+    };
+    RawAnswer {
+        status,
+        head: head.to_owned(),
+        body,
+    }
+}
+
+/// A request as raw bytes: `METHOD PATH HTTP/1.1`, then `headers` (`Name: value`),
+/// `Connection: close`, `Content-Length` when there is a body, and the body.
+pub fn raw_request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut text = format!("{method} {path} HTTP/1.1\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("Connection: close\r\n");
+    if !body.is_empty() {
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    text.into_bytes()
 }
