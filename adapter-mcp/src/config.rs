@@ -114,6 +114,13 @@ pub enum ServerSource {
     Client,
 }
 
+impl ServerSource {
+    /// Whether the server was found by discovery (ToolHive) rather than configured.
+    pub fn is_discovered(&self) -> bool {
+        matches!(self, Self::Toolhive { .. })
+    }
+}
+
 impl fmt::Display for ServerSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -20,31 +20,42 @@ pub struct MountOptions {
     /// Progressive tools (D3): each MCP tool is Disclosable, advertised with its name
     /// and the first line of its description until `ToolSearch` hydrates it.
     pub progressive: bool,
+    /// Trust the `readOnlyHint` of servers found by discovery (ToolHive). Off by
+    /// default: any local process answering on the discovery port could claim a
+    /// mutating tool is read-only, and read-only tools are kept in plan mode and
+    /// auto-approved by `--approve read-only`. Untrusted, such a tool counts as
+    /// mutating: hidden in plan mode, serialized, and asked for (or denied headless).
+    pub trust_discovered: bool,
 }
 
 /// A remote MCP tool in the catalog as `mcp__<server>__<tool>`.
 ///
 /// `read_only()` is `true` only when the server's `annotations.readOnlyHint` is
-/// `true`, so an unknown remote tool is serialized and hidden in plan mode.
+/// `true` and the server's hints are trusted (always for operator and client servers;
+/// for discovered ones only with [`MountOptions::trust_discovered`]), so an unknown
+/// remote tool is serialized and hidden in plan mode.
 #[derive(Clone)]
 pub struct McpTool {
     server: Arc<ServerState>,
     def: Arc<ToolDef>,
     progressive: bool,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for McpTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpTool")
             .field("name", &&*self.def.full)
-            .field("read_only", &self.def.read_only)
+            .field("read_only", &self.read_only)
             .finish()
     }
 }
 
 impl McpTool {
     pub(crate) fn new(server: Arc<ServerState>, def: Arc<ToolDef>, options: MountOptions) -> Self {
+        let trusted = options.trust_discovered || !server.config.source.is_discovered();
         Self {
+            read_only: def.read_only && trusted,
             server,
             def,
             progressive: options.progressive,
@@ -112,7 +123,7 @@ impl Tool for McpTool {
     }
 
     fn read_only(&self) -> bool {
-        self.def.read_only
+        self.read_only
     }
 
     fn advertised_spec(&self) -> Option<ToolSpec> {

@@ -14,7 +14,7 @@ use adapter_skillfs::{
     resolve_skill_dirs,
 };
 use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
-use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, SkillSource, SystemClock};
+use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, ServerOrigin, SkillSource, SystemClock};
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
@@ -104,6 +104,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     }));
     let mount = MountOptions {
         progressive: cfg.progressive_tools,
+        trust_discovered: cfg.mcp.trust_discovered,
     };
     let global = GlobalMcp::new(manager.clone(), mount);
     let mcp_servers = server_entries(&order, &global, &failures);
@@ -197,16 +198,17 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         cap: engine_core::OutputCap::new(cfg.output_cap),
     });
     diagnostics.extend(command_notes);
-    let template = match EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands)) {
-        Ok(template) => template,
-        Err(error) => {
-            unwind(Some(&store), &manager).await;
-            return Err(BuildError::Workspace {
-                path: cfg.workspace.clone(),
-                reason: error.to_string(),
-            });
-        }
-    };
+    let mut template =
+        match EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands)) {
+            Ok(template) => template,
+            Err(error) => {
+                unwind(Some(&store), &manager).await;
+                return Err(BuildError::Workspace {
+                    path: cfg.workspace.clone(),
+                    reason: error.to_string(),
+                });
+            }
+        };
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),
@@ -215,7 +217,17 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             assembled.mcp_generation,
         )) as Arc<dyn CatalogUpdates>
     });
-    let shared_engine = match template.engine(Arc::clone(&assembled.catalog), updates) {
+    template.set_global_servers(
+        global
+            .servers()
+            .into_iter()
+            .map(|server| ServerOrigin {
+                name: server.name,
+                source: server.source.to_string(),
+            })
+            .collect(),
+    );
+    let shared_engine = match template.engine(Arc::clone(&assembled.catalog), updates, &[]) {
         Ok(engine) => Arc::new(engine),
         Err(error) => {
             unwind(Some(&store), &manager).await;
@@ -329,6 +341,7 @@ fn server_entries(
                 return Some(McpServerEntry {
                     name: info.name.clone(),
                     transport: info.transport.as_str().to_owned(),
+                    source: info.source.to_string(),
                     status: info.status.as_str().to_owned(),
                     error: None,
                     tools: info.tools,
@@ -342,6 +355,7 @@ fn server_entries(
                 .map(|failure| McpServerEntry {
                     name: failure.server.clone(),
                     transport: failure.transport.as_str().to_owned(),
+                    source: failure.source.to_string(),
                     status: "failed".to_owned(),
                     error: Some(failure.error.clone()),
                     tools: 0,

@@ -133,6 +133,9 @@ pub struct McpConfig {
     /// `--mcp-startup-timeout`: bounds connect + `initialize` + listings of each
     /// global server at build (client servers keep their own 10 s).
     pub startup_timeout: Duration,
+    /// `--trust-discovered`: trust the `readOnlyHint` of ToolHive-discovered servers
+    /// (default false: their tools count as mutating).
+    pub trust_discovered: bool,
 }
 
 /// Default of [`McpConfig::startup_timeout`]: 10 s.
@@ -147,6 +150,7 @@ impl Default for McpConfig {
             prompts: true,
             limits: RequestLimits::default(),
             startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
+            trust_discovered: false,
         }
     }
 }
@@ -178,6 +182,10 @@ pub struct EngineSettings {
     pub approve: Approve,
     /// The mode of sessions created without one (`--mode`, default `default`).
     pub mode: PermissionMode,
+    /// `--audit required`: a run fails when an audit record (a `.tools.jsonl` record
+    /// or an event) cannot be written; by default (`best-effort`) it logs a WARN and
+    /// goes on.
+    pub audit_required: bool,
 }
 
 impl Default for EngineSettings {
@@ -186,6 +194,7 @@ impl Default for EngineSettings {
             interactive: false,
             approve: Approve::ReadOnly,
             mode: PermissionMode::Default,
+            audit_required: false,
         }
     }
 }

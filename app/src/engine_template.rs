@@ -9,7 +9,7 @@ use engine_core::{
     Catalog, CatalogUpdates, DefaultPolicy, Deps, Engine, EngineConfig, EngineError, Environment,
     EnvironmentError, OutputCap,
 };
-use engine_ports::{CommandExpander, LlmProvider, SystemClock};
+use engine_ports::{CommandExpander, LlmProvider, ServerOrigin, SystemClock};
 
 use crate::config::AppConfig;
 use crate::store::AppStore;
@@ -45,6 +45,7 @@ impl EngineTemplate {
             interactive: cfg.engine.interactive,
             approve: cfg.engine.approve,
             command_timeout: cfg.mcp.limits.idle,
+            audit_required: cfg.engine.audit_required,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);
@@ -64,10 +65,18 @@ impl EngineTemplate {
         &self,
         catalog: Arc<Catalog>,
         updates: Option<Arc<dyn CatalogUpdates>>,
+        client_servers: &[ServerOrigin],
     ) -> Result<Engine, EngineError> {
         let mut deps = self.deps.clone();
         deps.catalog = catalog;
         deps.catalog_updates = updates;
+        deps.config.mcp_servers.extend_from_slice(client_servers);
         Engine::new(deps)
+    }
+
+    /// Names the server-global MCP servers (and where each came from) in every
+    /// engine's `session.init`.
+    pub(crate) fn set_global_servers(&mut self, servers: Vec<ServerOrigin>) {
+        self.deps.config.mcp_servers = servers;
     }
 }

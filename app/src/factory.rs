@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use adapter_mcp::{
-    ClientServerContext, ClientServerSpec, ConnectOptions, RequestLimits, connect_client_servers,
-    validate_client_servers,
+    ClientServerContext, ClientServerSpec, ConnectOptions, RequestLimits, ServerSource,
+    connect_client_servers, validate_client_servers,
 };
 use engine_core::{CatalogUpdates, Engine};
-use engine_ports::PermissionMode;
+use engine_ports::{PermissionMode, ServerOrigin};
 
 use crate::assembly::{CatalogInputs, CatalogTeardown, FamilyMap, assemble_catalog};
 use crate::assets::CatalogAssets;
@@ -225,7 +225,23 @@ impl SessionEngineFactory {
                 assembled.mcp_generation,
             )) as Arc<dyn CatalogUpdates>
         });
-        let engine = match inner.template.engine(Arc::clone(&assembled.catalog), updates) {
+        let origins: Vec<ServerOrigin> = client
+            .as_ref()
+            .map(|client| {
+                client
+                    .server_names()
+                    .into_iter()
+                    .map(|name| ServerOrigin {
+                        name,
+                        source: ServerSource::Client.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let engine = match inner
+            .template
+            .engine(Arc::clone(&assembled.catalog), updates, &origins)
+        {
             Ok(engine) => Arc::new(engine),
             Err(error) => return abandon(&teardown, error.into()).await,
         };

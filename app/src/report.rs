@@ -56,6 +56,9 @@ pub struct McpServerEntry {
     pub name: String,
     /// `streamable-http` or `stdio`.
     pub transport: String,
+    /// Where it came from: `static` (flags or config) or `toolhive(<group>)`
+    /// (discovered: any local process answering on the ToolHive port).
+    pub source: String,
     /// `connected`, `dropped`, `closed` or `failed`.
     pub status: String,
     /// Why it failed (redacted), for `failed`.

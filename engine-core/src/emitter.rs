@@ -1,8 +1,8 @@
 //! [`EventEmitter`]: numbers a session's events and fans them out to the event log,
 //! the live sink and the run's stream.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use engine_ports::{Clock, Event, EventKind, EventLog, EventSink, SessionId, format_rfc3339_micros};
 use tokio::sync::mpsc;
@@ -20,6 +20,8 @@ pub struct EventEmitter {
     log: Option<Arc<dyn EventLog>>,
     sink: Option<Arc<dyn EventSink>>,
     channel: Option<mpsc::Sender<Event>>,
+    /// The first audit record (event or tool-call record) that could not be written.
+    audit_failure: Mutex<Option<String>>,
 }
 
 impl EventEmitter {
@@ -33,7 +35,24 @@ impl EventEmitter {
             log: None,
             sink: None,
             channel: None,
+            audit_failure: Mutex::new(None),
         }
+    }
+
+    /// Notes that an audit record could not be written (the first one is kept).
+    pub fn note_audit_failure(&self, what: String) {
+        let mut slot = self.audit_failure.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(what);
+        }
+    }
+
+    /// The first audit record of this run that could not be written, if any.
+    pub fn audit_failure(&self) -> Option<String> {
+        self.audit_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Stamps events with this clock's time.
@@ -101,6 +120,7 @@ impl EventEmitter {
             && let Err(error) = log.append(&self.session, &event).await
         {
             tracing::warn!(session_id = %self.session, seq, %error, "event log append failed");
+            self.note_audit_failure(format!("event {seq} was not logged: {error}"));
         }
         if let Some(sink) = &self.sink {
             sink.emit(&self.session, &event);

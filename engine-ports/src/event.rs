@@ -43,6 +43,10 @@ pub enum EventKind {
         model: String,
         /// Names of the tools advertised for the run's first turn.
         tools: Vec<String>,
+        /// The MCP servers whose tools the catalog holds, with where each came from;
+        /// absent when there are none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp_servers: Vec<ServerOrigin>,
     },
     /// The run switched to a newer catalog at a turn boundary (an MCP server changed
     /// its tool list): the tool names that appeared and disappeared, sorted.
@@ -159,6 +163,17 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// An MCP server named in `session.init`, and where it came from: `static` (the
+/// operator's flags or config), `toolhive(<group>)` (found by discovery: any local
+/// process answering on the discovery port), `client` (given by the session's client).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerOrigin {
+    /// The server name.
+    pub name: String,
+    /// `static`, `toolhive(<group>)` or `client`.
+    pub source: String,
 }
 
 impl EventKind {

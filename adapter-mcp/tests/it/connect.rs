@@ -42,7 +42,10 @@ async fn s16_names_descriptions_schemas_and_read_only() {
     assert_eq!(read_only, [false, true, false]);
     // Disclosable only when progressive tools are on: name + first description line.
     assert!(echo.advertised_spec().is_none());
-    let progressive = manager.tool_snapshot(MountOptions { progressive: true });
+    let progressive = manager.tool_snapshot(MountOptions {
+        progressive: true,
+        ..MountOptions::default()
+    });
     let light = progressive.tools()[0].advertised_spec().unwrap();
     assert_eq!(light.name(), "mcp__fake__echo");
     assert_eq!(light.description(), "Echoes the text back.");

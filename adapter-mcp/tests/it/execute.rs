@@ -305,7 +305,10 @@ async fn s33_images_audio_and_unknown_kinds() {
 async fn progressive_mount_advertises_light_specs() {
     let (_server, manager, _catalog) = fake().await;
     let mut catalog = Catalog::new();
-    let snapshot = manager.tool_snapshot(MountOptions { progressive: true });
+    let snapshot = manager.tool_snapshot(MountOptions {
+        progressive: true,
+        ..MountOptions::default()
+    });
     adapter_mcp::register(
         &mut catalog,
         snapshot.catalog_tools(),

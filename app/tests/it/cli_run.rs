@@ -1,9 +1,9 @@
-//! `mecated run` (scenario 12): approvals, limits, the JSONL event stream, and
-//! continuing a stored session.
+//! `mecated run`: approvals, limits, the JSONL event stream, continuing a stored
+//! session, and what a run does when an audit record cannot be written.
 
 use serde_json::Value;
 
-use crate::support::{Output, Scratch, json_lines, mecated};
+use crate::support::{Output, Scratch, json_lines, mecated, mecated_command};
 
 const WRITE_THEN_TEXT: &str = r#"{"turns": [
   {"text": "writing", "tool_calls": [{"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}]},
@@ -162,4 +162,84 @@ async fn a_mode_flag_applies_plan_mode() {
         "{result}"
     );
     assert!(!scratch.ws().join("out.txt").exists());
+}
+
+/// Runs the session named `audit` with `--audit <audit>` twice; between the runs its
+/// tool-call record file is replaced by a directory, so the second run's record
+/// cannot be written. Returns the second run.
+async fn run_with_unwritable_records(scratch: &Scratch, audit: &str) -> std::process::Output {
+    let script = scratch.write(
+        "script.json",
+        r#"{"turns": [
+  {"text": "reading", "tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+  {"text": "done"},
+  {"text": "reading again", "tool_calls": [{"id": "r2", "name": "Read", "args": {"path": "README.md"}}]},
+  {"text": "done again"}
+]}"#,
+    );
+    let store = scratch.path("store");
+    let run = || {
+        let mut command = mecated_command(scratch.dir.path());
+        command
+            .args(["run", "--toolhive=false", "--output", "jsonl", "--workspace"])
+            .arg(scratch.ws())
+            .arg("--store-dir")
+            .arg(&store)
+            .args(["--session", audit, "--audit", audit, "--mock-script"])
+            .arg(&script)
+            .arg("read");
+        command
+    };
+    let first = run().output().await.unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let records = find_tools_jsonl(&store);
+    assert_eq!(records.len(), 1, "{records:?}");
+    std::fs::remove_file(&records[0]).unwrap();
+    std::fs::create_dir(&records[0]).unwrap();
+    run().output().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_run_with_required_audit_fails_when_a_tool_call_record_cannot_be_written() {
+    let scratch = Scratch::new();
+    let required = run_with_unwritable_records(&scratch, "required").await;
+    let stdout = String::from_utf8_lossy(&required.stdout);
+    assert_eq!(required.status.code(), Some(1), "{stdout}");
+    let last = json_lines(&stdout).pop().unwrap();
+    assert_eq!(last["type"], "result");
+    assert!(
+        last["error"]
+            .as_str()
+            .unwrap()
+            .contains("audit record could not be written"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn a_best_effort_run_goes_on_when_a_tool_call_record_cannot_be_written() {
+    let scratch = Scratch::new();
+    let best = run_with_unwritable_records(&scratch, "best-effort").await;
+    let stdout = String::from_utf8_lossy(&best.stdout);
+    assert_eq!(best.status.code(), Some(0), "{stdout}");
+    let last = json_lines(&stdout).pop().unwrap();
+    assert_eq!(last["stop"], "end_turn", "{last}");
+    assert_eq!(last["text"], "done again");
+}
+
+/// Every `*.tools.jsonl` under `dir`.
+fn find_tools_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.to_string_lossy().ends_with(".tools.jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found
 }

@@ -128,6 +128,7 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
         [
             "name",
             "transport",
+            "source",
             "status",
             "error",
             "tools",
@@ -137,10 +138,11 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
     );
     assert_eq!(
         servers[0],
-        json!({"name": "s", "transport": "streamable-http", "status": "connected", "error": null,
-               "tools": 2, "resources": 1, "prompts": 0})
+        json!({"name": "s", "transport": "streamable-http", "source": "static", "status": "connected",
+               "error": null, "tools": 2, "resources": 1, "prompts": 0})
     );
     assert_eq!(servers[1]["status"], "failed");
+    assert_eq!(servers[1]["source"], "static");
     assert_eq!(servers[1]["tools"], 0);
     assert!(
         servers[1]["error"].as_str().is_some_and(|e| !e.is_empty()),

@@ -1,6 +1,7 @@
-//! `mecated` with real MCP servers across their restarts and its own death: a
-//! TypeScript-SDK server restarted on its port between two calls of one
-//! `mecated run`, and stdio servers that die with a `mecated` killed by SIGKILL.
+//! `mecated` with real MCP servers: a TypeScript-SDK server restarted on its port
+//! between two calls of one `mecated run`, stdio servers that die with a `mecated`
+//! killed by SIGKILL, a tool a server adds while a run goes on, and where each server
+//! came from (a discovered server's read-only hints are not trusted by default).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -226,5 +227,115 @@ async fn a_running_session_sees_a_tool_the_server_added_at_its_next_turn() {
     assert!(
         fresh["content"].as_str().unwrap().starts_with("fresh:hi"),
         "{fresh}"
+    );
+}
+
+/// A ToolHive API on loopback listing one running streamable-HTTP workload `ev` at
+/// `mcp_url`; answers every request with that list. Returns its base URL.
+async fn toolhive_api(mcp_url: &str) -> String {
+    use tokio::io::AsyncWriteExt as _;
+    let body = serde_json::json!({"workloads": [{
+        "name": "ev", "url": mcp_url, "transport_type": "streamable-http",
+        "proxy_mode": "", "status": "running"
+    }]})
+    .to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    base
+}
+
+async fn tools_json(scratch: &Scratch, extra: &[&str]) -> Value {
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["tools", "--json", "--workspace"])
+        .arg(scratch.ws())
+        .args(extra);
+    let output = command.output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn tool<'a>(listing: &'a Value, name: &str) -> Option<&'a Value> {
+    listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+}
+
+#[tokio::test]
+async fn read_only_hints_of_a_discovered_server_are_trusted_only_when_asked() {
+    const TEST: &str = "discovered_trust";
+    let Some(peer) = test_peers::everything_http(TEST, test_peers::EVERYTHING) else {
+        return;
+    };
+    let api = toolhive_api(&format!("{}/mcp", peer.base_url())).await;
+    let scratch = Scratch::new();
+
+    let default = tools_json(&scratch, &["--toolhive-url", &api]).await;
+    let server = &default["mcp_servers"][0];
+    assert_eq!(server["name"], "ev", "{default}");
+    assert_eq!(server["source"], "toolhive(default)");
+    // server-everything marks echo read-only; a discovered server is not believed.
+    assert_eq!(tool(&default, "mcp__ev__echo").unwrap()["read_only"], false);
+    let plan = tools_json(&scratch, &["--toolhive-url", &api, "--mode", "plan"]).await;
+    assert!(tool(&plan, "mcp__ev__echo").is_none(), "{plan}");
+
+    let trusted = tools_json(&scratch, &["--toolhive-url", &api, "--trust-discovered"]).await;
+    assert_eq!(tool(&trusted, "mcp__ev__echo").unwrap()["read_only"], true);
+    let plan = tools_json(
+        &scratch,
+        &["--toolhive-url", &api, "--trust-discovered", "--mode", "plan"],
+    )
+    .await;
+    assert!(tool(&plan, "mcp__ev__echo").is_some(), "{plan}");
+
+    // A server from the operator's own flags is static, and its hints count.
+    let url = format!("ev={}/mcp", peer.base_url());
+    let flagged = tools_json(&scratch, &["--toolhive=false", "--mcp-server", &url]).await;
+    assert_eq!(flagged["mcp_servers"][0]["source"], "static");
+    assert_eq!(tool(&flagged, "mcp__ev__echo").unwrap()["read_only"], true);
+}
+
+#[tokio::test]
+async fn a_run_names_its_mcp_servers_and_their_source_in_session_init() {
+    const TEST: &str = "init_names_sources";
+    let Some(peer) = test_peers::everything_http(TEST, test_peers::EVERYTHING) else {
+        return;
+    };
+    let api = toolhive_api(&format!("{}/mcp", peer.base_url())).await;
+    let scratch = Scratch::new();
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["run", "--mock", "--output", "jsonl", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--toolhive-url", &api, "hello"]);
+    let output = command.output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let events = json_lines(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(events[0]["type"], "session.init");
+    assert_eq!(
+        events[0]["mcp_servers"],
+        serde_json::json!([{"name": "ev", "source": "toolhive(default)"}])
     );
 }

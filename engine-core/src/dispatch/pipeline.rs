@@ -582,6 +582,10 @@ async fn finish(
             .await
     {
         tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");
+        ctx.events.note_audit_failure(format!(
+            "the record of call {} was not written: {error}",
+            call.id()
+        ));
     }
     if ctx.events.is_active() {
         ctx.events

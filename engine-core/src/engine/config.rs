@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use engine_ports::PermissionMode;
+use engine_ports::{PermissionMode, ServerOrigin};
 
 use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
 use crate::permission::Approve;
@@ -44,6 +44,12 @@ pub struct EngineConfig {
     /// ask remote sources and MCP servers); the run also stops waiting for it when
     /// cancelled.
     pub command_timeout: Duration,
+    /// The MCP servers behind the catalog's tools, named in `session.init` with where
+    /// each came from.
+    pub mcp_servers: Vec<ServerOrigin>,
+    /// Whether a run fails when an audit record (a tool-call record or an event) cannot
+    /// be written; by default it logs a WARN and goes on.
+    pub audit_required: bool,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -62,6 +68,8 @@ impl Default for EngineConfig {
             max_parallel_reads: DEFAULT_MAX_PARALLEL_READS.get(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            mcp_servers: Vec::new(),
+            audit_required: false,
         }
     }
 }

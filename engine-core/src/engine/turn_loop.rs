@@ -53,6 +53,13 @@ impl Ending {
             error: Some(message.into()),
         }
     }
+
+    /// A run that wrote no audit record for something it did, under required audit.
+    fn audit_failed(failure: &str) -> Self {
+        Self::error(format!(
+            "an audit record could not be written ({failure}); audit is required, so the run stops"
+        ))
+    }
 }
 
 /// One model turn as streamed.
@@ -101,6 +108,7 @@ impl RunTask {
                 mode: snapshot.mode,
                 model: inner.config.model.clone(),
                 tools: advertised.iter().map(|s| s.name().to_owned()).collect(),
+                mcp_servers: inner.config.mcp_servers.clone(),
             })
             .await;
 
@@ -118,6 +126,12 @@ impl RunTask {
                 )
                 .await
             }
+        };
+        let ending = match emitter.audit_failure() {
+            Some(failure) if inner.config.audit_required && ending.error.is_none() => {
+                Ending::audit_failed(&failure)
+            }
+            _ => ending,
         };
         self.finish(
             &emitter,
@@ -254,6 +268,11 @@ impl RunTask {
             }
             if outcome.cancelled {
                 return Ending::stop(StopReason::Cancelled);
+            }
+            if inner.config.audit_required
+                && let Some(failure) = emitter.audit_failure()
+            {
+                return Ending::audit_failed(&failure);
             }
         }
     }

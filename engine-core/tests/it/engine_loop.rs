@@ -117,7 +117,9 @@ async fn events_come_in_order_with_strictly_increasing_seq() {
             mode,
             model,
             tools,
+            mcp_servers,
         } => {
+            assert!(mcp_servers.is_empty());
             assert_eq!(session_id, "s");
             assert_eq!(*mode, PermissionMode::Default);
             assert_eq!(model, "scripted");

@@ -44,6 +44,10 @@ pub fn one_of_each_kind() -> Vec<Event> {
             mode: PermissionMode::AcceptEdits,
             model: "mock".into(),
             tools: vec!["Grep".into(), "mcp__a__b".into()],
+            mcp_servers: vec![crate::ServerOrigin {
+                name: "a".into(),
+                source: "toolhive(default)".into(),
+            }],
         },
         EventKind::TurnStart { turn: 1 },
         EventKind::ReasoningDelta {

@@ -65,6 +65,7 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             mode: PermissionMode::Plan,
             model: "m".to_owned(),
             tools: vec!["Read".to_owned()],
+            mcp_servers: Vec::new(),
         },
         EventKind::TurnStart { turn: 1 },
         EventKind::MessageDelta {

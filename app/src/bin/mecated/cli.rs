@@ -111,6 +111,17 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) toolhive: bool,
+    /// `required`: a run fails when an audit record (a tool-call record or an event)
+    /// cannot be written; `best-effort` (default) logs a warning and goes on.
+    #[arg(long, value_name = "MODE", default_value = "best-effort",
+          value_parser = PossibleValuesParser::new(["best-effort", "required"]))]
+    pub(crate) audit: String,
+    /// Trust the read-only hints of ToolHive-discovered servers: their read-only tools
+    /// then stay in plan mode and `--approve read-only` runs them. Off by default, since
+    /// any local process answering on the ToolHive port can claim a tool is read-only.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) trust_discovered: bool,
     /// The ToolHive group to use (default: `default`).
     #[arg(long, value_name = "G")]
     pub(crate) toolhive_group: Option<String>,

@@ -72,6 +72,8 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         total: Duration::from_secs(common.mcp_max_call),
     };
     cfg.mcp.startup_timeout = Duration::from_secs(common.mcp_startup_timeout);
+    cfg.mcp.trust_discovered = common.trust_discovered;
+    cfg.engine.audit_required = common.audit == "required";
     cfg.mcp.toolhive = common.toolhive.then(|| ToolhiveOptions {
         base_url: toolhive_base_url(common.toolhive_url.as_deref(), env_var),
         group: common.toolhive_group.clone(),

@@ -38,6 +38,16 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
                 out::clip(out::first_line(&tool.description), 120),
             ));
         }
+        // Discovered servers are not the operator's: say where their tools came from.
+        for server in &built.report().mcp_servers {
+            if server.source.starts_with("toolhive") {
+                out::stderr(&format!(
+                    "note: MCP server {:?} was discovered through ToolHive ({}); the read-only \
+                     hints of discovered servers are trusted only with --trust-discovered",
+                    server.name, server.source
+                ));
+            }
+        }
     }
     if let Err(error) = built.close().await {
         out::stderr(&format!("warning: {error}"));
