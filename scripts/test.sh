@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): installs the test peers, then runs the quality
-# gates and the whole test suite. Under CI=true a missing peer fails its tests.
+# The one test command (README, CI): the cheap quality gates (fmt, clippy), then the
+# test peers' install and the whole test suite, the benchmark smoke run and rustdoc. Under CI=true a missing peer fails its tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,14 +9,15 @@ jobs="${CARGO_BUILD_JOBS:-2}"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)" >&2; }
 
-step "install test peers"
-tests/peers/install.sh
-
+# Cheap gates first: a formatting slip or a lint fails in seconds, before any download.
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --all-features --locked -j "$jobs" -- -D warnings
+
+step "install test peers"
+tests/peers/install.sh
 
 step "cargo test"
 cargo test --workspace --all-features --locked -j "$jobs"
