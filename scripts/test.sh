@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, CI): the cheap quality gates (fmt, clippy), then the
-# test peers' install and the whole test suite, the benchmark smoke run and rustdoc. Under CI=true a missing peer fails its tests.
+# test peers' install and the whole test suite, the benchmark smoke run and rustdoc.
+# Under CI=true a missing peer fails its tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
