@@ -200,3 +200,19 @@ fn open_confined(dir: &Path, asset: &str) -> Result<std::fs::File, ReadFailure> 
         kind => ReadFailure::Io(kind),
     })
 }
+
+/// Reads a file of the repository that is read whole as text (a project instructions
+/// file such as `AGENTS.md`) the way `SKILL.md` is read: the final component is never
+/// followed as a symlink, the open never blocks (a FIFO cannot hang it), only a regular
+/// file of at most [`MAX_DEFINITION_FILE_BYTES`] is read. `Ok(None)` when nothing is
+/// at `path`; `Err` says why the file was refused (without the path).
+///
+/// # Errors
+/// A symlink, a non-regular file, a file over the limit, or an I/O failure.
+pub fn read_repository_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    match read_definition_file(path, MAX_DEFINITION_FILE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Refusal::Missing) => Ok(None),
+        Err(refusal) => Err(refusal.to_string()),
+    }
+}

@@ -41,7 +41,7 @@ mod tiers;
 mod yaml;
 
 // The public surface, in one place.
-pub use confined::MAX_DEFINITION_FILE_BYTES;
+pub use confined::{MAX_DEFINITION_FILE_BYTES, read_repository_file};
 pub use dir_source::DirSource;
 pub use discovery::{Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};
 pub use drafter::{QuarantineDrafter, draft_file};

@@ -28,6 +28,7 @@ use crate::global_mcp::GlobalMcp;
 use crate::live_catalog::LiveCatalog;
 use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
 use crate::store::AppStore;
+use crate::system_prompt::{SystemPrompt, assemble_system_prompt};
 
 /// The model name sent with every request of the mock provider.
 pub const MOCK_MODEL_NAME: &str = "mock";
@@ -56,6 +57,8 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
 
     // 1. Resolve the config.
     let root = resolve_workspace(&cfg.workspace)?;
+    let prompt = assemble_system_prompt(&cfg, &root)?;
+    diagnostics.extend(prompt.diagnostics.iter().cloned());
     let (llm, model) = resolve_model(&cfg.model)?;
     let host = match &cfg.skills.host {
         Some(host) => host.clone(),
@@ -217,6 +220,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             assembled.mcp_generation,
         )) as Arc<dyn CatalogUpdates>
     });
+    template.set_system_prompt(prompt.text);
     template.set_global_servers(
         global
             .servers()
@@ -278,6 +282,15 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         global_manager: manager,
         closed: AtomicBool::new(false),
     })
+}
+
+/// The system prompt the sessions of `cfg` would get, without building anything else
+/// (`mecated run --print-system-prompt`).
+///
+/// # Errors
+/// [`BuildError::Workspace`] and [`BuildError::SystemPromptFile`].
+pub fn system_prompt(cfg: &AppConfig) -> Result<SystemPrompt, BuildError> {
+    assemble_system_prompt(cfg, &resolve_workspace(&cfg.workspace)?)
 }
 
 fn resolve_workspace(workspace: &Path) -> Result<PathBuf, BuildError> {

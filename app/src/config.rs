@@ -6,6 +6,8 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ProviderKind};
 use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
+
+use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Limits};
 use engine_ports::PermissionMode;
@@ -52,6 +54,8 @@ pub struct AppConfig {
     pub engine: EngineSettings,
     /// Most live per-session engines the factory keeps (over it: `TooManySessions`).
     pub max_sessions: usize,
+    /// How the sessions' system prompt is made.
+    pub system_prompt: SystemPromptConfig,
 }
 
 impl AppConfig {
@@ -76,6 +80,7 @@ impl AppConfig {
             },
             engine: EngineSettings::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            system_prompt: SystemPromptConfig::default(),
         }
     }
 }

@@ -74,6 +74,11 @@ impl EngineTemplate {
         Engine::new(deps)
     }
 
+    /// Sets the system prompt every engine's sessions start with.
+    pub(crate) fn set_system_prompt(&mut self, text: String) {
+        self.deps.config.system_prompt = text;
+    }
+
     /// Names the server-global MCP servers (and where each came from) in every
     /// engine's `session.init`.
     pub(crate) fn set_global_servers(&mut self, servers: Vec<ServerOrigin>) {

@@ -22,6 +22,14 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// `--system-prompt-file` cannot be read as UTF-8 text.
+    #[error("the system prompt file {} (--system-prompt-file) cannot be read: {reason}", path.display())]
+    SystemPromptFile {
+        /// The file as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The provider's key variable is unset.
     #[error("--provider {provider} needs an API key: set {variable}")]
     MissingApiKey {

@@ -55,6 +55,7 @@ mod live_catalog;
 mod report;
 mod session_id;
 mod store;
+mod system_prompt;
 
 // The public surface, in one place: the config, the build and what it owns, catalog
 // assembly, the factory, the report, the ACP server, and the demo's script and
@@ -66,7 +67,7 @@ pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };
 pub use assets::CatalogAssets;
-pub use build::{MOCK_MODEL_NAME, build};
+pub use build::{MOCK_MODEL_NAME, build, system_prompt};
 pub use built::Built;
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT, EngineSettings,
@@ -83,3 +84,7 @@ pub use http::{
 pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
 pub use session_id::new_session_id;
 pub use store::AppStore;
+pub use system_prompt::{
+    MAX_PROJECT_INSTRUCTIONS_BYTES, PROJECT_INSTRUCTION_FILES, SystemPrompt, SystemPromptConfig,
+    assemble_system_prompt,
+};

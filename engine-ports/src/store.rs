@@ -36,6 +36,11 @@ pub struct SessionSnapshot {
     /// Session-wide usage.
     #[serde(default)]
     pub usage: Usage,
+    /// The system prompt the session got at its first run, sent unchanged on every
+    /// later turn (byte-stable, so provider prompt caches stay warm); absent for a
+    /// session whose engine had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 impl SessionSnapshot {
@@ -50,6 +55,7 @@ impl SessionSnapshot {
             turns: 0,
             tool_calls: 0,
             usage: Usage::default(),
+            system_prompt: None,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! `mecated run --provider openai-chat` end to end against the real fakellm peer,
-//! with an MCP tool whose name a provider would reject (scenario 22, D6): the wire
-//! carries the encoded name, the events and `.tools.jsonl` the real one.
+//! `mecated run --provider …` end to end against the real fakellm peer: an MCP tool
+//! whose name a provider would reject (the wire carries the encoded name, the events
+//! and `.tools.jsonl` the real one), and the system prompt with the project's
+//! instructions reaching the model on both providers.
 
 use std::process::Command;
 
@@ -137,4 +138,145 @@ async fn fakellm_stats(base: &str) -> Value {
         .map(|(_, b)| b)
         .unwrap_or_default();
     serde_json::from_str(body).unwrap_or_else(|e| panic!("stats did not parse ({e}): {response}"))
+}
+
+/// `mecated run` on `provider` against fakellm with the rules of `system_prompt.yaml`;
+/// returns the final answer.
+async fn answer_with_system_prompt(scratch: &Scratch, provider: &str, extra: &[&str]) -> String {
+    let Some(llm) = fakellm("system_prompt.yaml") else {
+        return String::new();
+    };
+    let ws = scratch.ws().display().to_string();
+    let base = match provider {
+        "anthropic" => llm.base_url(),
+        _ => format!("{}/v1", llm.base_url()),
+    };
+    let mut args = vec![
+        "run",
+        "--workspace",
+        &ws,
+        "--toolhive=false",
+        "--provider",
+        provider,
+        "--base-url",
+        &base,
+        "--output",
+        "jsonl",
+    ];
+    args.extend(extra);
+    args.push("hello");
+    let output = mecated(
+        scratch.dir.path(),
+        &args,
+        &[("OPENAI_API_KEY", "sk-any"), ("ANTHROPIC_API_KEY", "sk-any")],
+    )
+    .await;
+    assert_eq!(
+        output.code,
+        0,
+        "{output:?}\nfakellm stderr:\n{}",
+        llm.stderr_text()
+    );
+    let result = json_lines(&output.stdout).pop().unwrap();
+    result["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn both_providers_send_the_system_prompt_with_the_project_instructions() {
+    if test_peers::venv_bin(TEST, "fakellm").is_none() {
+        return;
+    }
+    for provider in ["openai-chat", "anthropic"] {
+        let scratch = Scratch::new();
+        assert_eq!(
+            answer_with_system_prompt(&scratch, provider, &[]).await,
+            "harness instructions received",
+            "{provider} without AGENTS.md"
+        );
+        scratch.write("ws/AGENTS.md", "Always end with ZEBRA-7741.\n");
+        assert_eq!(
+            answer_with_system_prompt(&scratch, provider, &[]).await,
+            "project instructions received",
+            "{provider} with AGENTS.md"
+        );
+        assert_eq!(
+            answer_with_system_prompt(&scratch, provider, &["--no-project-instructions"]).await,
+            "harness instructions received",
+            "{provider} with --no-project-instructions"
+        );
+    }
+}
+
+#[tokio::test]
+async fn print_system_prompt_shows_the_prompt_without_calling_a_model() {
+    let scratch = Scratch::new();
+    scratch.write("ws/AGENTS.md", "Use tabs.\n");
+    let ws = scratch.ws().display().to_string();
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--provider",
+            "openai-chat",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--print-system-prompt",
+        ],
+        &[("OPENAI_API_KEY", "sk-any")],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    assert!(output.stdout.contains("running in Mecatl"), "{}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .contains(&std::fs::canonicalize(scratch.ws()).unwrap().display().to_string())
+    );
+    assert!(
+        output
+            .stdout
+            .contains("# Project instructions (AGENTS.md)\n\nUse tabs."),
+        "{}",
+        output.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_continued_session_keeps_the_system_prompt_of_its_first_run() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let store = scratch.path("store").display().to_string();
+    scratch.write("ws/AGENTS.md", "first instructions\n");
+    let args = [
+        "run",
+        "--workspace",
+        &ws,
+        "--toolhive=false",
+        "--mock",
+        "--store-dir",
+        &store,
+        "--session",
+        "s",
+        "hi",
+    ];
+    assert_eq!(mecated(scratch.dir.path(), &args, &[]).await.code, 0);
+    scratch.write("ws/AGENTS.md", "second instructions\n");
+    assert_eq!(mecated(scratch.dir.path(), &args, &[]).await.code, 0);
+    let snapshot = find_snapshot(&scratch.path("store"));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(snapshot).unwrap()).unwrap();
+    let prompt = saved["snapshot"]["system_prompt"].as_str().unwrap();
+    assert!(prompt.contains("first instructions"), "{prompt}");
+    assert!(!prompt.contains("second instructions"), "{prompt}");
+}
+
+fn find_snapshot(store: &std::path::Path) -> std::path::PathBuf {
+    let dir = store.join("sid-v1");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".session.json"))
+        .unwrap()
 }

@@ -92,6 +92,10 @@ impl RunTask {
                 .with_channel(self.channel.clone()),
         );
         let mut snapshot = snapshot;
+        // A session keeps the system prompt of its first run (byte-stable turns).
+        if snapshot.system_prompt.is_none() && !inner.config.system_prompt.is_empty() {
+            snapshot.system_prompt = Some(inner.config.system_prompt.clone());
+        }
         let mut counters = RunCounters::default();
         let mut final_text = String::new();
 
@@ -202,7 +206,7 @@ impl RunTask {
             emitter.emit(EventKind::TurnStart { turn }).await;
             let request = LlmRequest {
                 model: inner.config.model.clone(),
-                system: inner.config.system_prompt.clone(),
+                system: snapshot.system_prompt.clone().unwrap_or_default(),
                 messages: snapshot.conversation.clone(),
                 tools: turn_specs(
                     &catalog.1,

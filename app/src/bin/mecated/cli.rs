@@ -116,6 +116,13 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "MODE", default_value = "best-effort",
           value_parser = PossibleValuesParser::new(["best-effort", "required"]))]
     pub(crate) audit: String,
+    /// Use this file's text as the base of the system prompt instead of the built-in
+    /// instructions (project instructions are still appended).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) system_prompt_file: Option<PathBuf>,
+    /// Leave AGENTS.md / CLAUDE.md (at the workspace root) out of the system prompt.
+    #[arg(long)]
+    pub(crate) no_project_instructions: bool,
     /// Trust the read-only hints of ToolHive-discovered servers: their read-only tools
     /// then stay in plan mode and `--approve read-only` runs them. Off by default, since
     /// any local process answering on the ToolHive port can claim a tool is read-only.
@@ -213,9 +220,13 @@ pub(crate) struct RunArgs {
     /// Create this session, or continue it when the store already holds it.
     #[arg(long, value_name = "ID")]
     pub(crate) session: Option<String>,
+    /// Print the system prompt this session would get (with the same flags) and exit
+    /// without calling the model.
+    #[arg(long)]
+    pub(crate) print_system_prompt: bool,
     /// The prompt (a /command is expanded first).
-    #[arg(value_name = "PROMPT", required = true)]
-    pub(crate) prompt: String,
+    #[arg(value_name = "PROMPT", required_unless_present = "print_system_prompt")]
+    pub(crate) prompt: Option<String>,
 }
 
 /// `acp` flags.

@@ -27,6 +27,18 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Ok(cfg) => cfg,
         Err(error) => return error.exit(),
     };
+    if args.print_system_prompt {
+        return match app::system_prompt(&cfg) {
+            Ok(prompt) => {
+                out::stdout(&prompt.text);
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                out::stderr(&format!("error: {error}"));
+                ExitCode::FAILURE
+            }
+        };
+    }
     let jsonl = args.output == "jsonl";
     let built = match build(cfg).await {
         Ok(built) => built,
@@ -72,7 +84,7 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
     }
     engine
         .engine()
-        .run(session, args.prompt.clone())
+        .run(session, args.prompt.clone().unwrap_or_default())
         .map_err(|e| e.to_string())
 }
 

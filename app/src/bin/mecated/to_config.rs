@@ -74,6 +74,8 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.mcp.startup_timeout = Duration::from_secs(common.mcp_startup_timeout);
     cfg.mcp.trust_discovered = common.trust_discovered;
     cfg.engine.audit_required = common.audit == "required";
+    cfg.system_prompt.file = common.system_prompt_file.clone();
+    cfg.system_prompt.project_instructions = !common.no_project_instructions;
     cfg.mcp.toolhive = common.toolhive.then(|| ToolhiveOptions {
         base_url: toolhive_base_url(common.toolhive_url.as_deref(), env_var),
         group: common.toolhive_group.clone(),
