@@ -130,7 +130,7 @@ impl std::fmt::Display for ClientServersError {
     }
 }
 
-fn name_problem(name: &str) -> Option<String> {
+pub(crate) fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("the name is empty".to_owned());
     }
@@ -152,7 +152,7 @@ fn name_problem(name: &str) -> Option<String> {
     None
 }
 
-fn http_headers(headers: &[(String, String)], problems: &mut Vec<String>) -> Option<HeaderMap> {
+pub(crate) fn http_headers(headers: &[(String, String)], problems: &mut Vec<String>) -> Option<HeaderMap> {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
         if name.is_empty() {

@@ -45,6 +45,7 @@ mod flags;
 mod http;
 mod listing;
 mod manager;
+mod mcp_config;
 mod naming;
 mod prompts;
 mod redact;
@@ -77,6 +78,7 @@ pub use listing::{MAX_LIST_ENTRIES, MAX_LIST_PAGES, McpPrompt, McpPromptArgument
 pub use manager::{
     ConnectOptions, Connected, MAX_CONCURRENT_CONNECTS, McpManager, McpServerInfo, ServerStatus, ToolSnapshot,
 };
+pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
 pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
 pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
 pub use register::{Registration, SkippedTool, Tier, ToolFamily, register};

@@ -57,6 +57,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
 
     // 1. Resolve the config.
     let root = resolve_workspace(&cfg.workspace)?;
+    diagnostics.extend(cfg.mcp.notes.iter().cloned());
     let prompt = assemble_system_prompt(&cfg, &root)?;
     diagnostics.extend(prompt.diagnostics.iter().cloned());
     let (llm, model) = resolve_model(&cfg.model)?;

@@ -10,7 +10,7 @@ use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Limits};
-use engine_ports::PermissionMode;
+use engine_ports::{Diagnostic, PermissionMode};
 
 /// The default live per-session engine cap of the
 /// [`SessionEngineFactory`](crate::SessionEngineFactory).
@@ -141,6 +141,9 @@ pub struct McpConfig {
     /// `--trust-discovered`: trust the `readOnlyHint` of ToolHive-discovered servers
     /// (default false: their tools count as mutating).
     pub trust_discovered: bool,
+    /// What reading the configuration said (a config-file server skipped because its
+    /// name was taken), reported with the build's diagnostics.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// Default of [`McpConfig::startup_timeout`]: 10 s.
@@ -156,6 +159,7 @@ impl Default for McpConfig {
             limits: RequestLimits::default(),
             startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
             trust_discovered: false,
+            notes: Vec::new(),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! `mecated` with real MCP servers: a TypeScript-SDK server restarted on its port
 //! between two calls of one `mecated run`, stdio servers that die with a `mecated`
-//! killed by SIGKILL, a tool a server adds while a run goes on, and where each server
-//! came from (a discovered server's read-only hints are not trusted by default).
+//! killed by SIGKILL, a tool a server adds while a run goes on, where each server came
+//! from (a discovered server's read-only hints are not trusted by default), and
+//! servers read from `mcpServers` config files.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -338,4 +339,114 @@ async fn a_run_names_its_mcp_servers_and_their_source_in_session_init() {
         events[0]["mcp_servers"],
         serde_json::json!([{"name": "ev", "source": "toolhive(default)"}])
     );
+}
+
+/// `tools --json` without the volatile parts (diagnostics name files; sources match).
+fn catalog_part(listing: &Value) -> (Value, Value) {
+    let servers: Vec<Value> = listing["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| serde_json::json!({"name": s["name"], "transport": s["transport"], "status": s["status"], "tools": s["tools"]}))
+        .collect();
+    (listing["tools"].clone(), Value::Array(servers))
+}
+
+#[tokio::test]
+async fn an_mcp_config_file_gives_the_same_catalog_as_the_equivalent_flags() {
+    const TEST: &str = "mcp_config_equals_flags";
+    let Some(peer) = test_peers::everything_http(TEST, test_peers::EVERYTHING) else {
+        return;
+    };
+    let Some(node) = test_peers::node(TEST) else {
+        return;
+    };
+    let Some(fs) = test_peers::npm_file(TEST, "@modelcontextprotocol/server-filesystem/dist/index.js") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let ws = std::fs::canonicalize(scratch.ws()).unwrap();
+    let url = format!("{}/mcp", peer.base_url());
+    let flags = tools_json(
+        &scratch,
+        &[
+            "--toolhive=false",
+            "--mcp-server",
+            &format!("ev={url}"),
+            "--mcp-stdio",
+            &format!("fs={} {} {}", node.display(), fs.display(), ws.display()),
+        ],
+    )
+    .await;
+    let config = serde_json::json!({"mcpServers": {
+        "ev": {"type": "http", "url": "${EV_URL}"},
+        "fs": {"command": node.display().to_string(), "args": [fs.display().to_string(), ws.display().to_string()]}
+    }});
+    let file = scratch.write("mcp.json", &config.to_string());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["tools", "--json", "--toolhive=false", "--workspace"])
+        .arg(scratch.ws())
+        .arg("--mcp-config")
+        .arg(&file)
+        .env("EV_URL", &url);
+    let output = command.output().await.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let from_file: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(catalog_part(&from_file), catalog_part(&flags));
+    assert!(
+        tool(&from_file, "mcp__fs__read_text_file").is_some(),
+        "{from_file}"
+    );
+    assert!(tool(&from_file, "mcp__ev__echo").is_some());
+}
+
+#[tokio::test]
+async fn a_bad_mcp_config_is_a_usage_error_naming_the_file_and_the_json_path() {
+    let scratch = Scratch::new();
+    for (text, needle) in [
+        (
+            "{\"mcpServers\": {\"s\": {\"command\": 1}}}",
+            "$.mcpServers.s.command: expected a string",
+        ),
+        (
+            "{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"https://x/sse\"}}}",
+            "$.mcpServers.s.type",
+        ),
+        (
+            "{\"mcpServers\": {\"s\": {\"command\": \"${UNSET_FOR_TEST}\"}}}",
+            "UNSET_FOR_TEST is not set",
+        ),
+        ("not json", "$: not valid JSON"),
+    ] {
+        let file = scratch.write("bad.json", text);
+        let mut command = mecated_command(scratch.dir.path());
+        command
+            .args(["tools", "--toolhive=false", "--workspace"])
+            .arg(scratch.ws())
+            .arg("--mcp-config")
+            .arg(&file);
+        let output = command.output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{text}: {stderr}");
+        assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+        assert!(stderr.contains(needle), "{text}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn the_workspace_mcp_json_is_read_only_for_a_trusted_project() {
+    let scratch = Scratch::new();
+    // A server that cannot start: connecting it shows the file was read.
+    scratch.write(
+        "ws/.mcp.json",
+        r#"{"mcpServers": {"repo": {"command": "/nonexistent/mcp-server"}}}"#,
+    );
+    let untrusted = tools_json(&scratch, &["--toolhive=false"]).await;
+    assert_eq!(untrusted["mcp_servers"], serde_json::json!([]), "{untrusted}");
+    let trusted = tools_json(&scratch, &["--toolhive=false", "--trust-project"]).await;
+    let servers = trusted["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{trusted}");
+    assert_eq!(servers[0]["name"], "repo");
+    assert_eq!(servers[0]["status"], "failed");
 }

@@ -87,6 +87,12 @@ pub(crate) struct CommonArgs {
     pub(crate) mcp_server_insecure_http: Vec<String>,
     #[arg(long = "mcp-stdio", value_name = "NAME=COMMAND", help = adapter_mcp::MCP_STDIO_HELP)]
     pub(crate) mcp_stdio: Vec<String>,
+    /// Read MCP servers from an `mcpServers` JSON file (the `.mcp.json` format:
+    /// stdio `command`/`args`/`env`, or `"type": "http"` with `url`/`headers`;
+    /// `${VAR}` expands). Repeatable; servers from flags come first and win a name.
+    /// `<workspace>/.mcp.json` is read too with --trust-project.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub(crate) mcp_config: Vec<PathBuf>,
     /// Offer ListMcpResources and ReadMcpResource when a server lists resources.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]

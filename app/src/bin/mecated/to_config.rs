@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
-use adapter_mcp::{McpFlags, ToolhiveOptions, parse_mcp_flags, toolhive_base_url};
+use adapter_mcp::{
+    MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
+};
 use adapter_skillfs::ProjectTrust;
 use app::{AppConfig, ModelConfig, StoreConfig};
+use engine_ports::{Diagnostic, Level};
 
 use crate::cli::{CommonArgs, ModelArgs};
 use crate::usage::UsageError;
@@ -59,6 +62,46 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         workspace: workspace.clone(),
     };
     cfg.mcp.servers = parse_mcp_flags(&flags, env_var).map_err(|e| UsageError::new(e.to_string()))?;
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for file in &common.mcp_config {
+        files.push((file.clone(), read_mcp_config(file)?));
+    }
+    let project = workspace.join(".mcp.json");
+    if common.trust_project {
+        match adapter_skillfs::read_repository_file(&project) {
+            Ok(None) => {}
+            Ok(Some(bytes)) => files.push((project.clone(), String::from_utf8_lossy(&bytes).into_owned())),
+            Err(reason) => {
+                return Err(UsageError::new(format!(
+                    "{} (read with --trust-project) cannot be used: {reason}",
+                    project.display()
+                )));
+            }
+        }
+    }
+    for (file, text) in &files {
+        let servers =
+            parse_mcp_config(text, file, &workspace, env_var).map_err(|e| UsageError::new(e.to_string()))?;
+        for server in servers {
+            let taken = cfg
+                .mcp
+                .servers
+                .iter()
+                .find(|s| s.name.eq_ignore_ascii_case(&server.name))
+                .map(|s| s.name.clone());
+            match taken {
+                Some(kept) => cfg.mcp.notes.push(Diagnostic {
+                    level: Level::Warn,
+                    message: format!(
+                        "MCP server {:?} of {} is skipped: {kept:?} is already configured (flags first, then config files in order)",
+                        server.name,
+                        file.display()
+                    ),
+                }),
+                None => cfg.mcp.servers.push(server),
+            }
+        }
+    }
     cfg.mcp.resource_tools = common.mcp_resource_tools;
     cfg.mcp.prompts = common.mcp_prompts;
     if common.mcp_max_call < common.mcp_timeout {
@@ -176,4 +219,20 @@ pub(crate) fn existing_dir(flag: &str, path: &Path) -> Result<PathBuf, UsageErro
             format!("{error} (expected an existing directory)"),
         )),
     }
+}
+
+/// The text of an `--mcp-config` file (at most `MAX_MCP_CONFIG_BYTES`).
+fn read_mcp_config(file: &Path) -> Result<String, UsageError> {
+    use std::io::Read as _;
+    let fail = |reason: String| UsageError::new(format!("--mcp-config {}: {reason}", file.display()));
+    let handle = std::fs::File::open(file).map_err(|e| fail(e.to_string()))?;
+    let mut bytes = Vec::new();
+    handle
+        .take(MAX_MCP_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > MAX_MCP_CONFIG_BYTES {
+        return Err(fail(format!("the file is over {MAX_MCP_CONFIG_BYTES} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| fail("the file is not UTF-8 text".to_owned()))
 }
