@@ -14,7 +14,7 @@ use adapter_skillfs::{
     resolve_skill_dirs,
 };
 use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
-use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, SkillSource, SystemClock};
+use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, SkillSource, SystemClock};
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
@@ -103,7 +103,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         message: failure.to_string(),
     }));
     let mount = MountOptions {
-        progressive: cfg.progressive_tools,
+        progressive: cfg.disclosure.is_progressive(),
     };
     let global = GlobalMcp::new(manager.clone(), mount);
     let mcp_servers = server_entries(&order, &global, &failures);
@@ -167,6 +167,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         skill_draft,
         store: store.clone(),
         mount,
+        disclosure: cfg.disclosure,
     });
     let assembled = assemble_catalog(
         &assets,
@@ -249,7 +250,16 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             })
             .unwrap_or_default(),
         diagnostics: diagnostics.into_entries(),
-        progressive_tools: cfg.progressive_tools,
+        tool_search: engine_core::tool_search_spec_for(
+            &assembled.catalog,
+            PermissionMode::Default,
+            cfg.disclosure,
+        )
+        .zip(engine_core::tool_search_spec_for(
+            &assembled.catalog,
+            PermissionMode::Plan,
+            cfg.disclosure,
+        )),
     };
     Ok(Built {
         workspace: root,
