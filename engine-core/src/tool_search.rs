@@ -65,16 +65,19 @@ pub fn tool_search_spec() -> ToolSpec {
     ToolSpec::new(TOOL_SEARCH_NAME, format!("{PURPOSE} {LIGHT} {MATCHING}")).with_schema(search_schema())
 }
 
-/// The spec of `ToolSearch` under deferred disclosure: [`tool_search_spec`]'s text
-/// followed by the deferred tools of `catalog` in `mode` (built once per catalog and
-/// mode, so byte-identical across turns).
+/// The spec of `ToolSearch` under deferred disclosure: the text of
+/// [`tool_search_spec`] saying that the listed tools are not in the tool list, followed
+/// by the deferred tools of `catalog` in `mode` (built once per catalog and mode, so
+/// byte-identical across turns). Without deferred tools, no listing and no such
+/// sentence.
 pub fn deferred_tool_search_spec(catalog: &Catalog, mode: PermissionMode) -> ToolSpec {
     let listing = catalog.search_cache().deferred_listing(catalog, mode);
-    ToolSpec::new(
-        TOOL_SEARCH_NAME,
-        format!("{PURPOSE} {DEFERRED} {MATCHING}{listing}"),
-    )
-    .with_schema(search_schema())
+    let description = if listing.is_empty() {
+        format!("{PURPOSE} {MATCHING}")
+    } else {
+        format!("{PURPOSE} {DEFERRED} {MATCHING}{listing}")
+    };
+    ToolSpec::new(TOOL_SEARCH_NAME, description).with_schema(search_schema())
 }
 
 /// What `ToolSearch` derives from one catalog, built on first use and shared by every

@@ -336,6 +336,17 @@ async fn deferred_mode_leaves_unhydrated_disclosable_tools_out_and_names_them_in
         6,
         "light mode still lists every tool, plus ToolSearch"
     );
+    let plain = catalog_of(vec![FakeTool::new("Read", true, &probe).arc()]);
+    let specs = turn_specs(
+        &plain,
+        PermissionMode::Default,
+        &Default::default(),
+        Disclosure::Deferred,
+    );
+    assert!(
+        !search_description(&specs).contains("eferred"),
+        "nothing deferred, nothing listed"
+    );
 }
 
 #[tokio::test]
