@@ -401,6 +401,7 @@ mod tests {
             skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
             store: AppStore::Memory(Arc::new(MemoryStore::new())),
             mount: MountOptions::default(),
+            disclosure: engine_core::Disclosure::Off,
         }
     }
 

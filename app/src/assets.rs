@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use adapter_mcp::MountOptions;
-use engine_core::Tool;
+use engine_core::{Disclosure, Tool};
 use engine_ports::{SkillMeta, SkillSource};
 
 use crate::global_mcp::GlobalMcp;
@@ -24,6 +24,7 @@ pub struct CatalogAssets {
     pub(crate) skill_draft: Option<Arc<dyn Tool>>,
     pub(crate) store: AppStore,
     pub(crate) mount: MountOptions,
+    pub(crate) disclosure: Disclosure,
 }
 
 /// The resource meta-tools (both or none) and the INFO that said why, logged once
@@ -57,6 +58,11 @@ impl CatalogAssets {
         self.mount.progressive
     }
 
+    /// How disclosable tools are advertised (`--progressive-tools[=light|deferred]`).
+    pub fn disclosure(&self) -> Disclosure {
+        self.disclosure
+    }
+
     /// Whether the core tools include `Shell`.
     pub fn shell(&self) -> bool {
         self.shell
@@ -82,7 +88,7 @@ impl std::fmt::Debug for CatalogAssets {
             .field("resources", &self.resources.tools.len())
             .field("skills", &self.skills.as_ref().map(|s| s.metas.len()))
             .field("skill_draft", &self.skill_draft.is_some())
-            .field("progressive", &self.mount.progressive)
+            .field("disclosure", &self.disclosure)
             .finish()
     }
 }

@@ -14,7 +14,9 @@ use adapter_skillfs::{
     resolve_skill_dirs,
 };
 use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
-use engine_ports::{Diagnostic, Diagnostics, Level, LlmProvider, ServerOrigin, SkillSource, SystemClock};
+use engine_ports::{
+    Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, ServerOrigin, SkillSource, SystemClock,
+};
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
@@ -107,7 +109,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         message: failure.to_string(),
     }));
     let mount = MountOptions {
-        progressive: cfg.progressive_tools,
+        progressive: cfg.disclosure.is_progressive(),
         trust_discovered: cfg.mcp.trust_discovered,
     };
     let global = GlobalMcp::new(manager.clone(), mount);
@@ -172,6 +174,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         skill_draft,
         store: store.clone(),
         mount,
+        disclosure: cfg.disclosure,
     });
     let assembled = assemble_catalog(
         &assets,
@@ -266,7 +269,16 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             })
             .unwrap_or_default(),
         diagnostics: diagnostics.into_entries(),
-        progressive_tools: cfg.progressive_tools,
+        tool_search: engine_core::tool_search_spec_for(
+            &assembled.catalog,
+            PermissionMode::Default,
+            cfg.disclosure,
+        )
+        .zip(engine_core::tool_search_spec_for(
+            &assembled.catalog,
+            PermissionMode::Plan,
+            cfg.disclosure,
+        )),
     };
     Ok(Built {
         workspace: root,

@@ -94,7 +94,7 @@ impl Built {
             &self.shared_catalog,
             &self.shared_families,
             mode,
-            self.assets.progressive_tools(),
+            self.assets.disclosure(),
         )
     }
 

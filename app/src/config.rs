@@ -9,7 +9,7 @@ use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 
 use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
-use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Limits};
+use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits};
 use engine_ports::{Diagnostic, PermissionMode};
 
 /// The default live per-session engine cap of the
@@ -43,9 +43,9 @@ pub struct AppConfig {
     pub skills: SkillsConfig,
     /// `--commands-dir`.
     pub commands_dir: Option<PathBuf>,
-    /// `--progressive-tools`: disclosable tools are advertised light and every engine
-    /// owns a `ToolSearch` (D3).
-    pub progressive_tools: bool,
+    /// `--progressive-tools[=light|deferred]`: how disclosable (MCP) tools are
+    /// advertised; any mode but `Off` gives every engine a `ToolSearch` (D3).
+    pub disclosure: Disclosure,
     /// `--output-cap`: the one output cap (D10), in bytes.
     pub output_cap: usize,
     /// Run limits (`--max-turns`).
@@ -72,7 +72,7 @@ impl AppConfig {
             mcp: McpConfig::default(),
             skills: SkillsConfig::default(),
             commands_dir: None,
-            progressive_tools: false,
+            disclosure: Disclosure::Off,
             output_cap: DEFAULT_OUTPUT_CAP,
             limits: Limits {
                 max_turns: DEFAULT_MAX_TURNS,

@@ -41,7 +41,7 @@ impl EngineTemplate {
             model,
             mode: cfg.engine.mode,
             limits: cfg.limits,
-            progressive_tools: cfg.progressive_tools,
+            disclosure: cfg.disclosure,
             interactive: cfg.engine.interactive,
             approve: cfg.engine.approve,
             command_timeout: cfg.mcp.limits.idle,

@@ -10,7 +10,7 @@ use adapter_mcp::{
     ClientServerContext, ClientServerSpec, ConnectOptions, RequestLimits, ServerSource,
     connect_client_servers, validate_client_servers,
 };
-use engine_core::{CatalogUpdates, Engine};
+use engine_core::{CatalogUpdates, Disclosure, Engine};
 use engine_ports::{PermissionMode, ServerOrigin};
 
 use crate::assembly::{CatalogInputs, CatalogTeardown, FamilyMap, assemble_catalog};
@@ -146,7 +146,7 @@ impl SessionEngineFactory {
             engine: Arc::clone(&self.inner.shared),
             families: Arc::clone(&self.inner.shared_families),
             client_tool_names: Vec::new(),
-            progressive: self.inner.assets.progressive_tools(),
+            disclosure: self.inner.assets.disclosure(),
             private: None,
         })
     }
@@ -272,7 +272,7 @@ impl SessionEngineFactory {
             engine,
             families: assembled.families,
             client_tool_names: assembled.client_tool_names,
-            progressive: inner.assets.progressive_tools(),
+            disclosure: inner.assets.disclosure(),
             private: Some(Private {
                 id,
                 factory: Arc::clone(inner),
@@ -334,7 +334,7 @@ pub struct SessionEngine {
     engine: Arc<Engine>,
     families: Arc<FamilyMap>,
     client_tool_names: Vec<String>,
-    progressive: bool,
+    disclosure: Disclosure,
     private: Option<Private>,
 }
 
@@ -368,7 +368,7 @@ impl SessionEngine {
             &self.engine.current_catalog(),
             &self.families,
             mode,
-            self.progressive,
+            self.disclosure,
         )
     }
 

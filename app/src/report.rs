@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use engine_core::{Catalog, available_in, tool_search_spec};
+use engine_core::{Catalog, Disclosure, available_in, tool_search_spec_for};
+use engine_ports::ToolSpec;
 use engine_ports::{Diagnostic, PermissionMode, SkillOrigin};
 use serde::Serialize;
 use serde_json::Value;
@@ -25,9 +26,10 @@ pub struct BuildReport {
     pub skills: Vec<SkillEntry>,
     /// Every diagnostic of the build, in order (each WARN is here).
     pub diagnostics: Vec<Diagnostic>,
-    /// Whether `ToolSearch` is listed (progressive tools).
+    /// The `ToolSearch` spec listed with progressive tools, for the default modes and
+    /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
-    pub progressive_tools: bool,
+    pub tool_search: Option<(ToolSpec, ToolSpec)>,
 }
 
 /// One tool of a listing.
@@ -95,8 +97,13 @@ impl BuildReport {
             })
             .cloned()
             .collect();
-        if self.progressive_tools {
-            add_tool_search(&mut tools);
+        if let Some((default, plan)) = &self.tool_search {
+            let spec = if mode == PermissionMode::Plan {
+                plan
+            } else {
+                default
+            };
+            add_tool_search(&mut tools, spec.clone());
         }
         tools
     }
@@ -115,12 +122,13 @@ impl BuildReport {
 }
 
 /// The tools of `catalog` available in `mode`, sorted by name, each with its family
-/// from `families`; with `progressive`, `ToolSearch` (family `meta`) too.
+/// from `families`; with progressive tools, `ToolSearch` (family `meta`, with the spec
+/// the engine advertises under `disclosure`) too.
 pub fn tool_entries(
     catalog: &Catalog,
     families: &FamilyMap,
     mode: PermissionMode,
-    progressive: bool,
+    disclosure: Disclosure,
 ) -> Vec<ToolEntry> {
     let mut tools: Vec<ToolEntry> = catalog
         .entries()
@@ -138,16 +146,16 @@ pub fn tool_entries(
             }
         })
         .collect();
-    if progressive {
-        add_tool_search(&mut tools);
+    if let Some(spec) = tool_search_spec_for(catalog, mode, disclosure) {
+        add_tool_search(&mut tools, spec);
     }
     tools
 }
 
 /// Every tool of `catalog`, whatever the mode (the report's listing).
 pub(crate) fn all_tool_entries(catalog: &Catalog, families: &Arc<FamilyMap>) -> Vec<ToolEntry> {
-    let mut tools = tool_entries(catalog, families, PermissionMode::Default, false);
-    let plan_only = tool_entries(catalog, families, PermissionMode::Plan, false)
+    let mut tools = tool_entries(catalog, families, PermissionMode::Default, Disclosure::Off);
+    let plan_only = tool_entries(catalog, families, PermissionMode::Plan, Disclosure::Off)
         .into_iter()
         .filter(|t| t.plan_only);
     tools.extend(plan_only);
@@ -155,8 +163,7 @@ pub(crate) fn all_tool_entries(catalog: &Catalog, families: &Arc<FamilyMap>) -> 
     tools
 }
 
-fn add_tool_search(tools: &mut Vec<ToolEntry>) {
-    let spec = tool_search_spec();
+fn add_tool_search(tools: &mut Vec<ToolEntry>, spec: ToolSpec) {
     tools.push(ToolEntry {
         name: spec.name().to_owned(),
         family: Family::Meta,

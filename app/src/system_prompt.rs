@@ -55,7 +55,7 @@ pub struct SystemPrompt {
 pub fn assemble_system_prompt(cfg: &AppConfig, root: &Path) -> Result<SystemPrompt, BuildError> {
     let mut text = match &cfg.system_prompt.file {
         Some(file) => read_prompt_file(file)?,
-        None => base_instructions(root, cfg.progressive_tools),
+        None => base_instructions(root, cfg.disclosure.is_progressive()),
     };
     let mut diagnostics = Vec::new();
     let mut project_file = None;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use engine_ports::{PermissionMode, ToolSpec};
 
 use crate::tool::Tool;
+use crate::tool_search::SearchCache;
 
 /// The set of registered tools.
 ///
@@ -63,6 +64,9 @@ use crate::tool::Tool;
 pub struct Catalog {
     by_key: HashMap<Arc<str>, Arc<dyn Tool>>,
     ordered: BTreeMap<Arc<str>, Arc<dyn Tool>>,
+    /// What `ToolSearch` derives from the tools (keyword index, deferred listing),
+    /// built on first use and dropped by every registration.
+    search: SearchCache,
 }
 
 /// A registration the catalog refused; the catalog is unchanged.
@@ -147,6 +151,7 @@ impl Catalog {
         let key: Arc<str> = Arc::from(spec.name());
         self.by_key.insert(Arc::clone(&key), Arc::clone(&tool));
         self.ordered.insert(key, tool);
+        self.search = SearchCache::default();
         Ok(())
     }
 
@@ -239,6 +244,20 @@ impl Catalog {
         self.available_entries(mode)
             .map(|(key, tool)| advertised(key, tool.as_ref(), hydrated.contains_name(key)))
             .collect()
+    }
+
+    /// Full specs of the tools available in `mode` that are not deferred: every tool
+    /// that is not Disclosable, and the Disclosable ones in `hydrated`.
+    pub fn undeferred_specs_for(&self, mode: PermissionMode, hydrated: &impl NameSet) -> Vec<ToolSpec> {
+        self.available_entries(mode)
+            .filter(|(key, tool)| hydrated.contains_name(key) || tool.advertised_spec().is_none())
+            .map(|(key, tool)| tool.spec().with_name(Arc::clone(key)))
+            .collect()
+    }
+
+    /// The catalog's `ToolSearch` cache (the caller builds what is missing).
+    pub(crate) fn search_cache(&self) -> &SearchCache {
+        &self.search
     }
 }
 

@@ -78,7 +78,7 @@ pub use commands::{
     CommandChain, CommandChainBuilder, CommandInvocation, SkillCommandSource, SourceExpander, parse_command,
     render_template, strip_frontmatter, substitute,
 };
-pub use disclosure::turn_specs;
+pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{
     AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher, TurnContext,
     TurnOutcome, normalize_call_ids,
@@ -95,4 +95,7 @@ pub use skill_tool::{
     SKILL_LISTING_LINE_CAP, SKILL_TOOL_FAMILY, SKILL_TOOL_NAME, SOURCE_ERROR_CAP, SkillTool,
 };
 pub use tool::{Tool, ToolError};
-pub use tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names, tool_search_spec};
+pub use tool_search::{
+    DEFAULT_SEARCH_LIMIT, DEFERRED_NAMES_BUDGET, MAX_SEARCH_LIMIT, TOOL_SEARCH_NAME, ToolSearch,
+    deferred_tool_search_spec, returned_names, tool_search_spec,
+};

@@ -1,39 +1,257 @@
 //! `ToolSearch` (D4): returns full specs of matching tools so the model can call
 //! them correctly, and hydrates Disclosable tools for the session (D3).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
+use bm25::{Embedder, EmbedderBuilder, Scorer, Tokenizer};
 use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, available_in};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
 /// The reserved name of the search tool.
 pub const TOOL_SEARCH_NAME: &str = "ToolSearch";
 
-const DESCRIPTION: &str = "Returns the full specs (name, description and JSON schema of the \
-arguments) of the tools matching a query, so they can be called correctly. Some tools are \
-listed with a short description only; search for them before calling them. The query matches \
-an exact tool name first, otherwise any tool whose name or description contains it \
-(case-insensitive); an empty query returns every tool. Use `select:NameA,NameB` to fetch \
-several tools by exact name. The result is a JSON array sorted by name; no match is `[]`. \
-This tool is read-only.";
+/// Most tools a keyword query returns when the call gives no `limit`.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 
-/// The spec of `ToolSearch`, for hosts that list it (family `meta`).
-pub fn tool_search_spec() -> ToolSpec {
-    ToolSpec::new(TOOL_SEARCH_NAME, DESCRIPTION).with_schema(serde_json::json!({
+/// The largest `limit` a keyword query honours (larger values are lowered to it).
+pub const MAX_SEARCH_LIMIT: usize = 20;
+
+/// In deferred disclosure, the most bytes the names of the deferred tools may take in
+/// `ToolSearch`'s description; above it the description lists one line per server.
+pub const DEFERRED_NAMES_BUDGET: usize = 4096;
+
+const PURPOSE: &str = "Returns the full specs (name, description, argument schema) of the tools \
+matching a query, so they can be called correctly.";
+
+const LIGHT: &str = "Some tools are listed with a short description only; search for them \
+before calling them.";
+
+const DEFERRED: &str = "The deferred tools listed below are not in your tool list: load one with \
+this tool before calling it.";
+
+const MATCHING: &str = "The query is an exact tool name, `select:NameA,NameB` for several \
+names, or words matched against tool names, descriptions and arguments, best match first (at \
+most `limit`, default 5, up to 20; when no word matches, a case-insensitive substring of names \
+and descriptions). An empty query returns every tool. The result is a JSON array (sorted by \
+name, except for words); no match is `[]`. This tool is read-only.";
+
+fn search_schema() -> serde_json::Value {
+    serde_json::json!({
         "type": "object",
         "properties": {
             "query": {
                 "type": "string",
-                "description": "A tool name, words to look for in names and descriptions, or `select:NameA,NameB`."
+                "description": "A tool name, words describing the task, or `select:NameA,NameB`."
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_LIMIT,
+                "description": "Most tools a word query returns (default 5)."
             }
         }
-    }))
+    })
+}
+
+/// The spec of `ToolSearch` under light disclosure, for hosts that list it (family
+/// `meta`).
+pub fn tool_search_spec() -> ToolSpec {
+    ToolSpec::new(TOOL_SEARCH_NAME, format!("{PURPOSE} {LIGHT} {MATCHING}")).with_schema(search_schema())
+}
+
+/// The spec of `ToolSearch` under deferred disclosure: the text of
+/// [`tool_search_spec`] saying that the listed tools are not in the tool list, followed
+/// by the deferred tools of `catalog` in `mode` (built once per catalog and mode, so
+/// byte-identical across turns). Without deferred tools, no listing and no such
+/// sentence.
+pub fn deferred_tool_search_spec(catalog: &Catalog, mode: PermissionMode) -> ToolSpec {
+    let listing = catalog.search_cache().deferred_listing(catalog, mode);
+    let description = if listing.is_empty() {
+        format!("{PURPOSE} {MATCHING}")
+    } else {
+        format!("{PURPOSE} {DEFERRED} {MATCHING}{listing}")
+    };
+    ToolSpec::new(TOOL_SEARCH_NAME, description).with_schema(search_schema())
+}
+
+/// What `ToolSearch` derives from one catalog, built on first use and shared by every
+/// search over it (a registration replaces it with an empty one).
+#[derive(Clone, Default)]
+pub(crate) struct SearchCache {
+    index: OnceLock<Arc<KeywordIndex>>,
+    /// The deferred listing: `[0]` for the default modes, `[1]` for plan mode.
+    deferred: [OnceLock<Arc<str>>; 2],
+}
+
+impl SearchCache {
+    fn index(&self, catalog: &Catalog) -> &KeywordIndex {
+        self.index.get_or_init(|| Arc::new(KeywordIndex::build(catalog)))
+    }
+
+    fn deferred_listing(&self, catalog: &Catalog, mode: PermissionMode) -> &str {
+        let slot = usize::from(mode == PermissionMode::Plan);
+        self.deferred[slot].get_or_init(|| Arc::from(deferred_listing(catalog, mode)))
+    }
+}
+
+/// The deferred-tools part of `ToolSearch`'s description: the Disclosable tools
+/// available in `mode`, grouped by MCP server (`mcp__<server>__*`, then `other`), as
+/// names while they fit [`DEFERRED_NAMES_BUDGET`], else one line per group with its
+/// tool count. Empty when nothing is Disclosable.
+fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> String {
+    let mut servers: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    let mut other: Vec<&str> = Vec::new();
+    for (name, tool) in catalog.entries() {
+        if name == TOOL_SEARCH_NAME || !available_in(tool.as_ref(), mode) || tool.advertised_spec().is_none()
+        {
+            continue;
+        }
+        match mcp_prefix(name) {
+            Some(prefix) => servers.entry(prefix).or_default().push(&name[prefix.len()..]),
+            None => other.push(name),
+        }
+    }
+    if servers.is_empty() && other.is_empty() {
+        return String::new();
+    }
+    let groups: Vec<(String, &[&str])> = servers
+        .iter()
+        .map(|(prefix, names)| (format!("{prefix}*"), names.as_slice()))
+        .chain((!other.is_empty()).then(|| ("other".to_owned(), other.as_slice())))
+        .collect();
+    let names: String = groups
+        .iter()
+        .map(|(group, names)| format!("\n- {group}: {}", names.join(", ")))
+        .collect();
+    if names.len() <= DEFERRED_NAMES_BUDGET {
+        return format!("\n\nDeferred tools (full name = prefix + listed name):{names}");
+    }
+    let lines: String = groups
+        .iter()
+        .map(|(group, names)| {
+            let count = names.len();
+            let unit = if count == 1 { "tool" } else { "tools" };
+            format!("\n- {group} ({count} {unit})")
+        })
+        .collect();
+    format!(
+        "\n\nDeferred tools, too many to name (search by words; a server's tools share its \
+         prefix):{lines}"
+    )
+}
+
+/// `mcp__<server>__` when `name` is an MCP tool name.
+fn mcp_prefix(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("mcp__")?;
+    let end = rest.find("__")?;
+    (end > 0 && rest.len() > end + 2).then(|| &name[..5 + end + 2])
+}
+
+/// The BM25 index over every tool of a catalog (all modes; a search filters by its view).
+struct KeywordIndex {
+    /// Document id → catalog key (ids follow the catalog's order).
+    names: Vec<Arc<str>>,
+    embedder: Embedder<u32, ToolTokenizer>,
+    scorer: Scorer<u32>,
+}
+
+impl KeywordIndex {
+    fn build(catalog: &Catalog) -> Self {
+        let names: Vec<Arc<str>> = catalog.names().map(Arc::from).collect();
+        let documents: Vec<String> = catalog
+            .entries()
+            .map(|(name, tool)| document(name, &tool.spec()))
+            .collect();
+        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
+        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
+            ToolTokenizer::new(),
+            &corpus,
+        )
+        .build();
+        let mut scorer = Scorer::<u32>::new();
+        for (id, text) in (0u32..).zip(&corpus) {
+            scorer.upsert(&id, embedder.embed(text));
+        }
+        Self {
+            names,
+            embedder,
+            scorer,
+        }
+    }
+
+    /// The keys of the tools matching `query`'s words, best first (ties in catalog order).
+    fn rank(&self, query: &str) -> Vec<&str> {
+        let mut hits = self.scorer.matches(&self.embedder.embed(query));
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        hits.iter()
+            .filter_map(|hit| self.names.get(hit.id as usize))
+            .map(|name| &**name)
+            .collect()
+    }
+}
+
+/// The text indexed for one tool: its name's words (twice: a name word weighs more),
+/// its description, and the names and descriptions of its schema's top-level properties.
+fn document(name: &str, spec: &ToolSpec) -> String {
+    let mut text = format!("{name} {name} {}", spec.description());
+    let properties = spec
+        .schema()
+        .and_then(|schema| schema.get("properties"))
+        .and_then(serde_json::Value::as_object);
+    for (property, body) in properties.into_iter().flatten() {
+        text.push(' ');
+        text.push_str(property);
+        if let Some(description) = body.get("description").and_then(serde_json::Value::as_str) {
+            text.push(' ');
+            text.push_str(description);
+        }
+    }
+    text
+}
+
+/// BM25's English tokenizer (lower case, stop words, Snowball stems) after splitting
+/// identifiers into words: on `__`, `_`, `-`, `.` and other punctuation, and at
+/// camelCase boundaries (`getTinyImage` → get tiny image, `HTTPServer` → http server).
+#[derive(Debug)]
+struct ToolTokenizer(bm25::DefaultTokenizer);
+
+impl ToolTokenizer {
+    fn new() -> Self {
+        Self(bm25::DefaultTokenizer::new(bm25::Language::English))
+    }
+}
+
+impl Tokenizer for ToolTokenizer {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        self.0.tokenize(&split_words(input_text))
+    }
+}
+
+/// `text` with a space at every identifier boundary (see [`ToolTokenizer`]).
+pub(crate) fn split_words(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_punctuation() {
+            out.push(' ');
+            continue;
+        }
+        if c.is_uppercase() && i > 0 {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                out.push(' ');
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `ToolSearch` bound to one turn's view: the tools available in the session's
@@ -49,39 +267,59 @@ impl ToolSearch {
         Self { catalog, mode }
     }
 
-    /// The names of the tools matching `query`, sorted (the search view never holds
-    /// `ToolSearch` itself).
+    /// [`ToolSearch::matches_up_to`] with the default limit.
     pub fn matches(&self, query: &str) -> Vec<&str> {
-        let view: Vec<(&str, &Arc<dyn Tool>)> = self
-            .catalog
-            .entries()
-            .filter(|(name, tool)| {
-                *name != TOOL_SEARCH_NAME && crate::catalog::available_in(tool.as_ref(), self.mode)
-            })
-            .collect();
+        self.matches_up_to(query, DEFAULT_SEARCH_LIMIT)
+    }
+
+    /// The names of the tools matching `query` (the search view never holds
+    /// `ToolSearch` itself): `select:A,B` → the named tools, sorted; an exact name →
+    /// that tool; empty → every tool, sorted; otherwise the best `limit` tools for the
+    /// query's words (BM25 over names, descriptions and argument names), best first,
+    /// or, when no word matches, up to `limit` tools whose name or description contains
+    /// the query (case-insensitive), sorted.
+    pub fn matches_up_to(&self, query: &str, limit: usize) -> Vec<&str> {
+        let in_view = |name: &str, tool: &Arc<dyn Tool>| {
+            name != TOOL_SEARCH_NAME && available_in(tool.as_ref(), self.mode)
+        };
+        let view = || self.catalog.entries().filter(|(name, tool)| in_view(name, tool));
         let q = query.trim();
         if let Some(list) = q.strip_prefix("select:") {
             let wanted: std::collections::BTreeSet<&str> =
                 list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-            return view
-                .iter()
-                .map(|(name, _)| *name)
+            return view()
+                .map(|(name, _)| name)
                 .filter(|name| wanted.contains(name))
                 .collect();
         }
-        if let Some((name, _)) = view.iter().find(|(name, _)| *name == q) {
-            return vec![*name];
+        if let Some(tool) = self.catalog.lookup(q)
+            && in_view(q, tool)
+        {
+            return self.catalog.names().filter(|name| *name == q).collect();
         }
         if q.is_empty() {
-            return view.iter().map(|(name, _)| *name).collect();
+            return view().map(|(name, _)| name).collect();
+        }
+        let ranked: Vec<&str> = self
+            .catalog
+            .search_cache()
+            .index(&self.catalog)
+            .rank(q)
+            .into_iter()
+            .filter(|name| self.catalog.lookup(name).is_some_and(|tool| in_view(name, tool)))
+            .take(limit)
+            .collect();
+        if !ranked.is_empty() {
+            return ranked;
         }
         let needle = q.to_lowercase();
-        view.iter()
+        view()
             .filter(|(name, tool)| {
                 name.to_lowercase().contains(&needle)
                     || tool.spec().description().to_lowercase().contains(&needle)
             })
-            .map(|(name, _)| *name)
+            .map(|(name, _)| name)
+            .take(limit)
             .collect()
     }
 }
@@ -90,6 +328,8 @@ impl ToolSearch {
 struct Args {
     #[serde(default)]
     query: Option<String>,
+    #[serde(default)]
+    limit: Option<u64>,
 }
 
 #[async_trait]
@@ -112,7 +352,19 @@ impl Tool for ToolSearch {
             Ok(args) => args,
             Err(error) => return Ok(error.into_result(call)),
         };
-        let names = self.matches(args.query.as_deref().unwrap_or(""));
+        let limit = match args.limit {
+            None => DEFAULT_SEARCH_LIMIT,
+            Some(0) => {
+                return Ok(ToolResult::error(
+                    call.id().clone(),
+                    format!("invalid arguments for tool {TOOL_SEARCH_NAME}: `limit` must be at least 1."),
+                ));
+            }
+            Some(n) => usize::try_from(n)
+                .unwrap_or(MAX_SEARCH_LIMIT)
+                .min(MAX_SEARCH_LIMIT),
+        };
+        let names = self.matches_up_to(args.query.as_deref().unwrap_or(""), limit);
         let items: Vec<serde_json::Value> = names
             .iter()
             .filter_map(|name| self.catalog.lookup(name).map(|tool| (name, tool)))
@@ -156,4 +408,29 @@ pub fn returned_names(result: &ToolResult) -> Vec<String> {
     serde_json::from_str::<Vec<Item>>(result.content())
         .map(|items| items.into_iter().map(|item| item.name).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mcp_prefix, split_words};
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(split_words("mcp__fs__read_text_file"), "mcp  fs  read text file");
+        assert_eq!(split_words("get-tiny-image.v2"), "get tiny image v2");
+        assert_eq!(split_words("getTinyImage"), "get Tiny Image");
+        assert_eq!(
+            split_words("HTTPServer listFiles2Go"),
+            "HTTP Server list Files2 Go"
+        );
+    }
+
+    #[test]
+    fn mcp_names_group_by_server_prefix() {
+        assert_eq!(mcp_prefix("mcp__git__git_log"), Some("mcp__git__"));
+        assert_eq!(mcp_prefix("mcp__a__b__c"), Some("mcp__a__"));
+        assert_eq!(mcp_prefix("mcp____x"), None);
+        assert_eq!(mcp_prefix("mcp__git__"), None);
+        assert_eq!(mcp_prefix("Read"), None);
+    }
 }

@@ -245,7 +245,8 @@ def run_mcp(mode: dict, url: str) -> dict:
 
 def run_disclosure(mode: dict, url: str) -> dict:
     """Per-turn tool definitions with server-everything (HTTP), server-filesystem and
-    mcp-server-git (stdio) mounted, progressive tools off and on."""
+    mcp-server-git (stdio) mounted, progressive tools off, light and deferred; then the
+    growth per added tool over synthetic catalogs."""
     with tempfile.TemporaryDirectory() as ws:
         git_env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.test",
                    "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.test"}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use adapter_jsonlstore::SyncPolicy;
 use app::{Built, FAMILY_ORDER, Family, FamilySlot, SessionRequest, StoreConfig, build};
 use async_trait::async_trait;
-use engine_core::{Catalog, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
+use engine_core::{Catalog, Disclosure, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
 use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, ToolSpec};
 
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
@@ -60,7 +60,7 @@ async fn fully_loaded() -> Loaded {
     cfg.skills.draft_dir = Some(scratch.path("drafts"));
     cfg.mcp.resource_tools = true;
     cfg.mcp.servers = vec![http_server("globe", &globe.url)];
-    cfg.progressive_tools = true;
+    cfg.disclosure = Disclosure::Light;
     cfg.store = StoreConfig::Dir {
         path: scratch.path("store"),
         sync: SyncPolicy::Never,
@@ -130,7 +130,7 @@ fn advertises_tool_search(engine: &Engine) -> bool {
         engine.catalog(),
         PermissionMode::Default,
         &BTreeSet::new(),
-        engine.config().progressive_tools,
+        engine.config().disclosure,
     )
     .iter()
     .any(|spec| spec.name() == TOOL_SEARCH_NAME)

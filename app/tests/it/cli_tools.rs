@@ -246,6 +246,63 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
     );
 }
 
+/// `ToolSearch`'s description in `mecated tools --json` with these extra flags.
+async fn tool_search_description(fixture: &McpFixture, flags: &[&str]) -> Option<String> {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let server = format!("fx={}", fixture.url);
+    let mut args = vec![
+        "tools",
+        "--json",
+        "--workspace",
+        &ws,
+        "--toolhive=false",
+        "--mcp-server",
+        &server,
+    ];
+    args.extend_from_slice(flags);
+    let output = mecated(scratch.dir.path(), &args, &[]).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let listing: Value = serde_json::from_str(&output.stdout).unwrap();
+    let search = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ToolSearch")?;
+    Some(search["description"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn progressive_tools_takes_light_or_deferred_and_the_listing_shows_what_the_engine_advertises() {
+    let fixture = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("peek"), FixtureTool::new("poke")],
+        prefix: String::new(),
+        resources: Vec::new(),
+    })
+    .await;
+    assert_eq!(
+        tool_search_description(&fixture, &[]).await,
+        None,
+        "off by default"
+    );
+    assert_eq!(
+        tool_search_description(&fixture, &["--progressive-tools=off"]).await,
+        None
+    );
+    let bare = tool_search_description(&fixture, &["--progressive-tools"])
+        .await
+        .unwrap();
+    let light = tool_search_description(&fixture, &["--progressive-tools=light"])
+        .await
+        .unwrap();
+    assert_eq!(bare, light, "the bare flag means light");
+    assert!(!light.contains("Deferred tools"), "{light}");
+    let deferred = tool_search_description(&fixture, &["--progressive-tools=deferred"])
+        .await
+        .unwrap();
+    assert!(deferred.contains("\n- mcp__fx__*: peek, poke"), "{deferred}");
+}
+
 #[tokio::test]
 async fn a_failing_build_exits_1() {
     let scratch = Scratch::new();

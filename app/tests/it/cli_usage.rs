@@ -107,6 +107,10 @@ async fn value_errors_name_the_flag_the_value_and_the_expected_form() {
             &["--toolhive", "'maybe'", "true, false"],
         ),
         (
+            &["tools", "--progressive-tools=lazy"],
+            &["--progressive-tools", "'lazy'", "off, light, deferred"],
+        ),
+        (
             &["tools", "--mcp-prompts=yes"],
             &["--mcp-prompts", "'yes'", "true, false"],
         ),

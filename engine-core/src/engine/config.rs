@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use engine_ports::{PermissionMode, ServerOrigin};
 
+use crate::disclosure::Disclosure;
 use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
 use crate::permission::Approve;
 
@@ -30,8 +31,9 @@ pub struct EngineConfig {
     pub mode: PermissionMode,
     /// Run limits.
     pub limits: Limits,
-    /// Advertise Disclosable tools light and offer `ToolSearch` (D3).
-    pub progressive_tools: bool,
+    /// How Disclosable tools are advertised; any mode but `Off` offers `ToolSearch`
+    /// (D3).
+    pub disclosure: Disclosure,
     /// An operator answers permission asks (otherwise asks become denials).
     pub interactive: bool,
     /// What the default policy approves when headless.
@@ -62,7 +64,7 @@ impl Default for EngineConfig {
             system_prompt: String::new(),
             mode: PermissionMode::Default,
             limits: Limits::default(),
-            progressive_tools: false,
+            disclosure: Disclosure::Off,
             interactive: false,
             approve: Approve::ReadOnly,
             max_parallel_reads: DEFAULT_MAX_PARALLEL_READS.get(),

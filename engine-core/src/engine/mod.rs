@@ -175,7 +175,7 @@ impl Engine {
                 "max_parallel_reads must be at least 1".to_owned(),
             ));
         };
-        if config.progressive_tools && deps.catalog.lookup(TOOL_SEARCH_NAME).is_some() {
+        if config.disclosure.is_progressive() && deps.catalog.lookup(TOOL_SEARCH_NAME).is_some() {
             return Err(EngineError::ReservedToolName);
         }
         let policy = deps

@@ -104,7 +104,7 @@ impl RunTask {
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
-            inner.config.progressive_tools,
+            inner.config.disclosure,
         );
         emitter
             .emit(EventKind::SessionInit {
@@ -212,7 +212,7 @@ impl RunTask {
                     &catalog.1,
                     snapshot.mode,
                     &snapshot.hydrated,
-                    inner.config.progressive_tools,
+                    inner.config.disclosure,
                 ),
             };
             let streamed = self.stream(emitter, request).await;
@@ -244,7 +244,7 @@ impl RunTask {
                 mode: snapshot.mode,
                 catalog: Arc::clone(&catalog.1),
                 environment: inner.environment.clone(),
-                progressive_tools: inner.config.progressive_tools,
+                progressive_tools: inner.config.disclosure.is_progressive(),
                 policy: Arc::clone(&inner.policy),
                 asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
                 hooks: inner.hooks.clone(),

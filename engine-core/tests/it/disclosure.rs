@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use engine_core::{
-    Catalog, Deps, Engine, EngineConfig, EngineError, Environment, OutputCap, TOOL_SEARCH_NAME, Tool,
-    ToolSearch, tool_search_spec,
+    Catalog, Deps, Disclosure, Engine, EngineConfig, EngineError, Environment, OutputCap, TOOL_SEARCH_NAME,
+    Tool, ToolSearch, tool_search_spec, turn_specs,
 };
 use engine_ports::testkit::{ScriptedLlm, ScriptedTurn};
 use engine_ports::{CancellationToken, PermissionMode, SessionId, ToolCall, ToolResult};
@@ -74,7 +74,7 @@ async fn progressive_off_advertises_full_specs_and_no_search() {
 async fn tool_search_hydrates_one_session_from_the_next_turn_on() {
     let probe = Probe::new();
     let cfg = EngineConfig {
-        progressive_tools: true,
+        disclosure: Disclosure::Light,
         ..config()
     };
     let turns = vec![
@@ -115,7 +115,7 @@ async fn tool_search_hydrates_one_session_from_the_next_turn_on() {
 }
 
 #[tokio::test]
-async fn matching_prefers_exact_names_then_substrings_case_insensitively() {
+async fn matching_prefers_exact_names_then_words_then_substrings() {
     let probe = Probe::new();
     let catalog = catalog_of(vec![
         FakeTool::new("Read", true, &probe).described("show a path").arc(),
@@ -129,15 +129,21 @@ async fn matching_prefers_exact_names_then_substrings_case_insensitively() {
     let mode = PermissionMode::Default;
     assert_eq!(
         found(&search(&catalog, mode, r#"{"query":"Read"}"#).await),
-        ["Read"]
+        ["Read"],
+        "an exact name wins alone"
     );
     assert_eq!(
         found(&search(&catalog, mode, r#"{"query":"read"}"#).await),
-        ["Read", "ReadFile"]
+        ["Read", "ReadFile"],
+        "a word matches the words of camelCase names, case-insensitively"
     );
+    let mut file = found(&search(&catalog, mode, r#"{"query":"FILE"}"#).await);
+    file.sort();
+    assert_eq!(file, ["Grep", "ReadFile"], "names and descriptions");
     assert_eq!(
-        found(&search(&catalog, mode, r#"{"query":"FILE"}"#).await),
-        ["Grep", "ReadFile"]
+        found(&search(&catalog, mode, r#"{"query":"ontent"}"#).await),
+        ["Grep"],
+        "text matching no word is looked for inside names and descriptions"
     );
     assert_eq!(
         found(&search(&catalog, mode, r#"{"query":"select:Read, Nope ,Grep"}"#).await),
@@ -209,7 +215,7 @@ async fn results_over_the_output_cap_are_an_error_with_the_count() {
 async fn an_unhydrated_disclosable_tool_is_callable_directly() {
     let probe = Probe::new();
     let cfg = EngineConfig {
-        progressive_tools: true,
+        disclosure: Disclosure::Light,
         ..config()
     };
     let turns = vec![
@@ -227,7 +233,7 @@ async fn each_engine_owns_one_tool_search_and_the_catalog_never_holds_it() {
     let probe = Probe::new();
     let catalog = mcp_and_read(&probe);
     let cfg = EngineConfig {
-        progressive_tools: true,
+        disclosure: Disclosure::Light,
         ..config()
     };
     let first = harness(Arc::clone(&catalog), vec![ScriptedTurn::text("one")], cfg.clone());
@@ -266,4 +272,300 @@ fn the_search_spec_says_what_it_does() {
     let schema = spec.schema().unwrap();
     assert_eq!(schema["properties"]["query"]["type"], "string");
     assert!(schema.get("required").is_none(), "query is optional");
+}
+
+fn deferred() -> EngineConfig {
+    EngineConfig {
+        disclosure: Disclosure::Deferred,
+        ..config()
+    }
+}
+
+/// `Read`, plus MCP tools of servers `git` and `fs` (Disclosable) and a Disclosable
+/// tool of no server.
+fn mounted(probe: &Arc<Probe>) -> Arc<Catalog> {
+    let mcp = |name: &str, description: &str| {
+        FakeTool::new(name, true, probe)
+            .described(description)
+            .with_schema(mcp_schema())
+            .disclosable(description)
+            .arc() as Arc<dyn Tool>
+    };
+    catalog_of(vec![
+        FakeTool::new("Read", true, probe).arc(),
+        mcp("mcp__git__git_commit", "Records changes to the repository"),
+        mcp("mcp__git__git_status", "Shows the working tree status"),
+        mcp(
+            "mcp__fs__read_text_file",
+            "Read the complete contents of a file as text",
+        ),
+        mcp("Lookup", "Looks a word up"),
+    ])
+}
+
+fn search_description(specs: &[engine_ports::ToolSpec]) -> &str {
+    specs
+        .iter()
+        .find(|s| s.name() == TOOL_SEARCH_NAME)
+        .expect("ToolSearch is advertised")
+        .description()
+}
+
+#[tokio::test]
+async fn deferred_mode_leaves_unhydrated_disclosable_tools_out_and_names_them_in_tool_search() {
+    let probe = Probe::new();
+    let h = harness(mounted(&probe), vec![ScriptedTurn::text("done")], deferred());
+    run_to_end(&h.engine, "a", "hi").await;
+    let request = &h.llm.requests()[0];
+    assert_eq!(tool_names(&request.tools), ["Read", "ToolSearch"]);
+    let description = search_description(&request.tools);
+    assert!(
+        description.contains(
+            "\n- mcp__fs__*: read_text_file\n- mcp__git__*: git_commit, git_status\n- other: Lookup"
+        ),
+        "{description}"
+    );
+    assert_eq!(
+        turn_specs(
+            &mounted(&probe),
+            PermissionMode::Default,
+            &Default::default(),
+            Disclosure::Light
+        )
+        .len(),
+        6,
+        "light mode still lists every tool, plus ToolSearch"
+    );
+    let plain = catalog_of(vec![FakeTool::new("Read", true, &probe).arc()]);
+    let specs = turn_specs(
+        &plain,
+        PermissionMode::Default,
+        &Default::default(),
+        Disclosure::Deferred,
+    );
+    assert!(
+        !search_description(&specs).contains("eferred"),
+        "nothing deferred, nothing listed"
+    );
+}
+
+#[tokio::test]
+async fn a_deferred_tool_found_by_keywords_is_advertised_in_full_on_the_next_turn() {
+    let probe = Probe::new();
+    let turns = vec![
+        ScriptedTurn::call(
+            "c1",
+            TOOL_SEARCH_NAME,
+            r#"{"query":"commit changes to the repository"}"#,
+        ),
+        ScriptedTurn::text("done"),
+    ];
+    let h = harness(mounted(&probe), turns, deferred());
+    let events = run_to_end(&h.engine, "a", "commit").await;
+    let results = results_of(&events);
+    let items: Vec<serde_json::Value> = serde_json::from_str(&results[0].1).unwrap();
+    assert_eq!(items[0]["name"], "mcp__git__git_commit", "best match first");
+
+    let requests = h.llm.requests();
+    assert_eq!(tool_names(&requests[0].tools), ["Read", "ToolSearch"]);
+    let second = &requests[1].tools;
+    assert!(
+        second
+            .iter()
+            .any(|s| s.name() == "mcp__git__git_commit" && s.schema() == Some(&mcp_schema()))
+    );
+    assert_eq!(
+        search_description(&requests[0].tools),
+        search_description(second),
+        "ToolSearch's description stays byte-identical across turns"
+    );
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_by_name_before_hydration_runs() {
+    let probe = Probe::new();
+    let turns = vec![
+        ScriptedTurn::call("c1", "mcp__git__git_status", r#"{"x":"1"}"#),
+        ScriptedTurn::text("done"),
+    ];
+    let h = harness(mounted(&probe), turns, deferred());
+    let events = run_to_end(&h.engine, "a", "go").await;
+    assert_eq!(probe.executions("mcp__git__git_status"), 1);
+    assert!(!results_of(&events)[0].2);
+}
+
+/// `n` Disclosable tools of server `synth` with plausible names.
+fn synthetic(n: usize, probe: &Arc<Probe>) -> Arc<Catalog> {
+    const VERBS: [&str; 5] = ["create", "get", "list", "update", "delete"];
+    catalog_of(
+        (0..n)
+            .map(|i| {
+                let name = format!("mcp__synth__{}_record{}", VERBS[i % VERBS.len()], i / VERBS.len());
+                FakeTool::new(&name, true, probe)
+                    .disclosable("a record tool")
+                    .arc() as Arc<dyn Tool>
+            })
+            .collect(),
+    )
+}
+
+fn deferred_search_bytes(n: usize, probe: &Arc<Probe>) -> (usize, String) {
+    let catalog = synthetic(n, probe);
+    let specs = turn_specs(
+        &catalog,
+        PermissionMode::Default,
+        &Default::default(),
+        Disclosure::Deferred,
+    );
+    assert_eq!(
+        tool_names(&specs),
+        [TOOL_SEARCH_NAME],
+        "no synthetic tool is advertised"
+    );
+    let bytes = serde_json::to_vec(&specs).unwrap().len();
+    (bytes, search_description(&specs).to_owned())
+}
+
+#[test]
+fn the_deferred_listing_switches_to_one_line_per_server_above_4_kb_of_names() {
+    let probe = Probe::new();
+    let (_, named) = deferred_search_bytes(100, &probe);
+    assert!(
+        named.contains("\n- mcp__synth__*: create_record0, create_record1,"),
+        "{named}"
+    );
+    let (_, counted) = deferred_search_bytes(1000, &probe);
+    assert!(counted.contains("\n- mcp__synth__* (1000 tools)"), "{counted}");
+    assert!(!counted.contains("create_record0"), "{counted}");
+}
+
+#[test]
+fn each_deferred_tool_costs_at_most_40_bytes_until_the_switch_and_nothing_after() {
+    let probe = Probe::new();
+    let sizes = [10, 50, 100, 200, 1000, 2000];
+    let bytes: Vec<usize> = sizes
+        .iter()
+        .map(|&n| deferred_search_bytes(n, &probe).0)
+        .collect();
+    for i in 1..sizes.len() {
+        let added = (sizes[i] - sizes[i - 1]) as f64;
+        let per_tool = (bytes[i] as f64 - bytes[i - 1] as f64) / added;
+        println!(
+            "{} → {} tools: {per_tool:.1} bytes per added tool",
+            sizes[i - 1],
+            sizes[i]
+        );
+        assert!(
+            per_tool <= 40.0,
+            "{per_tool} bytes per tool between {} and {}",
+            sizes[i - 1],
+            sizes[i]
+        );
+    }
+    assert_eq!(bytes[4], bytes[5], "flat once the listing is per server");
+}
+
+#[tokio::test]
+async fn keyword_queries_rank_with_bm25_and_honour_the_limit() {
+    let probe = Probe::new();
+    let described = |name: &str, description: &str, schema: serde_json::Value| {
+        FakeTool::new(name, true, &probe)
+            .described(description)
+            .with_schema(schema)
+            .arc() as Arc<dyn Tool>
+    };
+    let mut tools = vec![
+        described(
+            "mcp__fs__read_text_file",
+            "Read the complete contents of a file as text.",
+            serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        ),
+        described(
+            "mcp__fs__move_file",
+            "Move or rename files and directories.",
+            serde_json::json!({"type": "object", "properties": {"source": {}, "destination": {}}}),
+        ),
+        described(
+            "mcp__git__git_log",
+            "Shows the commit logs.",
+            serde_json::json!({"type": "object", "properties": {
+                "max_count": {"type": "integer", "description": "Maximum number of commits to show"}
+            }}),
+        ),
+        described(
+            "getTinyImage",
+            "Returns a small picture.",
+            serde_json::json!({"type": "object", "properties": {}}),
+        ),
+    ];
+    for i in 0..30 {
+        tools.push(described(
+            &format!("mcp__misc__note_{i:02}"),
+            "Stores a note about a file.",
+            serde_json::json!({"type": "object", "properties": {}}),
+        ));
+    }
+    let catalog = catalog_of(tools);
+    let mode = PermissionMode::Default;
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"rename a file"}"#).await)[0],
+        "mcp__fs__move_file"
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"read files as text"}"#).await)[0],
+        "mcp__fs__read_text_file",
+        "stems: files finds file"
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"tiny image"}"#).await)[0],
+        "getTinyImage",
+        "camelCase names are split into words"
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"maximum number of commits"}"#).await)[0],
+        "mcp__git__git_log",
+        "argument names and descriptions count"
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"note"}"#).await).len(),
+        5,
+        "top 5 by default"
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"note","limit":12}"#).await).len(),
+        12
+    );
+    assert_eq!(
+        found(&search(&catalog, mode, r#"{"query":"note","limit":500}"#).await).len(),
+        20,
+        "the limit is capped"
+    );
+    let zero = search(&catalog, mode, r#"{"query":"note","limit":0}"#).await;
+    assert!(
+        zero.is_error() && zero.content().contains("limit"),
+        "{}",
+        zero.content()
+    );
+}
+
+#[tokio::test]
+async fn the_keyword_index_is_built_once_per_catalog() {
+    let probe = Probe::new();
+    let counted = FakeTool::new("Counted", true, &probe)
+        .described("an unrelated tool")
+        .arc();
+    let catalog = catalog_of(vec![
+        Arc::clone(&counted) as Arc<dyn Tool>,
+        FakeTool::new("Grep", true, &probe)
+            .described("search file contents")
+            .arc(),
+    ]);
+    let before = counted.spec_calls();
+    for _ in 0..3 {
+        assert_eq!(
+            found(&search(&catalog, PermissionMode::Default, r#"{"query":"contents"}"#).await),
+            ["Grep"]
+        );
+    }
+    assert_eq!(counted.spec_calls() - before, 1, "one spec read, for the index");
 }

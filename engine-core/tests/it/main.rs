@@ -10,4 +10,5 @@ mod disclosure;
 mod dispatcher;
 mod engine_loop;
 mod properties;
+mod search_quality;
 mod support;

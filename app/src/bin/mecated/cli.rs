@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use adapter_llm::ProviderKind;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, Parser, Subcommand};
-use engine_core::Approve;
+use engine_core::{Approve, Disclosure};
 use engine_ports::PermissionMode;
 
 /// `mecated`: the Mecatl agent harness.
@@ -163,9 +163,13 @@ pub(crate) struct CommonArgs {
     /// No Shell tool and no command runner.
     #[arg(long)]
     pub(crate) no_shell: bool,
-    /// Advertise MCP tools light until ToolSearch returns their full spec.
-    #[arg(long)]
-    pub(crate) progressive_tools: bool,
+    /// Progressive disclosure of MCP tools until ToolSearch returns their full spec:
+    /// `light` (the bare flag) lists each with its first description line, `deferred`
+    /// leaves them out and names them in ToolSearch's description, `off` (the default
+    /// without the flag) lists every tool in full.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
+          default_value = "off", default_missing_value = "light", value_parser = disclosure_parser())]
+    pub(crate) progressive_tools: Disclosure,
 }
 
 /// The model flags (exactly one of `--mock`, `--mock-script`, `--provider`).
@@ -308,6 +312,14 @@ pub(crate) struct DemoArgs {
 
 fn bool_parser() -> impl clap::builder::TypedValueParser<Value = bool> {
     PossibleValuesParser::new(["true", "false"]).map(|value| value == "true")
+}
+
+fn disclosure_parser() -> impl clap::builder::TypedValueParser<Value = Disclosure> {
+    PossibleValuesParser::new(["off", "light", "deferred"]).map(|value| match value.as_str() {
+        "light" => Disclosure::Light,
+        "deferred" => Disclosure::Deferred,
+        _ => Disclosure::Off,
+    })
 }
 
 fn mode_parser() -> impl clap::builder::TypedValueParser<Value = PermissionMode> {

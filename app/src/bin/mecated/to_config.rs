@@ -139,7 +139,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
                 .unwrap_or_else(|| PathBuf::from(adapter_fstools::DEFAULT_SHELL)),
         )
     };
-    cfg.progressive_tools = common.progressive_tools;
+    cfg.disclosure = common.progressive_tools;
     Ok(cfg)
 }
 
