@@ -16,7 +16,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(50);
 /// Exclusive (writers) or shared (the read probe).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LockMode {
-    /// Save, Create, Delete, Append, record.
+    /// Save, Create, Delete, Append, record; the run lease (on its own file).
     Exclusive,
     /// The committed-length probe of a read.
     Shared,

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Event, EventLog, RecorderError, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError,
-    ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
+    StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 use serde::de::IgnoredAny;
 
@@ -27,6 +27,7 @@ const SNAPSHOT_SUFFIX: &str = ".session.json";
 const TOOLS_SUFFIX: &str = ".tools.jsonl";
 const EVENTS_SUFFIX: &str = ".events.jsonl";
 const LOCK_SUFFIX: &str = ".lock";
+const RUN_SUFFIX: &str = ".run";
 const TEMP_SUFFIX: &str = ".tmp";
 /// Temp files older than this are removed by `open`; younger ones may be in use.
 const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
@@ -42,6 +43,8 @@ pub struct SessionPaths {
     pub events: PathBuf,
     /// `<token>.lock`, the per-session lock file.
     pub lock: PathBuf,
+    /// `<token>.run`, the lock file of the session's run lease.
+    pub run: PathBuf,
 }
 
 /// The JSONL session store, event log and tool-call recorder over one directory.
@@ -255,6 +258,7 @@ impl Inner {
             tools: self.dir.join(format!("{token}{TOOLS_SUFFIX}")),
             events: self.dir.join(format!("{token}{EVENTS_SUFFIX}")),
             lock: self.dir.join(format!("{token}{LOCK_SUFFIX}")),
+            run: self.dir.join(format!("{token}{RUN_SUFFIX}")),
         }
     }
 
@@ -277,6 +281,27 @@ impl Inner {
                 source,
             },
         })
+    }
+
+    /// The run lease (the exclusive lock of `<token>.run`), never waited for: a
+    /// lease held elsewhere is [`StoreError::Busy`].
+    fn run_lock(&self, id: &SessionId, paths: &SessionPaths) -> Result<SessionLock, StoreError> {
+        match SessionLock::acquire(&paths.run, LockMode::Exclusive, Duration::ZERO) {
+            Ok(Some(lock)) => Ok(lock),
+            Err(LockError::Timeout(_)) => Err(StoreError::Busy { id: id.clone() }),
+            Err(LockError::Io(op, source)) => Err(StoreError::Io {
+                id: id.clone(),
+                op,
+                path: paths.run.clone(),
+                source,
+            }),
+            Ok(None) => Err(StoreError::Io {
+                id: id.clone(),
+                op: "create",
+                path: paths.run.clone(),
+                source: io::Error::from(io::ErrorKind::NotFound),
+            }),
+        }
     }
 
     /// Syncs the session's own pending sidecar writes (Batched).
@@ -519,10 +544,12 @@ impl Inner {
         }))
     }
 
-    /// Delete (§7): sidecars, then the snapshot, then the lock file.
+    /// Delete (§7): refused while a run holds the session; sidecars, then the
+    /// snapshot, then the run lease and lock files.
     fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let paths = self.paths(id);
         let lock = self.lock(id, &paths, LockMode::Exclusive, self.opts.lock_timeout)?;
+        let run = self.run_lock(id, &paths)?;
         self.sync_session(id)?;
         let remove = |path: &Path| match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
@@ -541,7 +568,9 @@ impl Inner {
         // Delete retries it.
         remove(&paths.snapshot)?;
         self.sync_dir(id)?;
-        // Unlinked while held: lockers waiting on this inode notice and start over.
+        // Unlinked while held: lockers waiting on these inodes notice and start over.
+        remove(&paths.run)?;
+        drop(run);
         remove(&paths.lock)?;
         drop(lock);
         Ok(())
@@ -783,6 +812,17 @@ impl SessionStore for JsonlStore {
         check_id(id)?;
         let owned = id.clone();
         self.blocking(id, move |inner| inner.delete(&owned)).await
+    }
+
+    /// The exclusive lock of `<token>.run`, taken without waiting. The kernel drops
+    /// it when the holder's process dies, so a crashed run never keeps its session.
+    async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
+        check_id(id)?;
+        let owned = id.clone();
+        let lock = self
+            .blocking(id, move |inner| inner.run_lock(&owned, &inner.paths(&owned)))
+            .await?;
+        Ok(RunLease::new(id.clone(), lock))
     }
 }
 

@@ -13,5 +13,6 @@ mod hostile_files;
 mod layout;
 mod locking;
 mod recorder;
+mod run_lease;
 mod snapshots;
 mod torn_tail;

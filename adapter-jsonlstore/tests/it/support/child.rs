@@ -34,6 +34,7 @@ fn entry() {
     });
     match mode.as_str() {
         "hold-lock" => hold_lock(&args),
+        "hold-run" => hold_run(&args),
         "append-loop" => append_loop(&args),
         "save-loop" => save_loop(&args),
         "writer" => writer(&args),
@@ -173,6 +174,22 @@ fn hold_lock(args: &[String]) {
         line.clear();
     }
     drop(file);
+}
+
+/// Holds the run lease of session `args[1]` in the store at `args[0]` until stdin
+/// closes or it is killed.
+fn hold_run(args: &[String]) {
+    let store = JsonlStore::open(&args[0], StoreOptions::default()).unwrap();
+    let rt = runtime();
+    let lease = rt
+        .block_on(store.acquire_run(&SessionId::from(args[1].as_str())))
+        .unwrap();
+    ready();
+    let mut line = String::new();
+    while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {
+        line.clear();
+    }
+    drop(lease);
 }
 
 /// The event with `seq` of the crash test: four in five are 256 KiB (multi-page
