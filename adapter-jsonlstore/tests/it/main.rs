@@ -4,6 +4,7 @@
 
 mod support;
 
+mod appender;
 mod concurrency;
 mod conformance;
 mod crash;

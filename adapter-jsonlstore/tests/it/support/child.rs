@@ -35,6 +35,7 @@ fn entry() {
     match mode.as_str() {
         "hold-lock" => hold_lock(&args),
         "hold-run" => hold_run(&args),
+        "leased-append-loop" => leased_append_loop(&args),
         "append-loop" => append_loop(&args),
         "save-loop" => save_loop(&args),
         "writer" => writer(&args),
@@ -210,6 +211,36 @@ fn append_loop(args: &[String]) {
     let id = SessionId::from(args[1].as_str());
     let start: u64 = args[2].parse().unwrap();
     let rt = runtime();
+    ready();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for seq in start..start + 100_000 {
+        rt.block_on(store.append(&id, &crash_event(seq))).unwrap();
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+}
+
+/// As [`append_loop`], holding the session's run lease (so through its appender);
+/// `args[3]` is the sync policy (`never`, `batched` or `always`).
+fn leased_append_loop(args: &[String]) {
+    let sync = match args[3].as_str() {
+        "never" => SyncPolicy::Never,
+        "always" => SyncPolicy::Always,
+        _ => SyncPolicy::default(),
+    };
+    let store = JsonlStore::open(
+        &args[0],
+        StoreOptions {
+            sync,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let id = SessionId::from(args[1].as_str());
+    let start: u64 = args[2].parse().unwrap();
+    let rt = runtime();
+    let _lease = rt.block_on(store.acquire_run(&id)).unwrap();
     ready();
     let deadline = Instant::now() + Duration::from_secs(20);
     for seq in start..start + 100_000 {
