@@ -4,7 +4,10 @@
 //! D8 durability rules: snapshots replaced atomically (temp file, fsync, rename,
 //! directory fsync), append-only JSONL sidecars whose newline is the commit marker
 //! (a torn last fragment is ignored on read and cut before the next append), files
-//! `0600`, directories `0700`, and a cross-process lock per session.
+//! `0600`, directories `0700`, and a cross-process lock per session. A run lease
+//! (`SessionStore::acquire_run`) is a cross-process lock of its own; while one is
+//! held, the session's records go through an appender that keeps its files open and
+//! writes in batches.
 //!
 //! It is not a database: there is no index, no compaction and no store-wide lock;
 //! sessions are independent files under `<root>/sid-v1/`, named by a hashed token
@@ -29,6 +32,7 @@
 //! # });
 //! ```
 
+mod appender;
 mod flusher;
 mod fsio;
 mod lock;

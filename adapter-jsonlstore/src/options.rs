@@ -4,9 +4,13 @@ use std::time::Duration;
 
 /// When sidecar appends (`.tools.jsonl`, `.events.jsonl`) reach the device.
 ///
-/// Snapshots are always fsynced whatever the policy (D8). Once `write` returns a
-/// record is in the kernel, so a crash of the process loses nothing under any policy;
-/// the policy only bounds what a kernel crash or power loss can lose.
+/// Snapshots are always fsynced whatever the policy (D8). Once a record is written it
+/// is in the kernel, so a crash of the process loses nothing written under any
+/// policy; the policy bounds what a kernel crash or power loss can lose, and, for a
+/// session a run lease holds (its appender buffers records), when an append returns:
+/// after the write and sync under `Always`, as soon as the record is buffered under
+/// `Batched` and `Never` (a process crash can then lose the few records not written
+/// yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPolicy {
     /// `sync_data` before each append returns: nothing acknowledged is ever lost, at

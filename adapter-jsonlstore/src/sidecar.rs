@@ -1,6 +1,7 @@
 //! The append path of the JSONL sidecars (§6): open or create, cut a torn tail,
-//! write one whole record, verify the length. The caller holds the session's
-//! exclusive lock and applies the sync policy.
+//! write whole records, verify the length. The caller holds the session's exclusive
+//! lock and applies the sync policy. One record per call for an unleased append; a
+//! leased session's appender writes batches through the same steps.
 
 use std::fs::{File, Metadata};
 use std::io::{self, Write};
@@ -45,15 +46,32 @@ fn step(op: &'static str) -> impl FnOnce(io::Error) -> AppendError {
 /// write and an error is returned.
 pub(crate) fn append_record(path: &Path, buf: &[u8]) -> Result<Appended, AppendError> {
     let (file, meta, created) = fsio::open_append(path).map_err(step("open"))?;
-    let mut len = meta.len();
-    let mut cut = 0;
-    if len > 0 && last_byte(&file, len).map_err(step("read the tail of"))? != b'\n' {
-        let committed = committed_len(&file, len, None).map_err(step("find the committed length of"))?;
-        file.set_len(committed).map_err(step("cut the torn tail of"))?;
-        cut = len - committed;
-        len = committed;
+    let (len, cut) = repair_tail(&file, meta.len())?;
+    let meta = write_checked(&file, path, buf, len)?;
+    Ok(Appended {
+        file,
+        meta,
+        created,
+        cut,
+    })
+}
+
+/// Cuts a torn tail: a non-empty file of `len` bytes whose last byte is not `\n` is
+/// truncated to its committed length. Returns that length and the bytes cut.
+pub(crate) fn repair_tail(file: &File, len: u64) -> Result<(u64, u64), AppendError> {
+    if len == 0 || last_byte(file, len).map_err(step("read the tail of"))? == b'\n' {
+        return Ok((len, 0));
     }
-    let written = write_record(&file, path, buf);
+    let committed = committed_len(file, len, None).map_err(step("find the committed length of"))?;
+    file.set_len(committed).map_err(step("cut the torn tail of"))?;
+    Ok((committed, len - committed))
+}
+
+/// Writes `buf` (whole records) at the end of a file of `len` committed bytes opened
+/// for appending and checks that it grew by exactly `buf.len()`; on any failure the
+/// file is truncated back to `len`. Returns the `fstat` after the write.
+pub(crate) fn write_checked(file: &File, path: &Path, buf: &[u8], len: u64) -> Result<Metadata, AppendError> {
+    let written = write_record(file, path, buf);
     let expected = len + buf.len() as u64;
     let outcome = written.and_then(|()| {
         let meta = file.metadata()?;
@@ -69,25 +87,17 @@ pub(crate) fn append_record(path: &Path, buf: &[u8]) -> Result<Appended, AppendE
             ))
         }
     });
-    match outcome {
-        Ok(meta) => Ok(Appended {
-            file,
-            meta,
-            created,
-            cut,
-        }),
-        Err(error) => {
-            // Leave no new fragment behind, whatever reached the file.
-            let source = match file.set_len(len) {
-                Ok(()) => error,
-                Err(undo) => io::Error::new(
-                    error.kind(),
-                    format!("{error}; truncating back to {len} bytes also failed: {undo}"),
-                ),
-            };
-            Err(AppendError { op: "append", source })
-        }
-    }
+    outcome.map_err(|error| {
+        // Leave no new fragment behind, whatever reached the file.
+        let source = match file.set_len(len) {
+            Ok(()) => error,
+            Err(undo) => io::Error::new(
+                error.kind(),
+                format!("{error}; truncating back to {len} bytes also failed: {undo}"),
+            ),
+        };
+        AppendError { op: "append", source }
+    })
 }
 
 fn last_byte(file: &File, len: u64) -> io::Result<u8> {

@@ -1,20 +1,22 @@
 //! [`JsonlStore`]: construction, the session operations (Save, Create, Load, List,
 //! Delete, Append, Read) and the three port implementations.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Event, EventLog, RecorderError, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError,
-    ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
+    StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 use serde::de::IgnoredAny;
 
+use crate::appender::{Appender, AppenderConfig, Pushed, Sidecar, Writer};
 use crate::flusher::{Flusher, SyncFailure};
 use crate::lock::{LockError, LockMode, SessionLock};
 use crate::options::{StoreOptions, SyncPolicy};
@@ -27,6 +29,7 @@ const SNAPSHOT_SUFFIX: &str = ".session.json";
 const TOOLS_SUFFIX: &str = ".tools.jsonl";
 const EVENTS_SUFFIX: &str = ".events.jsonl";
 const LOCK_SUFFIX: &str = ".lock";
+const RUN_SUFFIX: &str = ".run";
 const TEMP_SUFFIX: &str = ".tmp";
 /// Temp files older than this are removed by `open`; younger ones may be in use.
 const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
@@ -42,6 +45,8 @@ pub struct SessionPaths {
     pub events: PathBuf,
     /// `<token>.lock`, the per-session lock file.
     pub lock: PathBuf,
+    /// `<token>.run`, the lock file of the session's run lease.
+    pub run: PathBuf,
 }
 
 /// The JSONL session store, event log and tool-call recorder over one directory.
@@ -61,8 +66,13 @@ struct Inner {
     root: PathBuf,
     dir: PathBuf,
     opts: StoreOptions,
-    flusher: Option<Flusher>,
-    dropped: AtomicU64,
+    flusher: Option<Arc<Flusher>>,
+    dropped: Arc<AtomicU64>,
+    /// The appenders of the sessions this store's run leases hold.
+    appenders: Mutex<HashMap<SessionId, Arc<Appender>>>,
+    /// Started with the first lease (`Never` and `Batched`); `None` inside when the
+    /// thread could not start (callers then write themselves).
+    writer: OnceLock<Option<Writer>>,
 }
 
 impl JsonlStore {
@@ -92,11 +102,13 @@ impl JsonlStore {
         remove_stale_temp_files(&dir);
         let flusher = match opts.sync {
             SyncPolicy::Batched { max_delay } => {
-                Some(Flusher::start(max_delay).map_err(|source| StoreError::StoreDir {
-                    path: root.clone(),
-                    reason: "cannot start the flusher thread".to_owned(),
-                    source: Some(source),
-                })?)
+                Some(Arc::new(Flusher::start(max_delay).map_err(|source| {
+                    StoreError::StoreDir {
+                        path: root.clone(),
+                        reason: "cannot start the flusher thread".to_owned(),
+                        source: Some(source),
+                    }
+                })?))
             }
             SyncPolicy::Always | SyncPolicy::Never => None,
         };
@@ -106,7 +118,9 @@ impl JsonlStore {
                 dir,
                 opts,
                 flusher,
-                dropped: AtomicU64::new(0),
+                dropped: Arc::new(AtomicU64::new(0)),
+                appenders: Mutex::default(),
+                writer: OnceLock::new(),
             }),
         })
     }
@@ -131,12 +145,14 @@ impl JsonlStore {
         self.inner.paths(id)
     }
 
-    /// Syncs every pending sidecar write now (a no-op unless the policy is
+    /// Writes the records leased sessions still buffer, then syncs every pending
+    /// sidecar write now (the sync is a no-op unless the policy is
     /// [`SyncPolicy::Batched`]).
     ///
     /// # Errors
-    /// [`StoreError::Io`] naming the first sidecar whose sync failed.
+    /// [`StoreError::Io`] naming the first sidecar whose write or sync failed.
     pub fn flush(&self) -> Result<(), StoreError> {
+        self.inner.drain_all()?;
         match &self.inner.flusher {
             Some(flusher) => flusher.sync_pending(None).map_err(sync_error),
             None => Ok(()),
@@ -149,6 +165,11 @@ impl JsonlStore {
     /// # Errors
     /// As [`JsonlStore::flush`].
     pub fn close(&self) -> Result<(), StoreError> {
+        let drained = self.inner.drain_all();
+        if let Some(Some(writer)) = self.inner.writer.get() {
+            writer.stop();
+        }
+        drained?;
         match &self.inner.flusher {
             Some(flusher) => flusher.stop().map_err(sync_error),
             None => Ok(()),
@@ -171,6 +192,7 @@ impl JsonlStore {
     /// place of the file included).
     pub fn read_events(&self, id: &SessionId) -> Result<EventIter, StoreError> {
         check_id(id)?;
+        self.inner.drain_appender(id)?;
         let paths = self.inner.paths(id);
         let lines = self.inner.open_window(id, &paths, &paths.events)?;
         Ok(EventIter::new(lines, id.clone(), paths.events))
@@ -183,6 +205,7 @@ impl JsonlStore {
     /// As [`JsonlStore::read_events`].
     pub fn read_tool_calls(&self, id: &SessionId) -> Result<ToolCallIter, StoreError> {
         check_id(id)?;
+        self.inner.drain_appender(id)?;
         let paths = self.inner.paths(id);
         let lines = self.inner.open_window(id, &paths, &paths.tools)?;
         Ok(ToolCallIter::new(lines, id.clone(), paths.tools))
@@ -203,6 +226,35 @@ impl JsonlStore {
                 path: self.inner.dir.clone(),
                 source: io::Error::other(join.to_string()),
             }),
+        }
+    }
+
+    /// Hands a record to the session's appender when a run lease of this store
+    /// holds the session; gives it back (`Some`) for the ordinary path otherwise.
+    async fn leased_append(
+        &self,
+        id: &SessionId,
+        sidecar: Sidecar,
+        buf: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(appender) = self.inner.appender(id) else {
+            return Ok(Some(buf));
+        };
+        match appender.push(sidecar, buf) {
+            Pushed::Closed(buf) => Ok(Some(buf)),
+            Pushed::Buffered => Ok(None),
+            Pushed::Enqueue => match self.inner.writer() {
+                Some(writer) if writer.enqueue(Arc::clone(&appender)) => Ok(None),
+                _ => self
+                    .blocking(id, move |_| appender.drain(false, timeout))
+                    .await
+                    .map(|()| None),
+            },
+            Pushed::DrainNow => self
+                .blocking(id, move |_| appender.drain(false, timeout))
+                .await
+                .map(|()| None),
         }
     }
 
@@ -247,7 +299,79 @@ impl JsonlStore {
     }
 }
 
+fn lock_map<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a [`JsonlStore`] run lease holds: the `<token>.run` lock and the session's
+/// appender. Dropping it writes what the appender buffers, then releases the lock.
+struct RunGuard {
+    inner: Arc<Inner>,
+    appender: Arc<Appender>,
+    id: SessionId,
+    _run: SessionLock,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        {
+            let mut appenders = lock_map(&self.inner.appenders);
+            if appenders
+                .get(&self.id)
+                .is_some_and(|a| Arc::ptr_eq(a, &self.appender))
+            {
+                appenders.remove(&self.id);
+            }
+        }
+        // Failures are logged and counted by the appender.
+        let _ = self.appender.drain(true, self.inner.opts.lock_timeout);
+    }
+}
+
 impl Inner {
+    /// The appender of a session a run lease of this store holds.
+    fn appender(&self, id: &SessionId) -> Option<Arc<Appender>> {
+        lock_map(&self.appenders).get(id).cloned()
+    }
+
+    /// The writer thread (`None` under `Always`, or when it could not start).
+    fn writer(&self) -> Option<&Writer> {
+        if self.opts.sync == SyncPolicy::Always {
+            return None;
+        }
+        self.writer
+            .get_or_init(|| match Writer::start(self.opts.lock_timeout) {
+                Ok(writer) => Some(writer),
+                Err(error) => {
+                    tracing::warn!(%error, "jsonlstore: cannot start the writer thread; appends write themselves");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Writes what the session's appender buffers (read-your-writes for reads and
+    /// snapshots of a leased session).
+    fn drain_appender(&self, id: &SessionId) -> Result<(), StoreError> {
+        match self.appender(id) {
+            Some(appender) => appender.drain(false, self.opts.lock_timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what every appender buffers; the first error.
+    fn drain_all(&self) -> Result<(), StoreError> {
+        let appenders: Vec<Arc<Appender>> = lock_map(&self.appenders).values().cloned().collect();
+        let mut first = Ok(());
+        for appender in appenders {
+            let drained = appender.drain(false, self.opts.lock_timeout);
+            if first.is_ok() {
+                first = drained;
+            }
+        }
+        first
+    }
+
     fn paths(&self, id: &SessionId) -> SessionPaths {
         let token = token::token(id.as_str());
         SessionPaths {
@@ -255,6 +379,7 @@ impl Inner {
             tools: self.dir.join(format!("{token}{TOOLS_SUFFIX}")),
             events: self.dir.join(format!("{token}{EVENTS_SUFFIX}")),
             lock: self.dir.join(format!("{token}{LOCK_SUFFIX}")),
+            run: self.dir.join(format!("{token}{RUN_SUFFIX}")),
         }
     }
 
@@ -279,6 +404,27 @@ impl Inner {
         })
     }
 
+    /// The run lease (the exclusive lock of `<token>.run`), never waited for: a
+    /// lease held elsewhere is [`StoreError::Busy`].
+    fn run_lock(&self, id: &SessionId, paths: &SessionPaths) -> Result<SessionLock, StoreError> {
+        match SessionLock::acquire(&paths.run, LockMode::Exclusive, Duration::ZERO) {
+            Ok(Some(lock)) => Ok(lock),
+            Err(LockError::Timeout(_)) => Err(StoreError::Busy { id: id.clone() }),
+            Err(LockError::Io(op, source)) => Err(StoreError::Io {
+                id: id.clone(),
+                op,
+                path: paths.run.clone(),
+                source,
+            }),
+            Ok(None) => Err(StoreError::Io {
+                id: id.clone(),
+                op: "create",
+                path: paths.run.clone(),
+                source: io::Error::from(io::ErrorKind::NotFound),
+            }),
+        }
+    }
+
     /// Syncs the session's own pending sidecar writes (Batched).
     fn sync_session(&self, id: &SessionId) -> Result<(), StoreError> {
         match &self.flusher {
@@ -298,6 +444,9 @@ impl Inner {
 
     /// Save (`create == false`) or Create (`true`) of an encoded envelope (§3, §7).
     fn write_snapshot(&self, id: &SessionId, buf: &[u8], create: bool) -> Result<(), StoreError> {
+        // The session's buffered records go first (before the lock, which the
+        // appender takes itself): a snapshot never gets ahead of its events.
+        self.drain_appender(id)?;
         let paths = self.paths(id);
         let _lock = self.lock(id, &paths, LockMode::Exclusive, self.opts.lock_timeout)?;
         self.sync_session(id)?;
@@ -519,10 +668,12 @@ impl Inner {
         }))
     }
 
-    /// Delete (§7): sidecars, then the snapshot, then the lock file.
+    /// Delete (§7): refused while a run holds the session; sidecars, then the
+    /// snapshot, then the run lease and lock files.
     fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let paths = self.paths(id);
         let lock = self.lock(id, &paths, LockMode::Exclusive, self.opts.lock_timeout)?;
+        let run = self.run_lock(id, &paths)?;
         self.sync_session(id)?;
         let remove = |path: &Path| match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
@@ -541,7 +692,9 @@ impl Inner {
         // Delete retries it.
         remove(&paths.snapshot)?;
         self.sync_dir(id)?;
-        // Unlinked while held: lockers waiting on this inode notice and start over.
+        // Unlinked while held: lockers waiting on these inodes notice and start over.
+        remove(&paths.run)?;
+        drop(run);
         remove(&paths.lock)?;
         drop(lock);
         Ok(())
@@ -631,6 +784,7 @@ impl Inner {
     }
 
     fn read_all_events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+        self.drain_appender(id)?;
         let paths = self.paths(id);
         let lines = self.open_window(id, &paths, &paths.events)?;
         let mut events = Vec::new();
@@ -784,6 +938,36 @@ impl SessionStore for JsonlStore {
         let owned = id.clone();
         self.blocking(id, move |inner| inner.delete(&owned)).await
     }
+
+    /// The exclusive lock of `<token>.run`, taken without waiting. The kernel drops
+    /// it when the holder's process dies, so a crashed run never keeps its session.
+    async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
+        check_id(id)?;
+        let owned = id.clone();
+        let run = self
+            .blocking(id, move |inner| inner.run_lock(&owned, &inner.paths(&owned)))
+            .await?;
+        let inner = &self.inner;
+        let paths = inner.paths(id);
+        let appender = Arc::new(Appender::new(AppenderConfig {
+            id: id.clone(),
+            lock: paths.lock,
+            events: paths.events,
+            tools: paths.tools,
+            dir: inner.dir.clone(),
+            sync: inner.opts.sync,
+            flusher: inner.flusher.clone(),
+            dropped: Arc::clone(&inner.dropped),
+        }));
+        lock_map(&inner.appenders).insert(id.clone(), Arc::clone(&appender));
+        let guard = RunGuard {
+            inner: Arc::clone(inner),
+            appender,
+            id: id.clone(),
+            _run: run,
+        };
+        Ok(RunLease::new(id.clone(), guard))
+    }
 }
 
 #[async_trait]
@@ -791,6 +975,10 @@ impl EventLog for JsonlStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
         check_id(session)?;
         let buf = self.record_buffer(session, &EventLine::new(event))?;
+        let timeout = self.inner.opts.lock_timeout;
+        let Some(buf) = self.leased_append(session, Sidecar::Events, buf, timeout).await? else {
+            return Ok(());
+        };
         let id = session.clone();
         self.blocking(session, move |inner| {
             let path = inner.paths(&id).events;
@@ -821,6 +1009,10 @@ impl ToolCallRecorder for JsonlStore {
             check_id(session)?;
             let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
             let buf = self.record_buffer(session, &record)?;
+            let timeout = self.inner.opts.recorder_lock_timeout;
+            let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {
+                return Ok(());
+            };
             let id = session.clone();
             self.blocking(session, move |inner| {
                 let path = inner.paths(&id).tools;

@@ -108,8 +108,17 @@ impl EventEmitter {
 
     /// Emits one event under a `seq` taken from [`EventEmitter::reserve_seq`].
     pub async fn emit_with_seq(&self, seq: u64, kind: EventKind) {
+        if let Some(event) = self.log_with_seq(seq, kind).await {
+            self.deliver(event).await;
+        }
+    }
+
+    /// The first half of [`EventEmitter::emit_with_seq`]: builds the event and
+    /// appends it to the log; `None` when there is no output. The caller hands the
+    /// event to [`EventEmitter::deliver`].
+    pub async fn log_with_seq(&self, seq: u64, kind: EventKind) -> Option<Event> {
         if !self.is_active() {
-            return;
+            return None;
         }
         let event = Event {
             seq,
@@ -122,6 +131,12 @@ impl EventEmitter {
             tracing::warn!(session_id = %self.session, seq, %error, "event log append failed");
             self.note_audit_failure(format!("event {seq} was not logged: {error}"));
         }
+        Some(event)
+    }
+
+    /// The second half of [`EventEmitter::emit_with_seq`]: the live sink, then the
+    /// run's stream.
+    pub async fn deliver(&self, event: Event) {
         if let Some(sink) = &self.sink {
             sink.emit(&self.session, &event);
         }

@@ -1,19 +1,21 @@
 //! [`MemoryStore`]: the in-memory session store, event log and recorder used when no
 //! store directory is configured (and by tests).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Event, EventLog, RecorderError, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError,
-    ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
+    StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
+/// Run leases are entries of a set shared by the store and its leases.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
+    leased: Arc<Mutex<HashSet<SessionId>>>,
     sessions: Mutex<HashMap<SessionId, (SessionSnapshot, SystemTime)>>,
     events: Mutex<HashMap<SessionId, Vec<Event>>>,
     records: Mutex<HashMap<SessionId, Vec<ToolCallRecord>>>,
@@ -41,6 +43,18 @@ impl MemoryStore {
     /// The audit records of a session, in recording order.
     pub fn records(&self, session: &SessionId) -> Vec<ToolCallRecord> {
         lock(&self.records).get(session).cloned().unwrap_or_default()
+    }
+}
+
+/// Removes its session from the leased set when dropped.
+struct LeaseEntry {
+    leased: Arc<Mutex<HashSet<SessionId>>>,
+    id: SessionId,
+}
+
+impl Drop for LeaseEntry {
+    fn drop(&mut self) {
+        lock(&self.leased).remove(&self.id);
     }
 }
 
@@ -86,10 +100,28 @@ impl SessionStore for MemoryStore {
 
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         check_id(id)?;
+        // Held across the removal, so no lease starts in between.
+        let leased = lock(&self.leased);
+        if leased.contains(id) {
+            return Err(StoreError::Busy { id: id.clone() });
+        }
         lock(&self.records).remove(id);
         lock(&self.events).remove(id);
         lock(&self.sessions).remove(id);
+        drop(leased);
         Ok(())
+    }
+
+    async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
+        check_id(id)?;
+        if !lock(&self.leased).insert(id.clone()) {
+            return Err(StoreError::Busy { id: id.clone() });
+        }
+        let entry = LeaseEntry {
+            leased: Arc::clone(&self.leased),
+            id: id.clone(),
+        };
+        Ok(RunLease::new(id.clone(), entry))
     }
 }
 

@@ -83,6 +83,17 @@ pub struct SessionListing {
 /// - `list` returns the exact ids, sorted by id bytes, skipping undecodable entries.
 /// - `delete` is idempotent: an unknown id is `Ok(())`.
 /// - An empty id is [`StoreError::InvalidId`] for every operation.
+///
+/// The run lease (`acquire_run`) makes a session run by one run at a time, across
+/// every store value over the same storage and every process sharing it:
+/// - `acquire_run` never waits: while a lease on the id is held, it fails at once
+///   with [`StoreError::Busy`] naming the id; otherwise it returns a [`RunLease`].
+///   The id need not be stored yet (a run may create its session).
+/// - Dropping the lease releases it; a lease whose holder died (a killed process, a
+///   lost replica) is released too, by the storage, never held forever.
+/// - Leases of different ids are independent; the holder may `create`, `save`,
+///   `load` and append events of its session as usual.
+/// - `delete` of a leased id fails with [`StoreError::Busy`] and changes nothing.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Writes a new session; fails if the id exists.
@@ -95,6 +106,42 @@ pub trait SessionStore: Send + Sync {
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError>;
     /// Removes a session with its sidecars.
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
+    /// Takes the exclusive right to run the session, released when the lease drops.
+    async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError>;
+}
+
+/// The exclusive right to run one session, from [`SessionStore::acquire_run`].
+/// Dropping it releases the session.
+///
+/// A store builds it from whatever releases its exclusivity on drop (a held file
+/// lock, an entry in a shared set, a database row lock).
+pub struct RunLease {
+    session: SessionId,
+    _release: Box<dyn Send + Sync>,
+}
+
+impl RunLease {
+    /// A lease on `session` that lasts as long as `release` lives: dropping the lease
+    /// drops `release`, whose `Drop` gives the session back.
+    pub fn new(session: SessionId, release: impl Send + Sync + 'static) -> Self {
+        Self {
+            session,
+            _release: Box::new(release),
+        }
+    }
+
+    /// The leased session.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+}
+
+impl std::fmt::Debug for RunLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLease")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The durable event stream of each session.
@@ -168,6 +215,12 @@ pub enum StoreError {
         /// How long we waited.
         waited: Duration,
     },
+    /// Another run holds the session's run lease (in this process or another).
+    #[error("session {:?} already has a run in progress", id.as_str())]
+    Busy {
+        /// The session.
+        id: SessionId,
+    },
     /// An I/O operation failed.
     #[error("session {id:?}: {op} {} failed: {source}", path.display())]
     Io {
@@ -199,5 +252,10 @@ impl StoreError {
     /// Whether this is [`StoreError::NotFound`].
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::NotFound { .. })
+    }
+
+    /// Whether this is [`StoreError::Busy`].
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::Busy { .. })
     }
 }

@@ -43,13 +43,12 @@ MISS_NOTES = {
                "alive per session (and classifying a reset on a reused connection as not delivered) would "
                "remove the connect from each call.",
     # "disclosure" and "disclosure_growth" are written from the measured breakdown (see disclosure()).
-    "store": "Each append hops to `spawn_blocking`, opens and `flock`s the session's lock file, opens the "
-             "sidecar (`O_NOFOLLOW` + `fstat`), reads its last byte (torn-tail check), writes and `fstat`s "
-             "again: two opens and about ten syscalls per record, on a loaded 2-core machine. Keeping the "
-             "lock and the sidecar descriptor open per session while it is active (checking the tail only "
-             "once, after opening) would roughly halve it. `Always` is bound by the device's flush rate.",
-    "recorder": "`record` takes the session's cross-process lock and hops to `spawn_blocking` for each call; "
-                "a per-session appender thread holding the lock would remove both from the hot path.",
+    "store": "Appends of a leased session are buffered by its appender and written in batches by the "
+             "store's writer thread (one `flock`, `fstat`, `write`, `fstat` per batch); a miss means the "
+             "bench thread is starved by the writer or other load on the shared cores. `Always` is bound by "
+             "the device's flush rate.",
+    "recorder": "`record` of a leased session serializes the record and buffers it; the tail latency is the "
+                "writer thread and the flusher competing for the 2 shared cores.",
     "build": "With servers that answer at once, a connect is pure CPU (HTTP, JSON, rmcp's session setup, "
              "for the client and the 16 in-process servers alike) on 2 shared cores, so 16 concurrent connects "
              "cost about 16 connects' worth of CPU: the 2× rule assumes connects that wait on the network, "
@@ -349,10 +348,10 @@ def store(rep: Report) -> str:
         e = rep.crit(full_id)
         per_s = 1e9 / e["median"] if e else None
         if policy == "Never":
-            target, ok = "≥ 30,000/s", per_s is not None and per_s >= 30_000
+            target, ok = "≥ 150,000/s", per_s is not None and per_s >= 150_000
         elif policy.startswith("Batched"):
             share = never["median"] / e["median"] if (e and never) else None
-            target, ok = "≥ 80 % of Never", share is not None and share >= 0.8
+            target, ok = "≥ 90 % of Never", share is not None and share >= 0.9
         else:
             target, ok = "≥ 100/s (device-bound)", per_s is not None and per_s >= 100
         shown = f"{per_s:,.0f} appends/s" if per_s else "n/a"
@@ -360,6 +359,11 @@ def store(rep: Report) -> str:
             shown += f" ({never['median'] / e['median']:.0%} of Never)"
         rows.append([f"append, 512-byte event, one session, `{policy}`", shown, fmt_ns(e["median"] if e else None),
                      spread(e), target, rep.judge(f"Store appends, {policy}", shown, ok, "store", summary=True)])
+    e = rep.crit("append_512B_unleased/never")
+    if e:
+        rows.append(["append, 512-byte event, one session, `Never`, without a run lease (per-record path)",
+                     f"{1e9 / e['median']:,.0f} appends/s", fmt_ns(e["median"]), spread(e), "no target",
+                     "for comparison"])
     e = rep.crit("append_512B_8_sessions_8_threads/never")
     if e:
         rows.append(["append, 8 sessions from 8 threads, `Never` (aggregate)", f"{4000 * 1e9 / e['median']:,.0f} appends/s",
@@ -372,8 +376,8 @@ def store(rep: Report) -> str:
         shown = f"p50 {fmt_ns(p50)}, p99 {fmt_ns(p99)}"
         rows.append([line.split(":", 1)[0].replace("recorder/record", "recorder `record` (tools.jsonl line)")
                      + ", 20,000 sequential calls", shown, fmt_ns(rec["median"] if rec else None), spread(rec),
-                     "p50 ≤ 40 µs, p99 ≤ 250 µs",
-                     rep.judge("Recorder overhead per call", shown, p50 <= 40e3 and p99 <= 250e3, "recorder",
+                     "p50 ≤ 10 µs, p99 ≤ 100 µs",
+                     rep.judge("Recorder overhead per call", shown, p50 <= 10e3 and p99 <= 100e3, "recorder",
                                summary=True)])
     return table(["what", "figure", "criterion median per op", "spread", "target", "verdict"], rows)
 

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod appender;
 mod concurrency;
 mod conformance;
 mod crash;
@@ -13,5 +14,6 @@ mod hostile_files;
 mod layout;
 mod locking;
 mod recorder;
+mod run_lease;
 mod snapshots;
 mod torn_tail;

@@ -185,20 +185,21 @@ pub(crate) fn prompt(
         Ok(run) => run,
         Err(error) => {
             session.end_prompt();
-            let error = match error {
-                EngineError::Busy(_) => busy(id),
-                other => Error::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!("the prompt cannot start: {other}"),
-                ),
-            };
-            let _ = responder.respond_with_error(error);
+            let _ = responder.respond_with_error(start_error(id, error));
             return;
         }
     };
     let connection = cx.clone();
     let spawned = cx.spawn(async move {
-        stream_run(&session, run, responder, &connection).await;
+        // The run holds the session only once the store's run lease is taken: a
+        // session running in another process is refused like one running here.
+        match run.started().await {
+            Ok(run) => stream_run(&session, run, responder, &connection).await,
+            Err(error) => {
+                session.end_prompt();
+                let _ = responder.respond_with_error(start_error(session.id.as_str(), error));
+            }
+        }
         Ok(())
     });
     if let Err(error) = spawned {
@@ -351,6 +352,18 @@ fn unknown_session(id: &str) -> Error {
         format!("unknown session {id:?}: create it with session/new on this connection"),
     )
     .data(json!({"sessionId": id}))
+}
+
+/// Why a prompt did not start: the one busy answer for a session running here or in
+/// another process, else an internal error.
+fn start_error(id: &str, error: EngineError) -> Error {
+    match error {
+        EngineError::Busy(_) => busy(id),
+        other => Error::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the prompt cannot start: {other}"),
+        ),
+    }
 }
 
 fn busy(id: &str) -> Error {

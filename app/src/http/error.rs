@@ -45,8 +45,12 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down")
     }
 
-    /// 500 for a store failure (its messages name ids and paths, never contents).
+    /// 500 for a store failure (its messages name ids and paths, never contents);
+    /// 409 for a session another run holds.
     pub(crate) fn store(error: &StoreError) -> Self {
+        if let StoreError::Busy { id } = error {
+            return Self::from(EngineError::Busy(id.clone()));
+        }
         tracing::warn!(%error, "a session store operation failed");
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
     }
@@ -98,9 +102,7 @@ impl From<FactoryError> for ApiError {
 impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> Self {
         match error {
-            EngineError::Busy(id) => {
-                Self::conflict(format!("session {:?} already has a run in progress", id.as_str()))
-            }
+            busy @ EngineError::Busy(_) => Self::conflict(busy.to_string()),
             EngineError::Closed => Self::shutting_down(),
             EngineError::Store(error) => Self::store(&error),
             other => Self::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),

@@ -70,7 +70,8 @@ impl HttpSession {
     /// Starts a run of `text` and hands it to `forward` (spawned, tracked).
     ///
     /// # Errors
-    /// 404 once deleted, 409 while a run is in progress, 503 when closed.
+    /// 404 once deleted, 409 while a run is in progress (here or in another process
+    /// sharing the store), 503 when closed.
     pub(crate) async fn start_run<F, Fut>(&self, text: String, forward: F) -> Result<(), ApiError>
     where
         F: FnOnce(Run) -> Fut,
@@ -80,7 +81,7 @@ impl HttpSession {
         if *deleted {
             return Err(ApiError::unknown_session(self.id.as_str()));
         }
-        let run = self.engine.run(&self.id, text)?;
+        let run = self.engine.run(&self.id, text)?.started().await?;
         self.runs.spawn(forward(run));
         Ok(())
     }

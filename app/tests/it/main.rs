@@ -18,5 +18,6 @@ mod fakellm;
 mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
+mod run_lease;
 mod skills_commands;
 mod support;

@@ -13,7 +13,7 @@ use engine_ports::{
     Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy, SessionId,
     SessionSnapshot, SessionStore, StoreError, ToolCallRecorder, ToolHooks, Verdict,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 pub use config::{DEFAULT_COMMAND_TIMEOUT, EngineConfig, Limits};
 pub use run::Run;
@@ -94,8 +94,9 @@ pub enum EngineError {
     /// A setting is out of range.
     #[error("invalid engine configuration: {0}")]
     InvalidConfig(String),
-    /// The session already has a run in progress.
-    #[error("session {0:?} already has a run in progress")]
+    /// The session already has a run in progress: in this engine, or elsewhere
+    /// (another engine or process) as the store's run lease says.
+    #[error("session {:?} already has a run in progress", .0.as_str())]
     Busy(SessionId),
     /// The engine was closed.
     #[error("the engine is closed")]
@@ -103,6 +104,17 @@ pub enum EngineError {
     /// The session store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl EngineError {
+    /// A failed [`SessionStore::acquire_run`]: a held lease is [`EngineError::Busy`],
+    /// the one answer hosts give for a session that is running anywhere.
+    fn from_lease(error: StoreError) -> Self {
+        match error {
+            StoreError::Busy { id } => Self::Busy(id),
+            other => Self::Store(other),
+        }
+    }
 }
 
 /// The agent loop over one catalog. Cheap to share (`Arc<Engine>`); runs of different
@@ -238,8 +250,12 @@ impl Engine {
     /// Starts a run of `session` with `prompt`, creating the session (in
     /// `config.mode`) when the store does not hold it. Needs a tokio runtime.
     ///
+    /// The run takes the session's run lease from the store before it loads the
+    /// session and holds it until its last save and its `result` is logged (it is
+    /// released before `result` is delivered); [`Run::started`] reports a refusal.
+    ///
     /// # Errors
-    /// [`EngineError::Busy`] when the session has a run in progress,
+    /// [`EngineError::Busy`] when the session has a run in progress in this engine,
     /// [`EngineError::Closed`] after [`Engine::close`].
     pub fn run(&self, session: &SessionId, prompt: impl Into<String>) -> Result<Run, EngineError> {
         if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -255,6 +271,7 @@ impl Engine {
             live
         };
         let (tx, rx) = mpsc::channel(RUN_CHANNEL_BOUND);
+        let (started_tx, started_rx) = oneshot::channel();
         let cancel = live.cancel.clone();
         let task = turn_loop::RunTask {
             inner: Arc::clone(&self.inner),
@@ -263,8 +280,8 @@ impl Engine {
             prompt: prompt.into(),
             channel: tx,
         };
-        tokio::spawn(task.run());
-        Ok(Run::new(session.clone(), rx, cancel))
+        tokio::spawn(task.run(started_tx));
+        Ok(Run::new(session.clone(), rx, cancel, started_rx))
     }
 
     /// Creates a session before its first prompt.
@@ -305,14 +322,22 @@ impl Engine {
         self.inner.lock_live().contains_key(session)
     }
 
-    /// Changes the session's mode (creating the session when unknown).
+    /// Changes the session's mode (creating the session when unknown), holding the
+    /// session's run lease meanwhile.
     ///
     /// # Errors
-    /// [`EngineError::Busy`] during a run; the store's errors.
+    /// [`EngineError::Busy`] during a run (here or wherever the lease is held); the
+    /// store's errors.
     pub async fn set_mode(&self, session: &SessionId, mode: PermissionMode) -> Result<(), EngineError> {
         if self.is_running(session) {
             return Err(EngineError::Busy(session.clone()));
         }
+        let _lease = self
+            .inner
+            .store
+            .acquire_run(session)
+            .await
+            .map_err(EngineError::from_lease)?;
         let mut snapshot = match self.inner.store.load(session).await {
             Ok(snapshot) => snapshot,
             Err(error) if error.is_not_found() => SessionSnapshot::new(session.clone(), mode),

@@ -1,18 +1,19 @@
-//! The turn loop of one run: load, `session.init`, command expansion, then turns of
-//! model stream → dispatch → save until a stop reason, then `result`.
+//! The turn loop of one run: run lease, load, `session.init`, command expansion, then
+//! turns of model stream → dispatch → save until a stop reason, then `result`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_ports::{
-    Chunk, Event, EventKind, Expansion, LlmError, LlmRequest, Message, SessionId, SessionSnapshot,
+    Chunk, Event, EventKind, Expansion, LlmError, LlmRequest, Message, RunLease, SessionId, SessionSnapshot,
     StopReason, ToolCall, Usage,
 };
 use futures::StreamExt as _;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use super::Inner;
 use super::live::LiveRun;
+use super::run::StartOutcome;
+use super::{EngineError, Inner};
 use crate::catalog::Catalog;
 use crate::disclosure::turn_specs;
 use crate::dispatch::{TurnContext, normalize_call_ids};
@@ -71,7 +72,34 @@ struct Streamed {
 }
 
 impl RunTask {
-    pub(super) async fn run(self) {
+    /// Takes the session's run lease (telling `started` whether it did), then runs.
+    pub(super) async fn run(self, started: oneshot::Sender<StartOutcome>) {
+        let lease = match self.inner.store.acquire_run(&self.session).await {
+            Ok(lease) => lease,
+            Err(error) => {
+                self.leave_live();
+                let error = EngineError::from_lease(error);
+                tracing::debug!(session_id = %self.session, %error, "the run did not start");
+                let _ = started.send(Err(error));
+                return;
+            }
+        };
+        let _ = started.send(Ok(()));
+        self.run_leased(lease).await;
+    }
+
+    /// Removes this run from the engine's runs in progress.
+    fn leave_live(&self) {
+        let mut live = self.inner.lock_live();
+        if live
+            .get(&self.session)
+            .is_some_and(|l| Arc::ptr_eq(l, &self.live))
+        {
+            live.remove(&self.session);
+        }
+    }
+
+    async fn run_leased(self, lease: RunLease) {
         let inner = Arc::clone(&self.inner);
         let (snapshot, load_error) = match inner.store.load(&self.session).await {
             Ok(snapshot) => (snapshot, None),
@@ -139,6 +167,7 @@ impl RunTask {
         };
         self.finish(
             &emitter,
+            lease,
             persist.then_some(snapshot),
             counters,
             final_text,
@@ -351,6 +380,7 @@ impl RunTask {
     async fn finish(
         self,
         emitter: &EventEmitter,
+        lease: RunLease,
         snapshot: Option<SessionSnapshot>,
         counters: RunCounters,
         final_text: String,
@@ -366,19 +396,8 @@ impl RunTask {
                 }
             }
         }
-        // The run is over before its last event goes out, so a host that starts the
-        // next run on seeing `result` never gets `Busy`.
-        {
-            let mut live = self.inner.lock_live();
-            if live
-                .get(&self.session)
-                .is_some_and(|l| Arc::ptr_eq(l, &self.live))
-            {
-                live.remove(&self.session);
-            }
-        }
-        emitter
-            .emit_with_seq(
+        let result = emitter
+            .log_with_seq(
                 result_seq,
                 EventKind::Result {
                     stop: ending.stop,
@@ -390,5 +409,13 @@ impl RunTask {
                 },
             )
             .await;
+        // The run is over (lease released, no longer in progress) before its last
+        // event goes out, so a host that starts the next run on seeing `result`
+        // never gets `Busy`, in this process or another.
+        drop(lease);
+        self.leave_live();
+        if let Some(result) = result {
+            emitter.deliver(result).await;
+        }
     }
 }

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use engine_core::{Approve, Deps, Engine, EngineConfig, Limits};
 use engine_ports::testkit::ScriptedTurn;
 use engine_ports::{
-    CommandError, CommandExpander, CommandInfo, Event, EventKind, EventSink, Expansion, HookAction,
-    HookError, LlmError, Message, PermissionMode, Post, Pre, SessionId, SessionListing, SessionSnapshot,
-    SessionStore, StopReason, StoreError, ToolCall, ToolHooks, ToolResult, Verdict,
+    CommandError, CommandExpander, CommandInfo, Event, EventKind, EventLog, EventSink, Expansion, HookAction,
+    HookError, LlmError, Message, PermissionMode, Post, Pre, RunLease, SessionId, SessionListing,
+    SessionSnapshot, SessionStore, StopReason, StoreError, ToolCall, ToolHooks, ToolResult, Verdict,
 };
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
@@ -529,6 +529,78 @@ async fn a_second_run_on_a_busy_session_is_refused() {
     );
 }
 
+/// Two engines over one store stand for two processes sharing a store directory:
+/// the session's run lease lives in the store, so the second engine refuses to run
+/// it, and nothing it could have logged or saved mixes with the first run.
+#[tokio::test]
+async fn a_session_running_in_another_engine_over_the_same_store_is_refused() {
+    let probe = Probe::new();
+    let store = Arc::new(engine_core::MemoryStore::new());
+    let over_store = |deps: Deps| Deps {
+        store: Some(store.clone()),
+        event_log: Some(store.clone()),
+        ..deps
+    };
+    let first = harness_with(
+        read_and_write(&probe),
+        vec![ScriptedTurn::text("first").hanging()],
+        config(),
+        over_store,
+    );
+    let second = harness_with(
+        read_and_write(&probe),
+        vec![ScriptedTurn::text("second")],
+        config(),
+        over_store,
+    );
+    let session = SessionId::from("s");
+    let run = first
+        .engine
+        .run(&session, "one")
+        .unwrap()
+        .started()
+        .await
+        .unwrap();
+
+    let refused = second.engine.run(&session, "two").unwrap().started().await;
+    match refused {
+        Err(error @ engine_core::EngineError::Busy(_)) => {
+            assert_eq!(error.to_string(), "session \"s\" already has a run in progress");
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    assert!(
+        !second.engine.is_running(&session),
+        "a refused run leaves nothing behind"
+    );
+    assert!(matches!(
+        second.engine.set_mode(&session, PermissionMode::Plan).await,
+        Err(engine_core::EngineError::Busy(_))
+    ));
+    assert!(
+        second.llm.requests().is_empty(),
+        "the refused run never reached its model"
+    );
+
+    run.cancel();
+    let events: Vec<Event> = run.collect().await;
+    assert_eq!(stop_of(&events).0, StopReason::Cancelled);
+    let logged = store.read(&session).await.unwrap();
+    assert_eq!(logged, events, "the log holds the first run's events only");
+
+    // Released with the first run's `result`: the second engine runs it now.
+    let later = run_to_end(&second.engine, "s", "two").await;
+    assert_eq!(stop_of(&later), (StopReason::EndTurn, "second".to_owned()));
+    let seqs: Vec<u64> = store
+        .read(&session)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+}
+
 struct Slash;
 
 #[async_trait]
@@ -611,6 +683,9 @@ impl SessionStore for ReadOnlyStore {
     }
     async fn delete(&self, _: &SessionId) -> Result<(), StoreError> {
         Ok(())
+    }
+    async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
+        Ok(RunLease::new(id.clone(), ()))
     }
 }
 

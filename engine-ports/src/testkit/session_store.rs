@@ -11,7 +11,7 @@ use crate::ids::SessionId;
 use crate::llm::Message;
 use crate::mode::PermissionMode;
 use crate::result::ToolResult;
-use crate::store::{SessionSnapshot, SessionStore, StoreError};
+use crate::store::{RunLease, SessionSnapshot, SessionStore, StoreError};
 use crate::usage::Usage;
 
 /// Runs every session-store case, each against a fresh, empty store from `make`.
@@ -37,6 +37,11 @@ pub async fn run(make: impl Fn() -> Arc<dyn SessionStore>) {
     create_collision_leaves_the_winner(make()).await;
     racing_creates_have_one_winner(make()).await;
     empty_id_is_invalid(make()).await;
+    a_held_lease_refuses_a_second_until_dropped(make()).await;
+    leases_of_other_sessions_are_independent(make()).await;
+    racing_acquires_have_one_winner(make()).await;
+    a_lease_holder_creates_saves_and_loads(make()).await;
+    delete_of_a_leased_session_is_refused(make()).await;
 }
 
 /// A session after one turn: a user message, an assistant message calling `Grep`,
@@ -502,6 +507,7 @@ async fn empty_id_is_invalid(store: Arc<dyn SessionStore>) {
         ("save", store.save(&empty).await.err()),
         ("load", store.load(&id).await.err()),
         ("delete", store.delete(&id).await.err()),
+        ("acquire_run", store.acquire_run(&id).await.err()),
     ];
     for (op, outcome) in outcomes {
         assert!(
@@ -512,5 +518,141 @@ async fn empty_id_is_invalid(store: Arc<dyn SessionStore>) {
     assert!(
         list_ids(store.as_ref(), case).await.is_empty(),
         "session_store::{case}: nothing stored"
+    );
+}
+
+async fn acquire_ok(store: &dyn SessionStore, id: &str, case: &str) -> RunLease {
+    match store.acquire_run(&SessionId::from(id)).await {
+        Ok(lease) => {
+            assert_eq!(
+                lease.session().as_str(),
+                id,
+                "session_store::{case}: the lease names its session"
+            );
+            lease
+        }
+        Err(error) => panic!("session_store::{case}: acquire_run of {id:?} failed: {error}"),
+    }
+}
+
+fn assert_busy(outcome: Result<RunLease, StoreError>, id: &str, case: &str) {
+    match outcome {
+        Err(error @ StoreError::Busy { .. }) => {
+            assert!(
+                error.to_string().contains(&format!("{id:?}")),
+                "session_store::{case}: the refusal names the session: {error}"
+            );
+            assert!(error.is_busy(), "session_store::{case}");
+        }
+        other => panic!("session_store::{case}: expected Busy for {id:?}, got {other:?}"),
+    }
+}
+
+async fn a_held_lease_refuses_a_second_until_dropped(store: Arc<dyn SessionStore>) {
+    let case = "a_held_lease_refuses_a_second_until_dropped";
+    let id = SessionId::from("sess-lease");
+    let lease = acquire_ok(store.as_ref(), "sess-lease", case).await;
+    for attempt in ["second", "third"] {
+        let outcome = store.acquire_run(&id).await;
+        assert!(outcome.is_err(), "session_store::{case}: {attempt} acquire");
+        assert_busy(outcome, "sess-lease", case);
+    }
+    drop(lease);
+    let again = acquire_ok(store.as_ref(), "sess-lease", case).await;
+    drop(again);
+    drop(acquire_ok(store.as_ref(), "sess-lease", case).await);
+}
+
+async fn leases_of_other_sessions_are_independent(store: Arc<dyn SessionStore>) {
+    let case = "leases_of_other_sessions_are_independent";
+    let a = acquire_ok(store.as_ref(), "sess-a", case).await;
+    let b = acquire_ok(store.as_ref(), "sess-b", case).await;
+    assert_busy(
+        store.acquire_run(&SessionId::from("sess-a")).await,
+        "sess-a",
+        case,
+    );
+    drop(b);
+    assert_busy(
+        store.acquire_run(&SessionId::from("sess-a")).await,
+        "sess-a",
+        case,
+    );
+    let b = acquire_ok(store.as_ref(), "sess-b", case).await;
+    drop(a);
+    assert_busy(
+        store.acquire_run(&SessionId::from("sess-b")).await,
+        "sess-b",
+        case,
+    );
+    drop(b);
+}
+
+async fn racing_acquires_have_one_winner(store: Arc<dyn SessionStore>) {
+    let case = "racing_acquires_have_one_winner";
+    for round in 0..5 {
+        let id = SessionId::from(format!("lease-race-{round}"));
+        let outcomes = join_all((0..8).map(|_| store.acquire_run(&id))).await;
+        let winners = outcomes.iter().filter(|o| o.is_ok()).count();
+        assert_eq!(winners, 1, "session_store::{case}: round {round}: {outcomes:?}");
+        for outcome in outcomes {
+            if outcome.is_err() {
+                assert_busy(outcome, id.as_str(), case);
+            }
+        }
+        // Every lease of the round is dropped here: the id is free again.
+        drop(acquire_ok(store.as_ref(), id.as_str(), case).await);
+    }
+}
+
+async fn a_lease_holder_creates_saves_and_loads(store: Arc<dyn SessionStore>) {
+    let case = "a_lease_holder_creates_saves_and_loads";
+    let lease = acquire_ok(store.as_ref(), "sess-held", case).await;
+    let created = store
+        .create(&SessionSnapshot::new("sess-held", PermissionMode::Default))
+        .await;
+    assert!(created.is_ok(), "session_store::{case}: create: {created:?}");
+    let snapshot = session_after_a_turn("sess-held");
+    save_ok(store.as_ref(), &snapshot, case).await;
+    assert_eq!(
+        load_ok(store.as_ref(), "sess-held", case).await,
+        snapshot,
+        "session_store::{case}"
+    );
+    drop(lease);
+    assert_eq!(
+        load_ok(store.as_ref(), "sess-held", case).await,
+        snapshot,
+        "session_store::{case}: releasing changes nothing stored"
+    );
+}
+
+async fn delete_of_a_leased_session_is_refused(store: Arc<dyn SessionStore>) {
+    let case = "delete_of_a_leased_session_is_refused";
+    let snapshot = session_after_a_turn("sess-busy-del");
+    save_ok(store.as_ref(), &snapshot, case).await;
+    let id = SessionId::from("sess-busy-del");
+    let lease = acquire_ok(store.as_ref(), "sess-busy-del", case).await;
+    match store.delete(&id).await {
+        Err(error @ StoreError::Busy { .. }) => assert!(
+            error.to_string().contains("\"sess-busy-del\""),
+            "session_store::{case}: {error}"
+        ),
+        other => panic!("session_store::{case}: expected Busy, got {other:?}"),
+    }
+    assert_eq!(
+        load_ok(store.as_ref(), "sess-busy-del", case).await,
+        snapshot,
+        "session_store::{case}: the refused delete changed nothing"
+    );
+    drop(lease);
+    let deleted = store.delete(&id).await;
+    assert!(
+        deleted.is_ok(),
+        "session_store::{case}: delete after release: {deleted:?}"
+    );
+    assert!(
+        list_ids(store.as_ref(), case).await.is_empty(),
+        "session_store::{case}: deleted"
     );
 }

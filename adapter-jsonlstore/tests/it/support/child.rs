@@ -34,6 +34,8 @@ fn entry() {
     });
     match mode.as_str() {
         "hold-lock" => hold_lock(&args),
+        "hold-run" => hold_run(&args),
+        "leased-append-loop" => leased_append_loop(&args),
         "append-loop" => append_loop(&args),
         "save-loop" => save_loop(&args),
         "writer" => writer(&args),
@@ -175,6 +177,22 @@ fn hold_lock(args: &[String]) {
     drop(file);
 }
 
+/// Holds the run lease of session `args[1]` in the store at `args[0]` until stdin
+/// closes or it is killed.
+fn hold_run(args: &[String]) {
+    let store = JsonlStore::open(&args[0], StoreOptions::default()).unwrap();
+    let rt = runtime();
+    let lease = rt
+        .block_on(store.acquire_run(&SessionId::from(args[1].as_str())))
+        .unwrap();
+    ready();
+    let mut line = String::new();
+    while std::io::stdin().read_line(&mut line).unwrap_or(0) > 0 {
+        line.clear();
+    }
+    drop(lease);
+}
+
 /// The event with `seq` of the crash test: four in five are 256 KiB (multi-page
 /// writes), the rest small.
 pub(crate) fn crash_event(seq: u64) -> Event {
@@ -193,6 +211,36 @@ fn append_loop(args: &[String]) {
     let id = SessionId::from(args[1].as_str());
     let start: u64 = args[2].parse().unwrap();
     let rt = runtime();
+    ready();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for seq in start..start + 100_000 {
+        rt.block_on(store.append(&id, &crash_event(seq))).unwrap();
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+}
+
+/// As [`append_loop`], holding the session's run lease (so through its appender);
+/// `args[3]` is the sync policy (`never`, `batched` or `always`).
+fn leased_append_loop(args: &[String]) {
+    let sync = match args[3].as_str() {
+        "never" => SyncPolicy::Never,
+        "always" => SyncPolicy::Always,
+        _ => SyncPolicy::default(),
+    };
+    let store = JsonlStore::open(
+        &args[0],
+        StoreOptions {
+            sync,
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap();
+    let id = SessionId::from(args[1].as_str());
+    let start: u64 = args[2].parse().unwrap();
+    let rt = runtime();
+    let _lease = rt.block_on(store.acquire_run(&id)).unwrap();
     ready();
     let deadline = Instant::now() + Duration::from_secs(20);
     for seq in start..start + 100_000 {

@@ -82,10 +82,11 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
             .await
             .map_err(|e| e.to_string())?;
     }
-    engine
+    let run = engine
         .engine()
         .run(session, args.prompt.clone().unwrap_or_default())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    run.started().await.map_err(|e| e.to_string())
 }
 
 /// Streams the run's events (Ctrl-C cancels the run) and returns how it stopped.
