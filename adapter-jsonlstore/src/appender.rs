@@ -83,6 +83,8 @@ pub(crate) struct Appender {
     pending: Mutex<Pending>,
     /// Held for a whole batch (lock, write, sync): batches never interleave.
     io: Mutex<Io>,
+    /// The first batch lost since the last [`Appender::take_loss`] (what, why).
+    loss: Mutex<Option<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -114,6 +116,7 @@ impl Appender {
             cfg,
             pending: Mutex::default(),
             io: Mutex::default(),
+            loss: Mutex::default(),
         }
     }
 
@@ -279,10 +282,21 @@ impl Appender {
         }
     }
 
+    /// The first batch lost since the last call, if any (the flush ports report it).
+    pub(crate) fn take_loss(&self) -> Option<String> {
+        lock(&self.loss).take()
+    }
+
     fn lost(&self, sidecar: Sidecar, records: u64, error: &StoreError) {
         if sidecar == Sidecar::Tools {
             self.cfg.dropped.fetch_add(records, Ordering::Relaxed);
         }
+        lock(&self.loss).get_or_insert_with(|| {
+            format!(
+                "{records} record(s) for {} could not be written: {error}",
+                self.path(sidecar).display()
+            )
+        });
         tracing::warn!(
             session_id = %self.cfg.id,
             path = %self.path(sidecar).display(),

@@ -258,6 +258,27 @@ impl JsonlStore {
         }
     }
 
+    /// Writes what a leased session's appender buffers and reports a batch of it lost
+    /// since the last flush (both ports' `flush`).
+    async fn flush_session(&self, session: &SessionId) -> Result<(), StoreError> {
+        let Some(appender) = self.inner.appender(session) else {
+            return Ok(());
+        };
+        let timeout = self.inner.opts.lock_timeout;
+        let drained = Arc::clone(&appender);
+        self.blocking(session, move |_| drained.drain(false, timeout))
+            .await?;
+        match appender.take_loss() {
+            None => Ok(()),
+            Some(loss) => Err(StoreError::Io {
+                id: session.clone(),
+                op: "write buffered records of",
+                path: self.inner.dir.clone(),
+                source: io::Error::other(loss),
+            }),
+        }
+    }
+
     /// Serializes one sidecar record plus `\n`, refusing it over the record limit.
     fn record_buffer<T: serde::Serialize>(&self, id: &SessionId, record: &T) -> Result<Vec<u8>, StoreError> {
         let mut buf = serde_json::to_vec(record).map_err(|e| StoreError::Io {
@@ -445,8 +466,13 @@ impl Inner {
     /// Save (`create == false`) or Create (`true`) of an encoded envelope (§3, §7).
     fn write_snapshot(&self, id: &SessionId, buf: &[u8], create: bool) -> Result<(), StoreError> {
         // The session's buffered records go first (before the lock, which the
-        // appender takes itself): a snapshot never gets ahead of its events.
-        self.drain_appender(id)?;
+        // appender takes itself): a snapshot never gets ahead of its events. A batch
+        // that cannot be written is already dropped, counted, logged and reported by
+        // the next `flush`: it must not cost the snapshot too (a lock problem fails
+        // the save's own lock below).
+        if let Err(error) = self.drain_appender(id) {
+            tracing::debug!(session_id = %id, %error, "buffered records not written before a save");
+        }
         let paths = self.paths(id);
         let _lock = self.lock(id, &paths, LockMode::Exclusive, self.opts.lock_timeout)?;
         self.sync_session(id)?;
@@ -993,6 +1019,10 @@ impl EventLog for JsonlStore {
         self.blocking(session, move |inner| inner.read_all_events(&id))
             .await
     }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.flush_session(session).await
+    }
 }
 
 #[async_trait]
@@ -1032,6 +1062,12 @@ impl ToolCallRecorder for JsonlStore {
             );
             RecorderError::failed(session, call, error.to_string())
         })
+    }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
+        self.flush_session(session)
+            .await
+            .map_err(|error| RecorderError::lost(session, error.to_string()))
     }
 }
 

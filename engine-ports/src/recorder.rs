@@ -22,6 +22,10 @@ use crate::result::ToolResult;
 /// - A failure returns [`RecorderError`] naming the session, the call, the tool and
 ///   the cause; it never panics. The engine logs it at WARN and changes nothing else,
 ///   so a recorder must never block a run beyond its own bounded timeout.
+/// - A recorder may buffer (`record` then succeeds before the write). `flush` writes
+///   what the session's records still buffer and reports, once, any of its records
+///   lost since the last `flush` (the default: nothing is buffered, nothing to report).
+///   Engines that require audit call it at every turn boundary.
 #[async_trait]
 pub trait ToolCallRecorder: Send + Sync {
     /// Records one executed call.
@@ -33,6 +37,13 @@ pub trait ToolCallRecorder: Send + Sync {
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError>;
+
+    /// Writes the session's buffered records; reports records lost since the last
+    /// flush.
+    async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
+        let _ = session;
+        Ok(())
+    }
 }
 
 /// A record the recorder could not write (the record is dropped).
@@ -51,9 +62,25 @@ pub enum RecorderError {
         /// What went wrong.
         cause: String,
     },
+    /// Buffered records of a session could not be written (reported by `flush`).
+    #[error("dropped buffered audit records of session {session_id:?}: {cause}")]
+    Lost {
+        /// The session.
+        session_id: SessionId,
+        /// What went wrong.
+        cause: String,
+    },
 }
 
 impl RecorderError {
+    /// Records of `session` that a buffered write lost.
+    pub fn lost(session: &SessionId, cause: impl Into<String>) -> Self {
+        Self::Lost {
+            session_id: session.clone(),
+            cause: cause.into(),
+        }
+    }
+
     /// A failure recording `call` of `session`.
     pub fn failed(session: &SessionId, call: &ToolCall, cause: impl Into<String>) -> Self {
         Self::Failed {

@@ -152,12 +152,21 @@ impl std::fmt::Debug for RunLease {
 /// - A corrupt record gives [`StoreError::Corrupt`] whose `prefix` holds every good
 ///   event before it.
 /// - Appends to different sessions never mix; appends to one session keep their order.
+/// - A log may buffer (`append` then succeeds before the write). `flush` writes what
+///   the session still buffers and reports, once, any of its events lost since the
+///   last `flush` (the default: nothing is buffered, nothing to report). Engines that
+///   require audit call it at every turn boundary.
 #[async_trait]
 pub trait EventLog: Send + Sync {
     /// Appends one event.
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError>;
     /// Every event of the session, in append order.
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError>;
+    /// Writes the session's buffered events; reports events lost since the last flush.
+    async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
+        let _ = session;
+        Ok(())
+    }
 }
 
 /// A store operation that failed. Messages name the session id and, for I/O, the

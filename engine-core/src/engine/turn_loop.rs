@@ -159,6 +159,9 @@ impl RunTask {
                 .await
             }
         };
+        if inner.config.audit_required {
+            self.flush_audit(&emitter).await;
+        }
         let ending = match emitter.audit_failure() {
             Some(failure) if inner.config.audit_required && ending.error.is_none() => {
                 Ending::audit_failed(&failure)
@@ -302,11 +305,27 @@ impl RunTask {
             if outcome.cancelled {
                 return Ending::stop(StopReason::Cancelled);
             }
-            if inner.config.audit_required
-                && let Some(failure) = emitter.audit_failure()
-            {
-                return Ending::audit_failed(&failure);
+            if inner.config.audit_required {
+                self.flush_audit(emitter).await;
+                if let Some(failure) = emitter.audit_failure() {
+                    return Ending::audit_failed(&failure);
+                }
             }
+        }
+    }
+
+    /// Writes what the audit outputs buffer; a loss they report is an audit failure.
+    async fn flush_audit(&self, emitter: &EventEmitter) {
+        let inner = &self.inner;
+        if let Some(recorder) = &inner.recorder
+            && let Err(error) = recorder.flush(&self.session).await
+        {
+            emitter.note_audit_failure(error.to_string());
+        }
+        if let Some(log) = &inner.event_log
+            && let Err(error) = log.flush(&self.session).await
+        {
+            emitter.note_audit_failure(format!("events were not logged: {error}"));
         }
     }
 
