@@ -1,6 +1,6 @@
 //! Performance target 1 (§14): `mcp__bench__echo` through `Catalog` lookup +
 //! `Tool::execute` (argument check, resilience wrapper, mapping, cap) against a bare
-//! rmcp `call_tool` with the same transport settings, on a standalone loopback
+//! rmcp `call_tool` with rmcp's default client settings, on a standalone loopback
 //! streamable-HTTP echo server running in its own process (this binary, started
 //! again with `MECATL_BENCH_ECHO_SERVER=1`).
 //!
@@ -32,7 +32,6 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, ServiceExt as _};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ClientHandler, ServerHandler};
@@ -91,6 +90,12 @@ fn serve() {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         println!("{}", listener.local_addr().unwrap().port());
+        // As a well-configured server does (Node's HTTP server does it by default):
+        // without TCP_NODELAY, a response written in two parts on a kept-alive
+        // connection waits for the client's delayed ACK, about 40 ms on Linux.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let service = StreamableHttpService::new(
             || Ok(Echo),
             Arc::new(LocalSessionManager::default()),
@@ -124,7 +129,7 @@ fn start_server() -> (ServerProcess, String) {
     (ServerProcess(child), url)
 }
 
-/// The bare rmcp client: the same reqwest settings and transport config as ours.
+/// The bare rmcp client with rmcp's default client settings.
 struct Bare;
 
 impl ClientHandler for Bare {
@@ -134,20 +139,9 @@ impl ClientHandler for Bare {
 }
 
 async fn bare_client(url: &str) -> RunningService<RoleClient, Bare> {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
-    let config = StreamableHttpClientTransportConfig::with_uri(url).reinit_on_expired_session(false);
-    let client = Bare
-        .serve(StreamableHttpClientTransport::with_client(http, config))
+    Bare.serve(StreamableHttpClientTransport::from_uri(url))
         .await
-        .unwrap();
-    client
-        .peer()
-        .set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
-        .await;
-    client
+        .unwrap()
 }
 
 fn arguments() -> serde_json::Map<String, Value> {

@@ -35,13 +35,15 @@ MISS_NOTES = {
                 "index, or layering the session's client tools over the shared `Arc<Catalog>`, would make it "
                 "O(client tools).",
     "mcp_ab": "Our path adds the catalog lookup, argument parsing, the resilience wrapper (session "
-              "generation, reconnect rules, cancellation) and result mapping under the D10 cap to rmcp's own "
-              "call; a profile of `McpTool::execute` on this fixture would show which part to trim.",
-    "mcp_sdk": "The adapter builds its reqwest client with `pool_max_idle_per_host(0)` (no keep-alive, so a "
-               "restarted server never meets a stale pooled connection, see `adapter-mcp/src/http.rs`): every "
-               "call opens a new TCP connection, while both SDK clients reuse theirs. Keeping one connection "
-               "alive per session (and classifying a reset on a reused connection as not delivered) would "
-               "remove the connect from each call.",
+              "generation, reconnect rules, cancellation, the in-flight count) and result mapping under the "
+              "D10 cap to rmcp's own call, and every request now carries a timeout restarted by progress, "
+              "which rmcp implements with a per-request watcher (an insert into and a removal from a "
+              "lock-guarded map, and a channel). Over stdio, where a whole call is a few tens of "
+              "microseconds, that shows; keeping the timer in the adapter (progress matched in our own "
+              "notification handler) would remove the watcher.",
+    "mcp_sdk": "All three clients reuse keep-alive connections (ours since pooling was turned on in "
+               "`adapter-mcp/src/http.rs`); what separates them is each client's own per-call work. Over "
+               "loopback on a shared 2-core machine, a p99 miss is usually a scheduling stall, not the path.",
     # "disclosure" and "disclosure_growth" are written from the measured breakdown (see disclosure()).
     "store": "Appends of a leased session are buffered by its appender and written in batches by the "
              "store's writer thread (one `flock`, `fstat`, `write`, `fstat` per batch); a miss means the "
@@ -224,7 +226,7 @@ def mcp(rep: Report) -> str:
     m = rep.r["mcp"]
     rounds = m["rounds"]
     clients = [("a", "ours: `McpTool` via `Catalog::lookup` + `Tool::execute`", "http_ours", "HTTP"),
-               ("b", "bare rmcp `call_tool`, same transport settings", "http_bare", "HTTP"),
+               ("b", "bare rmcp `call_tool`, rmcp's default client settings", "http_bare", "HTTP"),
                ("c", f"official Python SDK `mcp` {rounds[0]['python_sdk']} `Client`", "python", "HTTP"),
                ("d", f"official TypeScript SDK `@modelcontextprotocol/sdk` {rounds[0]['typescript_sdk']} `Client`",
                 "typescript", "HTTP"),
@@ -242,8 +244,11 @@ def mcp(rep: Report) -> str:
         per_round = [statistics.median(r[a]) / statistics.median(r[b]) for r in rounds]
         return med[a] / med[b], min(per_round), max(per_round)
 
+    def p99(key: str) -> float:
+        return pct([x for r in rounds for x in r[key]], 0.99)
+
     ratio_rows = []
-    for label, a, b, limit, note in (("a/b over HTTP", "http_ours", "http_bare", 1.10, "mcp_ab"),
+    for label, a, b, limit, note in (("a/b over HTTP", "http_ours", "http_bare", 1.05, "mcp_ab"),
                                      ("a/b over stdio", "stdio_ours", "stdio_bare", 1.10, "mcp_ab"),
                                      ("a/c (ours / Python SDK)", "http_ours", "python", 1.0, "mcp_sdk"),
                                      ("a/d (ours / TypeScript SDK)", "http_ours", "typescript", 1.0, "mcp_sdk")):
@@ -251,10 +256,18 @@ def mcp(rep: Report) -> str:
         target = f"≤ {limit:.2f}" if limit > 1 else "< 1 (ours faster)"
         ok = value <= limit if limit > 1 else value < limit
         shown = f"{value:.2f} (rounds {lo:.2f}–{hi:.2f})"
-        ratio_rows.append([label, shown, target, rep.judge(f"MCP echo ratio {label}", shown, ok, note,
-                                                           summary=True)])
+        ratio_rows.append([f"{label}, median", shown, target,
+                           rep.judge(f"MCP echo ratio {label}", shown, ok, note, summary=True)])
+        if b != "stdio_bare":
+            tail = p99(a) / p99(b)
+            tail_ok = tail <= limit if limit > 1 else tail < limit
+            tail_shown = f"{tail:.2f}"
+            ratio_rows.append([f"{label}, p99", tail_shown, target,
+                               rep.judge(f"MCP echo p99 ratio {label}", tail_shown, tail_ok, note,
+                                         summary=True)])
     # The spec's own fixture (§14 target 1): the rmcp echo server of the mcp_overhead bench.
     fixture = []
+    rerun = rep.r["criterion"]["targets"].get("adapter-mcp/mcp_overhead", {}).get("rerun")
     ours_line = rep.line("adapter-mcp/mcp_overhead", r"via Catalog \+ execute")
     bare_line = rep.line("adapter-mcp/mcp_overhead", r"bare rmcp call_tool")
     ratio_line = rep.line("adapter-mcp/mcp_overhead", r"median ratio")
@@ -274,7 +287,8 @@ def mcp(rep: Report) -> str:
             "min–max of the round medians; p99 over all measured calls.\n\n"
             + table(["client", "transport", "median", "spread (rounds)", "p99"], rows) + "\n\n"
             + table(["ratio of medians", "value", "target", "verdict"], ratio_rows) + "\n\n"
-            + "The spec's own overhead fixture (`cargo bench -p adapter-mcp --bench mcp_overhead`):\n\n"
+            + "The spec's own overhead fixture (`cargo bench -p adapter-mcp --bench mcp_overhead`"
+            + (f"; re-run on its own after the full run, {rerun}" if rerun else "") + "):\n\n"
             + table(["fixture", "ours median / p99", "bare median / p99", "ratio", "target", "verdict"], fixture))
 
 
