@@ -23,6 +23,9 @@ tests/peers/install.sh
 step "cargo test"
 cargo test --workspace --all-features --locked -j "$jobs"
 
+step "fuzzing (smoke: every target of scripts/fuzz.sh for a few seconds; builds AFL++ once)"
+scripts/fuzz.sh --smoke
+
 step "benchmark scripts (smoke: every step of scripts/benchmarks.sh on a tiny configuration)"
 scripts/benchmarks.sh --smoke
 

@@ -352,7 +352,9 @@ pub(crate) fn tool_result(result: &CallReply, ctx: &ResultContext<'_>) -> ToolRe
     }
     let structured = ctx.has_output_schema || mapped.json_like;
     if structured && !ctx.cap.fits(&text) {
-        return ToolResult::error(ctx.call_id.clone(), refusal(ctx));
+        // The refusal is prose, so it may be cut; under a cap smaller than itself it
+        // must not be the one result that exceeds the cap.
+        return ToolResult::error(ctx.call_id.clone(), ctx.cap.truncate_owned(refusal(ctx)));
     }
     finish_with_parts(ctx.call_id, text, mapped.parts, ctx.cap)
 }
@@ -488,5 +490,45 @@ pub(crate) fn finish_with_parts(
             call_id.clone(),
             capped_with_notes(&final_text, &format!("\n[parts dropped: {error}]"), cap),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock;
+
+    fn map(reply: &CallReply, cap: usize) -> ToolResult {
+        tool_result(
+            reply,
+            &ResultContext {
+                call_id: &ToolCallId::from("c1"),
+                tool: "mcp__srv__tool",
+                server: "srv",
+                has_output_schema: false,
+                cap: OutputCap::new(cap),
+            },
+        )
+    }
+
+    #[test]
+    fn the_structured_json_refusal_stays_within_a_cap_smaller_than_itself() {
+        // Found by the `mcp_content` fuzz target: JSON text over the cap is refused,
+        // and the refusal alone (about 400 bytes) was longer than a small cap.
+        let json = format!("[{}1]", "1,".repeat(150));
+        let reply = CallReply::from_typed(CallToolResult::success(vec![ContentBlock::text(json)]));
+        for cap in [1, 40, 200, 299] {
+            let result = map(&reply, cap);
+            assert!(result.is_error(), "cap {cap}: {result:?}");
+            assert!(
+                result.content().len() <= cap,
+                "cap {cap}: {}",
+                result.content().len()
+            );
+        }
+        let roomy = map(&reply, 2_000);
+        assert!(roomy.content().starts_with("[1,1"), "{roomy:?}");
+        let tight = map(&reply, 300);
+        assert!(tight.content().contains("structured JSON"), "{tight:?}");
     }
 }

@@ -42,6 +42,9 @@ mod conformance;
 mod content;
 mod error;
 mod flags;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod listing;
 mod manager;

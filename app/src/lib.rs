@@ -77,6 +77,9 @@ pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
 pub use family::{FAMILY_ORDER, Family, FamilySlot};
 pub use global_mcp::{GlobalMcp, PinnedTools};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub use http::fuzzing;
 pub use http::{
     AllowedHost, AllowedOrigin, AuthToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL,
     MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,

@@ -18,7 +18,10 @@ from string import Template
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["## Machine and run", "## Summary", "## 1. Dispatch overhead", "## 2. Catalog listings and assembly",
             "## 3. MCP per-call latency", "## 4. Progressive disclosure", "## 5. Store",
-            "## 6. Build, ACP and HTTP", "## Misses", "## Steps and load"]
+            "## 6. Build, ACP and HTTP", "## Misses", "## Steps and load", "## Fuzzing"]
+# The figures of the last long fuzzing run (scripts/fuzz.sh --long), committed beside the
+# harness; the benchmark run does not fuzz, it only carries them over.
+FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
 
 # Why a figure misses its target and what would fix it, shown only when it misses.
 MISS_NOTES = {
@@ -479,11 +482,23 @@ def machine(rep: Report) -> str:
     return table(["", ""], rows)
 
 
+def fuzzing(path: Path = FUZZ_RESULTS) -> str:
+    if not path.exists():
+        return "No fuzzing run recorded yet: `scripts/fuzz.sh --long SECONDS` writes `fuzz/results.json`."
+    f = json.loads(path.read_text())
+    rows = [[f"`{t['target']}`", f"{t['execs']:,}", f"{t['seconds']} s", f"{t['execs_per_sec']:,}",
+             str(t["crashes"]), str(t["hangs"])] for t in f["targets"]]
+    rows.append(["**total**", f"**{f['total_execs']:,}**", "", "",
+                 str(sum(t["crashes"] for t in f["targets"])), str(sum(t["hangs"] for t in f["targets"]))])
+    return (f"Run {f['date']} on {f['cores']} shared cores with {f['fuzzer']}: `{f['command']}`.\n\n"
+            + table(["target", "execs", "time", "execs/s", "crashes", "hangs"], rows))
+
+
 def render(results: dict) -> str:
     rep = Report(results)
     parts = {"machine": machine(rep), "dispatch": dispatch(rep), "catalog": catalog(rep), "mcp": mcp(rep),
              "disclosure": disclosure(rep), "store": store(rep), "build_acp_http": build_acp_http(rep),
-             "steps": steps(rep), "mode": results["mode"]}
+             "steps": steps(rep), "fuzzing": fuzzing(), "mode": results["mode"]}
     parts["summary"] = table(["figure", "measured", "verdict"], []) + "\n" + "\n".join(rep.summary)
     parts["misses"] = "\n".join(rep.misses) or "None: every figure with a target meets it."
     template = Template((HERE / "BENCHMARKS.md.in").read_text())

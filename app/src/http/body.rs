@@ -29,16 +29,22 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                 ApiError::new(rejection.status(), rejection.body_text())
             }
         })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self(None));
-        }
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(map)) => Ok(Self(Some(map))),
-            Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object")),
-            Err(error) => Err(ApiError::bad_request(format!(
-                "the request body is not valid JSON: {error}"
-            ))),
-        }
+        decode_json_body(&bytes).map(Self)
+    }
+}
+
+/// The bytes of a request body: `None` when empty or only whitespace, else a JSON
+/// object (anything else is a 400).
+pub(crate) fn decode_json_body(bytes: &[u8]) -> Result<Option<Map<String, Value>>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object")),
+        Err(error) => Err(ApiError::bad_request(format!(
+            "the request body is not valid JSON: {error}"
+        ))),
     }
 }
 

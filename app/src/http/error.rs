@@ -56,13 +56,13 @@ impl ApiError {
     }
 
     /// The status.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn status(&self) -> StatusCode {
         self.status
     }
 
     /// The message.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn message(&self) -> &str {
         &self.message
     }

@@ -28,6 +28,8 @@
 mod auth;
 mod body;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod guard;
 mod handlers;
 mod mcp_servers;

@@ -1,0 +1,44 @@
+//! Entry points for the coverage-guided fuzzing harness (`fuzz/`), behind the
+//! `fuzzing` feature: the request-body decoding of the HTTP API exactly as the
+//! handlers run it, from raw body bytes to the parsed fields or the error answer.
+
+use super::body::{approval, create_body, decode_json_body, prompt_text};
+use super::error::ApiError;
+use super::mcp_servers::reject_stdio;
+
+/// An error answer as the status code and the message.
+pub type Rejection = (u16, String);
+
+fn rejection(error: ApiError) -> Rejection {
+    (error.status().as_u16(), error.message().to_owned())
+}
+
+/// `POST /v1/sessions`: the body bytes through the JSON-object check, the create
+/// fields and the stdio refusal; `Ok` holds the number of client MCP servers.
+///
+/// # Errors
+/// The 4xx answer the handler would send.
+pub fn create_session_body(bytes: &[u8]) -> Result<usize, Rejection> {
+    let body = create_body(decode_json_body(bytes).map_err(rejection)?).map_err(rejection)?;
+    reject_stdio(&body.mcp_servers).map_err(rejection)?;
+    Ok(body.mcp_servers.len())
+}
+
+/// `POST /v1/sessions/{id}/prompt`: the body bytes to the prompt text.
+///
+/// # Errors
+/// The 4xx answer the handler would send.
+pub fn prompt_body(bytes: &[u8]) -> Result<String, Rejection> {
+    prompt_text(decode_json_body(bytes).map_err(rejection)?).map_err(rejection)
+}
+
+/// `POST /v1/sessions/{id}/approve`: the body bytes to the ask id (the verdict is
+/// checked, not returned).
+///
+/// # Errors
+/// The 4xx answer the handler would send.
+pub fn approve_body(bytes: &[u8]) -> Result<String, Rejection> {
+    approval(decode_json_body(bytes).map_err(rejection)?)
+        .map(|(ask_id, _verdict)| ask_id)
+        .map_err(rejection)
+}
