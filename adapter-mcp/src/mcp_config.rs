@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::client_servers::{http_headers, name_problem};
 use crate::config::ServerConfig;
+use crate::tool::json_type as kind;
 use crate::url_check::{check_http_shape, validate_url};
 
 /// Largest config file read (1 MiB).
@@ -96,17 +97,6 @@ impl<E: Fn(&str) -> Option<String>> Ctx<'_, E> {
         }
         out.push_str(rest);
         Ok(out)
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -18,8 +18,11 @@ use crate::tool_search::SearchCache;
 ///
 /// The host fills a catalog through `&mut self`, then freezes it as `Arc<Catalog>`
 /// shared by every engine and session; `&self` methods never mutate, so sessions
-/// read it concurrently. `Clone` is shallow (tools are `Arc`s): a per-session catalog
-/// is a clone of the shared one plus its own registrations.
+/// read it concurrently. `Clone` is shallow (tools are `Arc`s). A host builds every
+/// catalog it serves through one registration path (in `mecated`, `app`'s
+/// `assemble_catalog`, which builds a per-session catalog fresh rather than cloning
+/// the shared one), and a newer catalog replaces an engine's at a turn boundary
+/// ([`CatalogUpdates`]); a frozen catalog never changes.
 ///
 /// ```
 /// use std::sync::Arc;
