@@ -1,4 +1,4 @@
-//! Criterion benches of the JSONL store (§11): append throughput per sync policy
+//! Criterion benches of the JSONL store: append throughput per sync policy
 //! (one session, and 8 sessions from 8 threads), recorder overhead per call (p50/p99), Load of a long history vs a fresh session,
 //! event read throughput and List of 1,000 sessions.
 //!

@@ -1,4 +1,4 @@
-//! The per-session lock file (§8): advisory `flock`-style locks with a deadline and
+//! The per-session lock file: advisory `flock`-style locks with a deadline and
 //! the `(dev, ino)` re-check that lets Delete unlink the lock file safely.
 
 use std::fs::{File, TryLockError};

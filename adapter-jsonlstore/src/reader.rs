@@ -1,4 +1,4 @@
-//! Lazy readers of the JSONL sidecars (§6): newline framing over the committed
+//! Lazy readers of the JSONL sidecars: newline framing over the committed
 //! window, the record decoders, and the public [`EventIter`] / [`ToolCallIter`].
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The append path of the JSONL sidecars (§6): open or create, cut a torn tail,
+//! The append path of the JSONL sidecars: open or create, cut a torn tail,
 //! write whole records, verify the length. The caller holds the session's exclusive
 //! lock and applies the sync policy. One record per call for an unleased append; a
 //! leased session's appender writes batches through the same steps.
@@ -242,7 +242,7 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
     }
 
-    /// Scenario 16: a writer that fails after half the buffer leaves the file as it
+    /// A writer that fails after half the buffer leaves the file as it
     /// was; so does one that silently writes only half.
     #[test]
     fn a_short_write_is_undone() {

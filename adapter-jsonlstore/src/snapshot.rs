@@ -1,4 +1,4 @@
-//! The snapshot envelope (§3): `{"format","id","saved_at","snapshot"}` on one line,
+//! The snapshot envelope: `{"format","id","saved_at","snapshot"}` on one line,
 //! its encoder and a one-pass decoder that checks the format before the payload.
 
 use std::fmt;

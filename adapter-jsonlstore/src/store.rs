@@ -125,7 +125,7 @@ impl JsonlStore {
         })
     }
 
-    /// The file-name token of a session id (§2); pure, total, no I/O.
+    /// The file-name token of a session id; pure, total, no I/O.
     pub fn token(id: &SessionId) -> String {
         token::token(id.as_str())
     }
@@ -463,7 +463,7 @@ impl Inner {
         })
     }
 
-    /// Save (`create == false`) or Create (`true`) of an encoded envelope (§3, §7).
+    /// Save (`create == false`) or Create (`true`) of an encoded envelope.
     fn write_snapshot(&self, id: &SessionId, buf: &[u8], create: bool) -> Result<(), StoreError> {
         // The session's buffered records go first (before the lock, which the
         // appender takes itself): a snapshot never gets ahead of its events. A batch
@@ -565,7 +565,7 @@ impl Inner {
         Ok(())
     }
 
-    /// Load (§7): a pure reader of the snapshot file.
+    /// Load: a pure reader of the snapshot file.
     fn load(&self, id: &SessionId) -> Result<SessionSnapshot, StoreError> {
         let path = self.paths(id).snapshot;
         let (file, meta) = match fsio::open_read(&path) {
@@ -621,7 +621,7 @@ impl Inner {
         Ok(envelope.snapshot)
     }
 
-    /// List (§7): ids read from snapshot contents; bad files are skipped with a WARN.
+    /// List: ids read from snapshot contents; bad files are skipped with a WARN.
     fn list(&self) -> Result<Vec<SessionListing>, StoreError> {
         let entries = std::fs::read_dir(&self.dir).map_err(|source| StoreError::StoreDir {
             path: self.dir.clone(),
@@ -694,7 +694,7 @@ impl Inner {
         }))
     }
 
-    /// Delete (§7): refused while a run holds the session; sidecars, then the
+    /// Delete: refused while a run holds the session; sidecars, then the
     /// snapshot, then the run lease and lock files.
     fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         let paths = self.paths(id);
@@ -726,7 +726,7 @@ impl Inner {
         Ok(())
     }
 
-    /// Append (§6) of one encoded record to a sidecar, under the exclusive lock.
+    /// Append of one encoded record to a sidecar, under the exclusive lock.
     fn append(
         &self,
         id: &SessionId,
@@ -783,7 +783,7 @@ impl Inner {
     }
 
     /// Opens a sidecar for reading and finds its committed window under a brief
-    /// shared lock (§6 read steps 1–2). `None` when the file does not exist.
+    /// shared lock. `None` when the file does not exist.
     fn open_window(
         &self,
         id: &SessionId,
@@ -1087,7 +1087,7 @@ mod tests {
         }
     }
 
-    /// Scenario 16: a write that fails after half the buffer leaves the events file
+    /// A write that fails after half the buffer leaves the events file
     /// at its old length and returns an error naming the id.
     #[tokio::test]
     async fn a_short_write_leaves_the_file_unchanged() {
@@ -1122,7 +1122,7 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
     }
 
-    /// Scenario 21 (temp file): created 0600 even under umask 000. The umask is set
+    /// Created 0600 even under umask 000. The umask is set
     /// by re-running this test binary in a child under `sh -c 'umask 000; …'`.
     #[test]
     fn temp_files_are_0600_under_umask_000() {

@@ -1,4 +1,4 @@
-//! The file-name token of a session id (§2): path-safe, bounded, collision-resistant.
+//! The file-name token of a session id: path-safe, bounded, collision-resistant.
 
 use sha2::{Digest, Sha256};
 

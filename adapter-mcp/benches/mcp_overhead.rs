@@ -1,4 +1,4 @@
-//! Performance target 1 (§14): `mcp__bench__echo` through `Catalog` lookup +
+//! Performance target: `mcp__bench__echo` through `Catalog` lookup +
 //! `Tool::execute` (argument check, resilience wrapper, mapping, cap) against a bare
 //! rmcp `call_tool` with rmcp's default client settings, on a standalone loopback
 //! streamable-HTTP echo server running in its own process (this binary, started
@@ -195,7 +195,7 @@ fn main() {
     let env = Environment::new(&dir).unwrap();
     let cancel = CancellationToken::new();
 
-    // The §14 measurement: interleaved rounds so both clients see the same machine state.
+    // The measurement: interleaved rounds so both clients see the same machine state.
     let (mut ours_samples, mut bare_samples) = (Vec::new(), Vec::new());
     runtime.block_on(async {
         for round in 0..WARM_UP + MEASURED {

@@ -1,4 +1,4 @@
-//! §12: client-provided (per-session) servers — validation that reports every
+//! Client-provided (per-session) servers — validation that reports every
 //! problem, the D7 all-or-nothing connect, and the client-tier mount.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! §4.2–§4.4: MCP content → model text fragments and typed parts, the D10 cap with
+//! MCP content → model text fragments and typed parts, the D10 cap with
 //! the structured-JSON refusal, and the part limits.
 
 use base64::Engine as _;
@@ -98,7 +98,7 @@ impl CallReply {
 pub(crate) struct Mapped {
     fragments: Vec<String>,
     parts: Vec<ContentPart>,
-    /// Some item looks like structured JSON (§4.3).
+    /// Some item looks like structured JSON.
     json_like: bool,
     /// JSON values that text items parse to (to omit an equal `structuredContent`).
     text_values: Vec<Value>,
@@ -340,7 +340,7 @@ pub(crate) struct ResultContext<'a> {
     pub(crate) cap: OutputCap,
 }
 
-/// §4.2–§4.4 for a `tools/call` result.
+/// The content mapping for a `tools/call` result.
 pub(crate) fn tool_result(result: &CallReply, ctx: &ResultContext<'_>) -> ToolResult {
     let mut mapped = Mapped::from_items(&result.content);
     if let Some(structured) = result.structured.as_ref().filter(|v| !v.is_null()) {

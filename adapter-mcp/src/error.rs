@@ -1,5 +1,5 @@
 //! [`McpError`]: what a live MCP operation can end with, and the exact model-visible
-//! texts of §7.4 (its `Display`).
+//! texts (its `Display`).
 
 use std::fmt;
 

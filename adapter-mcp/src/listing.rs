@@ -159,7 +159,7 @@ fn string_field(object: &Map<String, Value>, key: &str) -> Option<String> {
     object.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// Decodes and validates a tool listing (§2, §3); any bad entry fails the whole
+/// Decodes and validates a tool listing; any bad entry fails the whole
 /// listing, naming the server and the rule.
 pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDef>, String> {
     let mut out = Vec::with_capacity(items.len());

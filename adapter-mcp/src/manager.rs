@@ -284,7 +284,7 @@ impl McpManager {
         }
     }
 
-    /// Re-lists every list a `list_changed` notification marked dirty (§7.7).
+    /// Re-lists every list a `list_changed` notification marked dirty.
     pub async fn refresh(&self) {
         let refreshes = self.live().flat_map(|s| {
             [ListKind::Tools, ListKind::Resources, ListKind::Prompts].map(|kind| s.refresh(kind))
@@ -340,7 +340,7 @@ impl McpManager {
             .collect()
     }
 
-    /// Reads one resource live (through §7); returns its content chunks, raw.
+    /// Reads one resource live (through the resilience wrapper); returns its content chunks, raw.
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.
@@ -385,7 +385,7 @@ impl McpManager {
             .collect()
     }
 
-    /// Gets one prompt live (through §7). `None` arguments send no `arguments`.
+    /// Gets one prompt live (through the resilience wrapper). `None` arguments send no `arguments`.
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.
@@ -415,7 +415,7 @@ impl McpManager {
             .await
     }
 
-    /// Calls one remote tool live (through §7), raw and untruncated. Content items of
+    /// Calls one remote tool live (through the resilience wrapper), raw and untruncated. Content items of
     /// a kind rmcp does not know are left out (an [`McpTool`] shows them as an
     /// "unsupported content" marker instead).
     ///
@@ -468,7 +468,7 @@ impl McpManager {
     }
 }
 
-/// `tools/call` on one server through the §7 wrapper, decoded leniently.
+/// `tools/call` on one server through the resilience wrapper, decoded leniently.
 pub(crate) async fn call_tool_on(
     state: &Arc<ServerState>,
     tool: &str,

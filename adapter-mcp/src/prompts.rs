@@ -1,4 +1,4 @@
-//! §11: the MCP prompt expander, `/mcp__<server>__<prompt> key=value …`, the last
+//! The MCP prompt expander, `/mcp__<server>__<prompt> key=value …`, the last
 //! link of the command chain.
 //!
 //! A prompt's text replaces the turn's input: an MCP server can rewrite the agent's
@@ -57,7 +57,7 @@ pub fn parse_prompt_command(input: &str) -> Option<PromptCommand> {
 }
 
 /// Renders a prompt: `<role>: <text>` per message, separated by a blank line, the
-/// text being the §4.2 text mapping (markers for non-text content, never base64);
+/// text being the content text mapping (markers for non-text content, never base64);
 /// the whole within `cap`.
 pub fn render_prompt(result: &GetPromptResult, cap: OutputCap) -> String {
     let text = result

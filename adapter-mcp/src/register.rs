@@ -1,4 +1,4 @@
-//! §5: registering MCP tools into a catalog — first wins, skip and continue, one WARN
+//! Registering MCP tools into a catalog — first wins, skip and continue, one WARN
 //! per mount.
 
 use std::sync::Arc;

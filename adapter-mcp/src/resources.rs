@@ -1,4 +1,4 @@
-//! §10: the resource meta-tools `ListMcpResources` and `ReadMcpResource` over the
+//! The resource meta-tools `ListMcpResources` and `ReadMcpResource` over the
 //! global manager.
 
 use std::sync::Arc;

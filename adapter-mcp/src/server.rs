@@ -1,6 +1,6 @@
 //! One connected server: its current session and generation, the single call wrapper
-//! every live request goes through (§7.1), the single-flight reconnect (§7.2), the
-//! snapshots and their lazy re-list (§7.7), and close (§7.8).
+//! every live request goes through, the single-flight reconnect, the
+//! snapshots and their lazy re-list, and close.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,7 +113,7 @@ pub(crate) fn seconds(duration: Duration) -> String {
 }
 
 impl ServerState {
-    /// Connect sequence §1 under one deadline: validation, transport, `initialize`,
+    /// The connect sequence under one deadline: validation, transport, `initialize`,
     /// cache off, all tools, then resources and prompts when advertised.
     pub(crate) async fn connect(
         config: ServerConfig,
@@ -221,7 +221,7 @@ impl ServerState {
         redact::redact_text(text, &self.secrets)
     }
 
-    /// §7.1: every live request goes through here. `send` is called at most twice:
+    /// Every live request goes through here. `send` is called at most twice:
     /// once, and once more on a fresh session after a drop that was not delivered.
     pub(crate) async fn call<T, F, Fut>(
         self: &Arc<Self>,
@@ -325,7 +325,7 @@ impl ServerState {
         }
     }
 
-    /// §7.2: a session newer than `failed` is used as it is; otherwise the caller
+    /// A session newer than `failed` is used as it is; otherwise the caller
     /// joins the attempt in flight or starts one. The wait is cancellable; the dial
     /// is not (it finishes in the background and its outcome is shared).
     async fn reconnect_from(
@@ -375,7 +375,7 @@ impl ServerState {
             .shared()
     }
 
-    /// One reconnect dial: the §1 handshake (cache off) without re-listing.
+    /// One reconnect dial: the connect handshake (cache off) without re-listing.
     async fn redial(&self) -> Result<Arc<Session>, AttemptError> {
         if self.is_closed() {
             return Err(AttemptError::Closed);
@@ -428,7 +428,7 @@ impl ServerState {
         dial_error_text(error, &self.secrets)
     }
 
-    /// §7.7: re-lists `kind` when its flag is set (under `connect_timeout`, detached
+    /// Re-lists `kind` when its flag is set (under `connect_timeout`, detached
     /// from the reader's cancellation). Readers wait for a re-list in flight.
     pub(crate) async fn refresh(self: &Arc<Self>, kind: ListKind) {
         if self.is_closed() {
@@ -555,7 +555,7 @@ pub(crate) fn dial_error_text(error: &DialError, secrets: &[String]) -> String {
     text
 }
 
-/// Steps 1–7 of §1 (the caller holds the deadline).
+/// The connect steps (the caller holds the deadline).
 async fn connect_sequence(
     config: &ServerConfig,
     ctx: &DialContext,

@@ -1,5 +1,5 @@
-//! One MCP session: the §1 handshake over either transport (`dial`), requests with
-//! caller cancellation, the typed drop classification of §7.3, and close.
+//! One MCP session: the connect handshake over either transport (`dial`), requests with
+//! caller cancellation, the typed drop classification, and close.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -57,7 +57,7 @@ impl ListKind {
     }
 }
 
-/// The per-list dirty flags a server's `list_changed` notifications set (§7.7).
+/// The per-list dirty flags a server's `list_changed` notifications set.
 #[derive(Debug, Default)]
 pub(crate) struct DirtyFlags {
     tools: AtomicBool,
@@ -208,7 +208,7 @@ pub(crate) struct DialError {
     pub(crate) stderr_tail: Option<String>,
 }
 
-/// Transport + `initialize` + cache off: steps 1–3 of §1 (no listing).
+/// Transport + `initialize` + cache off: the first three connect steps (no listing).
 pub(crate) async fn dial(
     config: &ServerConfig,
     ctx: &DialContext,
@@ -304,7 +304,7 @@ async fn finish(
     }
 }
 
-/// How a failed request is classified (§7.3).
+/// How a failed request is classified.
 #[derive(Debug)]
 pub(crate) enum Failure {
     /// The caller cancelled; the request future was dropped.
@@ -468,7 +468,7 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// §7.3, by types only (never by message text).
+/// The drop classification, by types only (never by message text).
 fn classify(error: ServiceError, stage: Stage) -> Failure {
     match error {
         ServiceError::McpError(data) => Failure::Remote(data),

@@ -1,4 +1,4 @@
-//! [`McpTool`]: one remote MCP tool as a catalog [`Tool`] (§3, §4).
+//! [`McpTool`]: one remote MCP tool as a catalog [`Tool`].
 
 use std::sync::Arc;
 

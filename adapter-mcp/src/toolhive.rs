@@ -1,4 +1,4 @@
-//! §9: ToolHive discovery — reads already-running workloads from the ToolHive HTTP
+//! ToolHive discovery — reads already-running workloads from the ToolHive HTTP
 //! API (`GET /api/v1beta/workloads` only), fail-soft, merged after static servers.
 
 use std::time::Duration;

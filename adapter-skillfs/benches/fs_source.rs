@@ -1,4 +1,4 @@
-//! Building `FsSource` from 1,000 skills with assets (spec §8: under 200 ms on a
+//! Building `FsSource` from 1,000 skills with assets (target: under 200 ms on a
 //! 2-core machine, release build, warm page cache): discovery, parsing, the
 //! `has_assets` listing and the diagnostics.
 

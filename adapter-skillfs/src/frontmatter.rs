@@ -1,4 +1,4 @@
-//! Exact `SKILL.md` frontmatter splitting (spec §2), done by hand because the rules
+//! Exact `SKILL.md` frontmatter splitting, done by hand because the rules
 //! are stricter than `gray_matter`'s (which trims delimiter lines).
 
 use std::borrow::Cow;

@@ -1,5 +1,5 @@
 //! The `SKILL.md` parser: frontmatter fields, their caps and notes, and the
-//! validation order of spec §2.
+//! validation order of the `SKILL.md` rules.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -226,7 +226,7 @@ impl SkillFileError {
     }
 }
 
-/// Parses one `SKILL.md` under spec §2.
+/// Parses one `SKILL.md` under the `SKILL.md` rules.
 ///
 /// `dir_name` is the name of the directory holding the file; when given, the
 /// frontmatter `name` must equal it (check 7). `output_cap` is C: a longer body is

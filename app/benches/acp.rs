@@ -1,4 +1,4 @@
-//! Performance targets of the ACP round trip (§14), mock provider, an in-process
+//! Performance targets of the ACP round trip, mock provider, an in-process
 //! client (the `agent-client-protocol` crate) over a pipe (tokio duplex): prompt →
 //! first `session/update` (≤ 5 ms p50); prompt → response for a one-text-turn script
 //! (≤ 10 ms p50, ≤ 25 ms p99 over 200 prompts); with one Read call turn (≤ 20 ms p50).

@@ -1,4 +1,4 @@
-//! Performance targets of per-session catalog assembly (§14): `assemble_catalog`
+//! Performance targets of per-session catalog assembly: `assemble_catalog`
 //! over a 1,000-tool shared catalog (< 1 ms p50, < 2 ms p99 over 1,000 runs; tools
 //! shared by `Arc`, no I/O), and with 2 client servers × 50 tools (< 1.5 ms p50).
 //! Prints p50/p99 of 1,000 runs each, then runs criterion. The same measurement over a

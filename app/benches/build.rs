@@ -1,4 +1,4 @@
-//! Performance targets of `build` (§14): the mock provider with 0 MCP servers
+//! Performance targets of `build`: the mock provider with 0 MCP servers
 //! (≤ 50 ms), and 16 loopback streamable-HTTP servers × 10 tools (≤ 500 ms and ≤ 2×
 //! the slowest single connect: connects run concurrently). Each build is closed
 //! again inside the measurement. Prints a summary (median of 20 builds each) before

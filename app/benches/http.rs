@@ -1,4 +1,4 @@
-//! Performance target of the HTTP API (§14): create a session, prompt it and read
+//! Performance target of the HTTP API: create a session, prompt it and read
 //! the full SSE stream of a one-text-turn script over loopback, ≤ 15 ms p50.
 //! Prints p50/p99 of 200 round trips (each session deleted afterwards, untimed),
 //! then runs criterion.

@@ -1,5 +1,5 @@
 //! Catalog benchmarks: `lookup` at 10, 1,000 and 10,000 tools (present and absent
-//! names), and `advertised_specs` over 10,000 (the §7 target) and 1,000 tools, half
+//! names), and `advertised_specs` over 10,000 (the target) and 1,000 tools, half
 //! of them Disclosable.
 
 // Bench setup fails loudly.

@@ -1,4 +1,4 @@
-//! The skills and commands vocabulary: the validators (scenarios 1–3, 62), the
+//! The skills and commands vocabulary: the validators, the
 //! ellipsis truncation, and the conformance suites run against the in-memory doubles.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use engine_ports::testkit::{MemoryCommandSource, MemorySkillSource, command_sour
 use engine_ports::{truncate_with_ellipsis, valid_command_name, valid_skill_asset_name, valid_skill_name};
 
 #[test]
-fn scenario_01_valid_asset_names() {
+fn valid_asset_names() {
     for name in [
         "SKILL_NOTES.md",
         "references/api.md",
@@ -21,7 +21,7 @@ fn scenario_01_valid_asset_names() {
 }
 
 #[test]
-fn scenario_02_invalid_asset_names() {
+fn invalid_asset_names() {
     for name in [
         "", "../x", "a/../b", "a/..", "/abs", "a\\b", "a/./b", ".", "..", "a/", "a//b",
     ] {
@@ -34,7 +34,7 @@ fn scenario_02_invalid_asset_names() {
 }
 
 #[test]
-fn scenario_03_skill_names() {
+fn skill_names() {
     for name in [
         "review",
         "commit-style",
@@ -66,7 +66,7 @@ fn scenario_03_skill_names() {
 }
 
 #[test]
-fn scenario_62_command_names() {
+fn command_names() {
     for name in ["review", "fix-1", "a_b.c", "X9"] {
         assert!(valid_command_name(name), "{name:?} must be valid");
     }

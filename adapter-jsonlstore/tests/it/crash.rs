@@ -1,5 +1,5 @@
 //! Crash tests: SIGKILL of a child in the middle of append loops (60 kills) and of
-//! Save loops (scenario 18). Kill timing is randomized on purpose.
+//! Save loops. Kill timing is randomized on purpose.
 
 use std::io::Write;
 use std::time::Duration;
@@ -89,7 +89,6 @@ async fn sigkill_during_appends_leaves_a_readable_prefix() {
     }
 }
 
-/// Scenario 18.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_saves_leaves_one_of_the_saved_versions() {
     let dir = support::tempdir();

@@ -1,4 +1,4 @@
-//! Scenarios 10 and 11: Delete order, idempotence and retry.
+//! Delete order, idempotence and retry.
 
 use std::time::Duration;
 
@@ -9,7 +9,6 @@ use engine_ports::{
 
 use crate::support::{self, delta, entries, open, sid};
 
-/// Scenario 10.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_removes_every_file_and_is_idempotent() {
     let dir = support::tempdir();
@@ -49,7 +48,6 @@ async fn delete_removes_every_file_and_is_idempotent() {
     );
 }
 
-/// Scenario 11.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_delete_keeps_the_snapshot_and_a_later_delete_finishes() {
     let dir = support::tempdir();

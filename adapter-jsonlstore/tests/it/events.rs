@@ -1,4 +1,4 @@
-//! Scenarios 12–15 and 22: the `.events.jsonl` log, torn tails, corrupt lines and
+//! The `.events.jsonl` log, torn tails, corrupt lines and
 //! lazy readers.
 
 use std::sync::Arc;
@@ -15,7 +15,6 @@ fn line(event: &Event) -> String {
     text
 }
 
-/// Scenario 12.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permission_round_trip_reads_back_in_order() {
     let dir = support::tempdir();
@@ -76,7 +75,6 @@ async fn a_permission_round_trip_reads_back_in_order() {
     assert_eq!(store.read(&id).await.unwrap(), events);
 }
 
-/// Scenario 13.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_fragment_is_ignored_then_cut_with_one_warning() {
     let dir = support::tempdir();
@@ -103,7 +101,6 @@ async fn a_torn_fragment_is_ignored_then_cut_with_one_warning() {
     assert!(warnings[0].contains("bytes_cut=13"), "{warnings:?}");
 }
 
-/// Scenario 14.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unterminated_tails_are_ignored_and_bad_lines_are_errors_after_the_prefix() {
     let dir = support::tempdir();
@@ -220,7 +217,6 @@ async fn reads_of_missing_or_invalid_ids() {
     ));
 }
 
-/// Scenario 15.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_that_stops_early_sees_a_longer_prefix_later() {
     let dir = support::tempdir();
@@ -241,7 +237,6 @@ async fn a_reader_that_stops_early_sees_a_longer_prefix_later() {
     assert_eq!(read_all(&store, "sess-15").len(), 6);
 }
 
-/// Scenario 22.
 #[test]
 fn a_paused_reader_never_blocks_appends() {
     let dir = support::tempdir();

@@ -1,4 +1,4 @@
-//! Scenario 20: symlinks, FIFOs and directories in place of store files are refused
+//! Symlinks, FIFOs and directories in place of store files are refused
 //! with errors naming the path, and nothing hangs.
 
 use std::path::Path;

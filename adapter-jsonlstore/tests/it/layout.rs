@@ -1,4 +1,4 @@
-//! Scenarios 1, 7 and 21: directories, the token layout and file modes.
+//! Directories, the token layout and file modes.
 
 use std::time::{Duration, SystemTime};
 
@@ -10,7 +10,6 @@ use engine_ports::{
 
 use crate::support::{self, child, delta, entries, logs, mode, open, sid};
 
-/// Scenario 1.
 #[test]
 fn open_creates_0700_directories_and_refuses_an_empty_path() {
     let dir = support::tempdir();
@@ -84,7 +83,6 @@ fn open_removes_temp_files_older_than_an_hour_only() {
     assert!(young.exists());
 }
 
-/// Scenario 7.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_escaping_id_stays_inside_sid_v1() {
     let dir = support::tempdir();
@@ -118,7 +116,7 @@ async fn an_escaping_id_stays_inside_sid_v1() {
     assert_eq!(entries(dir.path()), ["store"], "nothing escaped the root");
 }
 
-/// Scenario 21: every file 0600 and every directory 0700 whatever the umask: 000
+/// Every file 0600 and every directory 0700 whatever the umask: 000
 /// (nothing masked) and 277 (owner bits masked, so only an explicit chmod gives
 /// 0600/0700). The temp file's mode is checked by the unit test
 /// `temp_files_are_0600_under_umask_000`.

@@ -1,4 +1,4 @@
-//! Scenario 19 and the lock protocol: timeouts against a lock held by another
+//! The lock protocol: timeouts against a lock held by another
 //! process, parallel sessions, and the re-check after Delete unlinks a lock file.
 
 use std::sync::Arc;
@@ -9,7 +9,6 @@ use engine_ports::{EventLog, StoreError, ToolCall, ToolCallRecorder, ToolResult}
 
 use crate::support::{self, child, delta, good_seqs, logs, open_with, runtime, sid, within};
 
-/// Scenario 19.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
     let dir = support::tempdir();

@@ -1,5 +1,5 @@
 //! Integration tests of `adapter-jsonlstore`: the `engine-ports` conformance suites,
-//! every scenario of the store spec (§10), crash, concurrency and torn-tail tests.
+//! every documented store behaviour, crash, concurrency and torn-tail tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;

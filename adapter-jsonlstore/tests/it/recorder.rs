@@ -1,4 +1,4 @@
-//! Scenarios 5 and 6: the `.tools.jsonl` audit lines.
+//! The `.tools.jsonl` audit lines.
 
 use std::time::Duration;
 
@@ -15,7 +15,6 @@ fn lines(path: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Scenario 5.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_records_give_two_lines_with_every_field() {
     let dir = support::tempdir();
@@ -85,7 +84,6 @@ async fn two_records_give_two_lines_with_every_field() {
     assert_eq!(records[1]["took_micros"], 42);
 }
 
-/// Scenario 6.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn args_are_embedded_compactly_and_equal_the_tool_call_event() {
     let dir = support::tempdir();

@@ -1,4 +1,4 @@
-//! Scenarios 2, 3, 4, 8, 9 and 17: Save, Load, List and Create.
+//! Save, Load, List and Create.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,7 +10,6 @@ use engine_ports::{Message, PermissionMode, SessionSnapshot, SessionStore, Store
 
 use crate::support::{self, entries, logs, open, sid};
 
-/// Scenario 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn save_then_load_returns_the_whole_value_from_a_one_line_file() {
     let dir = support::tempdir();
@@ -31,7 +30,6 @@ async fn save_then_load_returns_the_whole_value_from_a_one_line_file() {
     );
 }
 
-/// Scenario 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_mode_hydrated_names_and_invalid_argument_text_survive() {
     let dir = support::tempdir();
@@ -52,7 +50,6 @@ async fn plan_mode_hydrated_names_and_invalid_argument_text_survive() {
     assert_eq!(tool_calls[0].args(), r#"{"p":"#);
 }
 
-/// Scenario 4.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loading_a_ghost_is_not_found_naming_it() {
     let dir = support::tempdir();
@@ -126,7 +123,6 @@ async fn load_reports_bad_files_as_errors_not_not_found() {
     assert!(error.to_string().contains("\"sess-4\""), "{error}");
 }
 
-/// Scenario 8.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_reports_the_stored_id_and_the_file_mtime() {
     let dir = support::tempdir();
@@ -145,7 +141,6 @@ async fn list_reports_the_stored_id_and_the_file_mtime() {
     assert_eq!(listings[0].modified_at, mtime);
 }
 
-/// Scenario 9.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_skips_junk_empty_and_misnamed_files_with_one_warning_each() {
     let dir = support::tempdir();
@@ -201,7 +196,6 @@ fn set_old_mtime(path: &std::path::Path) -> SystemTime {
     old
 }
 
-/// Scenario 17 (collisions).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_after_save_or_create_changes_no_byte_and_no_mtime() {
     let dir = support::tempdir();
@@ -243,7 +237,7 @@ async fn create_after_save_or_create_changes_no_byte_and_no_mtime() {
     );
 }
 
-/// Scenario 17 (race): two handles on one directory, 100 fresh ids.
+/// Two handles on one directory, 100 fresh ids.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_handles_racing_create_have_exactly_one_winner() {
     let dir = support::tempdir();

@@ -1,4 +1,4 @@
-//! `anthropic` against recorded SSE fixtures: request shape and assembly (scenario 20).
+//! `anthropic` against recorded SSE fixtures: request shape and assembly.
 
 use adapter_llm::{ANTHROPIC_MAX_TOKENS, AnthropicProvider, ProviderKind};
 use engine_ports::{Chunk, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolResult, Usage};
@@ -51,7 +51,7 @@ fn provider_for(server: &FixtureServer) -> AnthropicProvider {
 }
 
 #[tokio::test]
-async fn scenario_20_fragments_form_one_call_and_blocks_keep_their_order() {
+async fn fragments_form_one_call_and_blocks_keep_their_order() {
     let mut events = vec![start(21), event(&json!({"type": "ping"}))];
     events.extend(text_block(0, &["Let me ", "add."]));
     events.extend(tool_block(
@@ -104,7 +104,7 @@ async fn scenario_20_fragments_form_one_call_and_blocks_keep_their_order() {
 }
 
 #[tokio::test]
-async fn scenario_20_no_fragments_gives_the_initial_input() {
+async fn no_fragments_gives_the_initial_input() {
     let mut events = vec![start(1)];
     events.extend(tool_block(0, "toolu_1", "now", json!({}), &[]));
     events.extend(tool_block(1, "toolu_2", "where", json!({"city": "Paris"}), &[]));

@@ -1,4 +1,4 @@
-//! D6 (scenario 22): wire names match the providers' rule, calls to wire names reach
+//! D6: wire names match the providers' rule, calls to wire names reach
 //! the real tool, history is re-encoded, collisions fail naming both names, and the
 //! engine's events and audit records only ever show real names.
 
@@ -104,7 +104,7 @@ fn assert_calls_decoded(calls: &[ToolCall]) {
 }
 
 #[tokio::test]
-async fn scenario_22_openai_wire_names_and_decoding() {
+async fn openai_wire_names_and_decoding() {
     let dotted_wire = wire_name(DOTTED).into_owned();
     let server = FixtureServer::start(vec![openai_call(&dotted_wire)]).await;
     let provider = OpenAiChatProvider::new(config(format!("{}/v1", server.root()))).unwrap();
@@ -129,7 +129,7 @@ async fn scenario_22_openai_wire_names_and_decoding() {
 }
 
 #[tokio::test]
-async fn scenario_22_anthropic_wire_names_and_decoding() {
+async fn anthropic_wire_names_and_decoding() {
     let dotted_wire = wire_name(DOTTED).into_owned();
     let server = FixtureServer::start(vec![anthropic_call(&dotted_wire)]).await;
     let provider = AnthropicProvider::new(config(server.root())).unwrap();
@@ -152,7 +152,7 @@ async fn scenario_22_anthropic_wire_names_and_decoding() {
 }
 
 #[tokio::test]
-async fn scenario_22_a_collision_fails_the_request_naming_both() {
+async fn a_collision_fails_the_request_naming_both() {
     let dotted_wire = wire_name(DOTTED).into_owned();
     let server = FixtureServer::start(vec![]).await;
     let providers: Vec<Arc<dyn LlmProvider>> = vec![
@@ -208,11 +208,8 @@ impl Tool for NamedTool {
 }
 
 #[tokio::test]
-async fn scenario_22_the_engine_sees_only_real_names_against_fakellm() {
-    let Some(fakellm) = FakeLlm::start(
-        "scenario_22_the_engine_sees_only_real_names_against_fakellm",
-        "d6.yaml",
-    ) else {
+async fn the_engine_sees_only_real_names_against_fakellm() {
+    let Some(fakellm) = FakeLlm::start("the_engine_sees_only_real_names_against_fakellm", "d6.yaml") else {
         return;
     };
     // The committed rule names the wire form; keep it in step with the function.

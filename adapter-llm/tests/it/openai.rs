@@ -38,7 +38,7 @@ async fn provider_for(server: &FixtureServer) -> OpenAiChatProvider {
 }
 
 #[tokio::test]
-async fn scenario_19_fragments_assemble_into_one_call() {
+async fn fragments_assemble_into_one_call() {
     let server = FixtureServer::start(vec![Reply::sse([
         chunk(json!({"role": "assistant"})),
         fragment(0, Some("call_1"), Some("add"), ""),
@@ -83,7 +83,7 @@ async fn scenario_19_fragments_assemble_into_one_call() {
 }
 
 #[tokio::test]
-async fn scenario_19_interleaved_indices_come_out_in_index_order() {
+async fn interleaved_indices_come_out_in_index_order() {
     let server = FixtureServer::start(vec![Reply::sse([
         chunk(json!({"role": "assistant", "content": "two calls"})),
         fragment(1, Some("c_b"), Some("sub"), "{\"x\":"),

@@ -1,5 +1,5 @@
-//! Retries only before the first chunk, time limits, cancellation and error texts
-//! (scenario 21), for both HTTP providers.
+//! Retries only before the first chunk, time limits, cancellation and error texts,
+//! for both HTTP providers.
 
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ fn openai(server: &FixtureServer) -> OpenAiChatProvider {
 }
 
 #[tokio::test]
-async fn scenario_21_500_then_200_succeeds_after_two_requests() {
+async fn a_500_then_a_200_succeeds_after_two_requests() {
     let server = FixtureServer::start(vec![error_reply(500, "try again"), ok_stream("fine")]).await;
     let items = collect(&openai(&server), request(&[])).await.unwrap();
     assert_eq!(text(&items), "fine");
@@ -63,7 +63,7 @@ async fn retryable_statuses_are_retried_up_to_three_attempts() {
 }
 
 #[tokio::test]
-async fn scenario_21_a_drop_after_one_text_chunk_fails_after_one_request() {
+async fn a_drop_after_one_text_chunk_fails_after_one_request() {
     let server = FixtureServer::start(vec![
         Reply::sse_pieces([Piece::Data(text_chunk("hel").into_bytes()), Piece::Cut]),
         ok_stream("never reached"),
@@ -93,7 +93,7 @@ async fn a_drop_before_any_chunk_is_retried() {
 }
 
 #[tokio::test]
-async fn scenario_21_401_is_not_retried_and_names_the_key_variable() {
+async fn a_401_is_not_retried_and_names_the_key_variable() {
     let server = FixtureServer::start(vec![
         Reply::json(
             401,

@@ -1,4 +1,4 @@
-//! Scenarios 34–40: registration, the provider surface, resource meta-tools and the
+//! Registration, the provider surface, resource meta-tools and the
 //! prompt expander.
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ impl Tool for Named {
 }
 
 #[test]
-fn s34_first_wins_skip_and_continue_one_warn() {
+fn first_wins_skip_and_continue_one_warn() {
     let capture = Capture::start();
     let mut catalog = Catalog::new();
     let original: Arc<dyn Tool> = Arc::new(Named("mcp__x__dup", "original"));
@@ -77,7 +77,7 @@ fn s34_first_wins_skip_and_continue_one_warn() {
 }
 
 #[tokio::test]
-async fn s35_core_tools_keep_their_names() {
+async fn core_tools_keep_their_names() {
     let server = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("fake", &server.url())]).await;
     let mut catalog = Catalog::new();
@@ -106,7 +106,7 @@ async fn two_resource_servers() -> (FixtureServer, FixtureServer, McpManager) {
 }
 
 #[tokio::test]
-async fn s36_resources_are_listed_per_server() {
+async fn resources_are_listed_per_server() {
     let (_a, _b, manager) = two_resource_servers().await;
     let of_a = manager.list_resources(Some("a")).await.unwrap();
     assert_eq!(of_a.len(), 2);
@@ -120,7 +120,7 @@ async fn s36_resources_are_listed_per_server() {
 }
 
 #[tokio::test]
-async fn s37_resources_are_read_live() {
+async fn resources_are_read_live() {
     let (_a, _b, manager) = two_resource_servers().await;
     let cancel = CancellationToken::new();
     let chunks = manager.read_resource("a", "test://text", &cancel).await.unwrap();
@@ -168,7 +168,7 @@ async fn s37_resources_are_read_live() {
 }
 
 #[tokio::test]
-async fn s38_meta_tools_exist_only_with_resources() {
+async fn meta_tools_exist_only_with_resources() {
     let capture = Capture::start();
     let plain = FixtureServer::start(FakeState::new()).await;
     let without = connect_all(vec![http_config("plain", &plain.url())]).await;
@@ -230,7 +230,7 @@ async fn s38_meta_tools_exist_only_with_resources() {
 }
 
 #[tokio::test]
-async fn s38_ambiguous_uris_name_the_candidates() {
+async fn ambiguous_uris_name_the_candidates() {
     let a = FixtureServer::start(FakeState::new().with_resources(vec![FakeResource::text(
         "test://same",
         "s",
@@ -259,7 +259,7 @@ async fn s38_ambiguous_uris_name_the_candidates() {
 }
 
 #[test]
-fn s39_prompt_command_grammar() {
+fn prompt_command_grammar() {
     let args = |pairs: &[(&str, &str)]| {
         Some(
             pairs
@@ -297,7 +297,7 @@ fn s39_prompt_command_grammar() {
 }
 
 #[tokio::test]
-async fn s40_prompts_expand_live_and_failures_pass_through() {
+async fn prompts_expand_live_and_failures_pass_through() {
     let capture = Capture::start();
     let state = FakeState::new();
     state.prompts.store(true, Ordering::SeqCst);

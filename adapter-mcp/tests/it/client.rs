@@ -1,4 +1,4 @@
-//! Scenarios 60–63: client-provided (per-session) servers — validation, D7
+//! Client-provided (per-session) servers — validation, D7
 //! all-or-nothing, the client tier, and the per-session lifecycle.
 
 use std::sync::atomic::Ordering;
@@ -33,7 +33,7 @@ fn context(stdio_allowed: bool) -> ClientServerContext {
 }
 
 #[test]
-fn s60_validation_reports_every_problem() {
+fn validation_reports_every_problem() {
     let long = "n".repeat(65);
     let specs = vec![
         http("", "https://x.example/mcp"),
@@ -140,7 +140,7 @@ fn s60_validation_reports_every_problem() {
 }
 
 #[tokio::test]
-async fn s61_one_failure_fails_the_session_and_closes_the_rest() {
+async fn one_failure_fails_the_session_and_closes_the_rest() {
     let good = FixtureServer::start(FakeState::new()).await;
     let port = test_peers::free_port();
     let specs = vec![
@@ -175,7 +175,7 @@ async fn s61_one_failure_fails_the_session_and_closes_the_rest() {
 }
 
 #[tokio::test]
-async fn s62_global_tools_shadow_client_tools() {
+async fn global_tools_shadow_client_tools() {
     let capture = Capture::start();
     let global = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("fake", &global.url())]).await;
@@ -219,7 +219,7 @@ async fn s62_global_tools_shadow_client_tools() {
 }
 
 #[tokio::test]
-async fn s63_a_session_manager_closes_without_touching_the_global_one() {
+async fn a_session_manager_closes_without_touching_the_global_one() {
     let global = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("glob", &global.url())]).await;
     let shared = catalog_of(&manager).await;

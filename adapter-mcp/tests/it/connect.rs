@@ -1,4 +1,4 @@
-//! Scenarios 16–25: connect, naming and spec mapping.
+//! Connect, naming and spec mapping.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -26,7 +26,7 @@ fn tool_names(manager: &McpManager) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn s16_names_descriptions_schemas_and_read_only() {
+async fn names_descriptions_schemas_and_read_only() {
     let server = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("fake", &server.url())]).await;
     let snapshot = manager.tool_snapshot(MountOptions::default());
@@ -54,7 +54,7 @@ async fn s16_names_descriptions_schemas_and_read_only() {
 }
 
 #[tokio::test]
-async fn s17_invalid_configs_fail_before_dialling() {
+async fn invalid_configs_fail_before_dialling() {
     let mut no_url = http_config("nourl", "");
     if let TransportConfig::Http { url, .. } = &mut no_url.transport {
         url.clear();
@@ -87,7 +87,7 @@ async fn s17_invalid_configs_fail_before_dialling() {
 }
 
 #[test]
-fn s18_tool_name_rules() {
+fn tool_name_rules() {
     let long_ok = "é".repeat(124);
     assert_eq!(validate_tool_name("s", &long_ok).unwrap().len(), 256);
     for ok in ["read_file", "café", "a.b-c", "a__b"] {
@@ -115,7 +115,7 @@ fn raw_tools(server: &FixtureServer, tools: Value) {
 }
 
 #[tokio::test]
-async fn s18_accepted_names_arrive_verbatim() {
+async fn accepted_names_arrive_verbatim() {
     let server = FixtureServer::start(FakeState::new()).await;
     let long_ok = "é".repeat(124);
     raw_tools(
@@ -140,7 +140,7 @@ async fn s18_accepted_names_arrive_verbatim() {
 }
 
 #[tokio::test]
-async fn s19_one_bad_name_fails_the_whole_server() {
+async fn one_bad_name_fails_the_whole_server() {
     for bad in [
         json!("bad\nname"),
         json!("x".repeat(257 - "mcp__fake__".len() + 1)),
@@ -170,7 +170,7 @@ async fn s19_one_bad_name_fails_the_whole_server() {
 }
 
 #[tokio::test]
-async fn s20_a_tool_without_input_schema_gets_an_object_schema() {
+async fn a_tool_without_input_schema_gets_an_object_schema() {
     let server = FixtureServer::start(FakeState::new()).await;
     raw_tools(
         &server,
@@ -184,7 +184,7 @@ async fn s20_a_tool_without_input_schema_gets_an_object_schema() {
 }
 
 #[tokio::test]
-async fn s21_resources_and_prompts_only_when_advertised() {
+async fn resources_and_prompts_only_when_advertised() {
     let capture = Capture::start();
     let tools_only = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("plain", &tools_only.url())]).await;
@@ -214,7 +214,7 @@ async fn s21_resources_and_prompts_only_when_advertised() {
 }
 
 #[tokio::test]
-async fn s22_pages_are_followed_and_cursor_loops_end() {
+async fn pages_are_followed_and_cursor_loops_end() {
     let capture = Capture::start();
     let server = FixtureServer::start(FakeState::new()).await;
     *server.faults.raw_tools.lock().unwrap() = Some(Arc::new(|cursor| match cursor {
@@ -243,7 +243,7 @@ async fn s22_pages_are_followed_and_cursor_loops_end() {
 }
 
 #[tokio::test]
-async fn s23_bearer_reaches_the_server_and_never_another_origin() {
+async fn bearer_reaches_the_server_and_never_another_origin() {
     let server = FixtureServer::start(FakeState::new()).await;
     let mut headers = HeaderMap::new();
     headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer tok-23"));
@@ -286,7 +286,7 @@ async fn s23_bearer_reaches_the_server_and_never_another_origin() {
 }
 
 #[tokio::test]
-async fn s24_the_deadline_and_cancellation() {
+async fn the_deadline_and_cancellation() {
     let server = FixtureServer::start(FakeState::new()).await;
     *server.faults.initialize_delay.lock().unwrap() = Some(Duration::from_secs(3));
     let config = http_config("late", &server.url()).with_connect_timeout(Duration::from_millis(500));
@@ -325,7 +325,7 @@ async fn s24_the_deadline_and_cancellation() {
 }
 
 #[tokio::test]
-async fn s25_failures_are_data_and_survivors_are_kept() {
+async fn failures_are_data_and_survivors_are_kept() {
     let capture = Capture::start();
     let good = FixtureServer::start(FakeState::new()).await;
     let connected = McpManager::connect(

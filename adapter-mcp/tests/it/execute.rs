@@ -1,4 +1,4 @@
-//! Scenarios 26–33: executing MCP tools — arguments, errors, cancellation, the D10
+//! Executing MCP tools — arguments, errors, cancellation, the D10
 //! cap with the structured refusal, and the content mapping.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ async fn reply(server: &FixtureServer, catalog: &Catalog, result: CallToolResult
 }
 
 #[tokio::test]
-async fn s26_echo_keeps_the_call_id() {
+async fn echo_keeps_the_call_id() {
     let (_server, _manager, catalog) = fake().await;
     let result = run(&catalog, "mcp__fake__echo", r#"{"text":"hello"}"#).await;
     assert!(!result.is_error(), "{result:?}");
@@ -37,7 +37,7 @@ async fn s26_echo_keeps_the_call_id() {
 }
 
 #[tokio::test]
-async fn s27_argument_rules() {
+async fn argument_rules() {
     let (server, _manager, catalog) = fake().await;
     for empty in ["", "  ", "null"] {
         let result = run(&catalog, "mcp__fake__echo", empty).await;
@@ -66,7 +66,7 @@ async fn s27_argument_rules() {
 }
 
 #[tokio::test]
-async fn s28_is_error_results_and_prior_cancellation() {
+async fn is_error_results_and_prior_cancellation() {
     let capture = Capture::start();
     let (server, manager, catalog) = fake().await;
     let result = run(&catalog, "mcp__fake__boom", "{}").await;
@@ -92,7 +92,7 @@ async fn s28_is_error_results_and_prior_cancellation() {
 }
 
 #[tokio::test]
-async fn s29_the_cap_truncates_text_and_refuses_structured_json() {
+async fn the_cap_truncates_text_and_refuses_structured_json() {
     let (server, _manager, catalog) = fake().await;
     let plain = reply(
         &server,
@@ -141,7 +141,7 @@ async fn s29_the_cap_truncates_text_and_refuses_structured_json() {
 }
 
 #[tokio::test]
-async fn s30_resource_links_are_parts_and_markers() {
+async fn resource_links_are_parts_and_markers() {
     let (server, _manager, catalog) = fake().await;
     let mut link = Resource::new("https://example.test/doc", "doc").with_size(2048);
     link.annotations = Some(serde_json::from_value::<Annotations>(json!({"audience": ["user"]})).unwrap());
@@ -162,7 +162,7 @@ async fn s30_resource_links_are_parts_and_markers() {
 }
 
 #[tokio::test]
-async fn s31_embedded_resources() {
+async fn embedded_resources() {
     let (server, _manager, catalog) = fake().await;
     let result = reply(
         &server,
@@ -206,7 +206,7 @@ async fn s31_embedded_resources() {
 }
 
 #[tokio::test]
-async fn s32_structured_content() {
+async fn structured_content() {
     let (server, _manager, catalog) = fake().await;
     let mut result = CallToolResult::success(vec![ContentBlock::text("prelude")]);
     result.structured_content = Some(json!({"answer": 42}));
@@ -227,7 +227,7 @@ async fn s32_structured_content() {
 }
 
 #[tokio::test]
-async fn s33_images_audio_and_unknown_kinds() {
+async fn images_audio_and_unknown_kinds() {
     let (server, _manager, catalog) = fake().await;
     let eight = [1u8, 2, 3, 4, 5, 6, 7, 8];
     for mime in ["image/png", "image/gif", "image/jpeg; foo=bar", "IMAGE/WEBP"] {

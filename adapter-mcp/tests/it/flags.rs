@@ -1,4 +1,4 @@
-//! Scenarios 1–15: the `--mcp-*` flag rules and the URL check.
+//! The `--mcp-*` flag rules and the URL check.
 
 use std::collections::HashMap;
 
@@ -37,7 +37,7 @@ fn http(config: &ServerConfig) -> (&str, Option<String>) {
 }
 
 #[test]
-fn s01_url_is_kept_exactly_and_no_env_means_no_headers() {
+fn url_is_kept_exactly_and_no_env_means_no_headers() {
     let configs = parse(
         &flags(&["tequitl=http://127.0.0.1:9100/mcp?tenant=a=b"], &[], &[]),
         &[],
@@ -53,7 +53,7 @@ fn s01_url_is_kept_exactly_and_no_env_means_no_headers() {
 }
 
 #[test]
-fn s02_servers_keep_flag_order() {
+fn servers_keep_flag_order() {
     let configs = parse(
         &flags(
             &[
@@ -71,7 +71,7 @@ fn s02_servers_keep_flag_order() {
 }
 
 #[test]
-fn s03_malformed_values_mention_the_form() {
+fn malformed_values_mention_the_form() {
     for value in ["", "noequals", "=http://x", "name=", "="] {
         let error = parse(&flags(&[value], &[], &[]), &[]).unwrap_err().to_string();
         assert!(error.contains("NAME=URL"), "{value:?}: {error}");
@@ -80,7 +80,7 @@ fn s03_malformed_values_mention_the_form() {
 }
 
 #[test]
-fn s04_names_follow_the_grammar() {
+fn names_follow_the_grammar() {
     for name in ["my-svc", "my svc", "svc.1", "ıvmcp", "a/b"] {
         let value = format!("{name}=https://x.internal/mcp");
         let error = parse(&flags(&[&value], &[], &[]), &[]).unwrap_err().to_string();
@@ -95,7 +95,7 @@ fn s04_names_follow_the_grammar() {
 }
 
 #[test]
-fn s05_names_are_unique_case_insensitively() {
+fn names_are_unique_case_insensitively() {
     for second in ["VMCP=https://b.internal/mcp", "vMcp=https://b.internal/mcp"] {
         let error = parse(&flags(&["vmcp=https://a.internal/mcp", second], &[], &[]), &[])
             .unwrap_err()
@@ -117,7 +117,7 @@ fn s05_names_are_unique_case_insensitively() {
 }
 
 #[test]
-fn s06_tokens_become_one_bearer_header() {
+fn tokens_become_one_bearer_header() {
     let f = flags(
         &[
             "tequitl=https://tequitl.internal/mcp",
@@ -145,7 +145,7 @@ fn s06_tokens_become_one_bearer_header() {
 }
 
 #[test]
-fn s07_a_token_needs_https_or_the_explicit_opt_out() {
+fn a_token_needs_https_or_the_explicit_opt_out() {
     let f = flags(&["vmcp=http://vmcp.internal/mcp"], &[], &[]);
     let error = parse(&f, &[("MCP_VMCP_TOKEN", "t")]).unwrap_err().to_string();
     assert!(
@@ -158,7 +158,7 @@ fn s07_a_token_needs_https_or_the_explicit_opt_out() {
 }
 
 #[test]
-fn s08_loopback_http_takes_a_token() {
+fn loopback_http_takes_a_token() {
     for url in [
         "http://127.0.0.1:9100/mcp",
         "http://localhost:9100/mcp",
@@ -171,7 +171,7 @@ fn s08_loopback_http_takes_a_token() {
 }
 
 #[test]
-fn s09_relaxation_works_in_any_argv_order_and_case() {
+fn relaxation_works_in_any_argv_order_and_case() {
     for relax in ["tequitl", "TEQUITL"] {
         let f = flags(&["tequitl=http://tequitl.internal/mcp"], &[relax], &[]);
         let configs = parse(&f, &[("MCP_TEQUITL_TOKEN", "t")]).unwrap();
@@ -183,7 +183,7 @@ fn s09_relaxation_works_in_any_argv_order_and_case() {
 }
 
 #[test]
-fn s10_relaxation_covers_only_its_server() {
+fn relaxation_covers_only_its_server() {
     let f = flags(
         &[
             "tequitl=http://tequitl.internal/mcp",
@@ -200,7 +200,7 @@ fn s10_relaxation_covers_only_its_server() {
 }
 
 #[test]
-fn s11_relaxation_needs_an_http_server_of_that_name() {
+fn relaxation_needs_an_http_server_of_that_name() {
     for stdio in [&[][..], &["ghost=mcp-ghost --serve"][..]] {
         let f = flags(&["vmcp=https://vmcp.internal/mcp"], &["ghost"], stdio);
         let error = parse(&f, &[]).unwrap_err().to_string();
@@ -212,7 +212,7 @@ fn s11_relaxation_needs_an_http_server_of_that_name() {
 }
 
 #[test]
-fn s12_relaxation_is_rejected_where_it_does_nothing() {
+fn relaxation_is_rejected_where_it_does_nothing() {
     for url in [
         "https://tequitl.internal/mcp",
         "http://127.0.0.1:9100/mcp",
@@ -250,13 +250,13 @@ fn s12_relaxation_is_rejected_where_it_does_nothing() {
 }
 
 #[test]
-fn s13_relaxation_help_warns_about_cleartext_on_the_network() {
+fn relaxation_help_warns_about_cleartext_on_the_network() {
     let help = MCP_SERVER_INSECURE_HTTP_HELP.to_lowercase();
     assert!(help.contains("cleartext") && help.contains("network"), "{help}");
 }
 
 #[test]
-fn s14_url_check() {
+fn url_check() {
     for ok in [
         "https://example.test/mcp",
         "https://example.test:8443/mcp",
@@ -284,7 +284,7 @@ fn s14_url_check() {
 }
 
 #[test]
-fn s15_stdio_commands_split_like_a_shell_without_expansion() {
+fn stdio_commands_split_like_a_shell_without_expansion() {
     let configs = parse(&flags(&[], &[], &[r#"fs=mcp-fs --root "/srv/a b" $HOME"#]), &[]).unwrap();
     let TransportConfig::Stdio {
         program, args, cwd, ..

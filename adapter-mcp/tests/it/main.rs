@@ -1,4 +1,4 @@
-//! Integration tests of `adapter-mcp`: every scenario of spec §13 against in-process
+//! Integration tests of `adapter-mcp`: every documented behaviour against in-process
 //! rmcp fixture servers, stdio fixtures and real peers (server-everything,
 //! server-filesystem, mcp-server-time/git, the Python SDK bearer server, the
 //! conformance suite).

@@ -1,4 +1,4 @@
-//! Performance target 3 (§14): connecting 16 slow servers concurrently takes about as
+//! Performance target: connecting 16 slow servers concurrently takes about as
 //! long as the slowest single connect.
 
 use std::time::{Duration, Instant};

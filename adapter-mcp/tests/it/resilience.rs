@@ -1,4 +1,4 @@
-//! Scenarios 41–48: reconnect once, single flight, the model-visible texts, D13,
+//! Reconnect once, single flight, the model-visible texts, D13,
 //! close, JSON-RPC errors and `list_changed`. Events are counted by their `event`
 //! field.
 
@@ -30,7 +30,7 @@ async fn echo(catalog: &Catalog, text: &str) -> ToolResult {
 }
 
 #[tokio::test]
-async fn s41_a_restarted_server_is_reconnected_transparently() {
+async fn a_restarted_server_is_reconnected_transparently() {
     let capture = Capture::start();
     let (mut server, manager, catalog) = fake(FakeState::new()).await;
     assert_eq!(echo(&catalog, "first").await.content(), "echo:first");
@@ -50,7 +50,7 @@ async fn s41_a_restarted_server_is_reconnected_transparently() {
 }
 
 #[tokio::test]
-async fn s42_a_server_answering_404_gives_the_after_reconnect_text() {
+async fn a_server_answering_404_gives_the_after_reconnect_text() {
     let capture = Capture::start();
     let (server, manager, catalog) = fake(FakeState::new()).await;
     server.faults.set_mode(Mode::All404 {
@@ -72,7 +72,7 @@ async fn s42_a_server_answering_404_gives_the_after_reconnect_text() {
 }
 
 #[tokio::test]
-async fn s43_concurrent_failures_share_one_dial() {
+async fn concurrent_failures_share_one_dial() {
     let capture = Capture::start();
     let (mut server, _manager, catalog) = fake(FakeState::new()).await;
     server.restart().await;
@@ -102,7 +102,7 @@ async fn s43_concurrent_failures_share_one_dial() {
 }
 
 #[tokio::test]
-async fn s44_close_is_terminal() {
+async fn close_is_terminal() {
     let capture = Capture::start();
     let (server, manager, catalog) = fake(FakeState::new()).await;
     manager.close().await.unwrap();
@@ -122,7 +122,7 @@ async fn s44_close_is_terminal() {
 }
 
 #[tokio::test]
-async fn s45_a_request_that_may_have_arrived_is_never_resent() {
+async fn a_request_that_may_have_arrived_is_never_resent() {
     let capture = Capture::start();
     let (server, _manager, catalog) = fake(FakeState::new().enable(&["slow"])).await;
     server.faults.set_mode(Mode::DropSlowCalls);
@@ -141,7 +141,7 @@ async fn s45_a_request_that_may_have_arrived_is_never_resent() {
 }
 
 #[tokio::test]
-async fn s46_reads_and_prompts_reconnect_too() {
+async fn reads_and_prompts_reconnect_too() {
     let capture = Capture::start();
     let state = FakeState::new().with_resources(vec![FakeResource::text("test://r", "r", "resource body")]);
     state.prompts.store(true, Ordering::SeqCst);
@@ -166,7 +166,7 @@ async fn s46_reads_and_prompts_reconnect_too() {
 }
 
 #[tokio::test]
-async fn s47_json_rpc_errors_are_not_drops() {
+async fn json_rpc_errors_are_not_drops() {
     let capture = Capture::start();
     let state = FakeState::new();
     *state.rpc_error.lock().unwrap() = Some("session not found".to_owned());
@@ -181,7 +181,7 @@ async fn s47_json_rpc_errors_are_not_drops() {
 }
 
 #[tokio::test]
-async fn s48_list_changed_marks_dirty_and_re_lists_lazily() {
+async fn list_changed_marks_dirty_and_re_lists_lazily() {
     let capture = Capture::start();
     let state = FakeState::new().enable(&["mutate"]);
     let (_server, manager, early) = fake(Arc::clone(&state)).await;

@@ -1,4 +1,4 @@
-//! Scenarios 49–54: stdio children — mounting, respawn as reconnect, a child dying
+//! Stdio children — mounting, respawn as reconnect, a child dying
 //! mid-request, start failures with the stderr tail, a credential-free environment
 //! in the workspace, and no orphans.
 
@@ -34,7 +34,7 @@ fn lines(path: &Path) -> usize {
 }
 
 #[tokio::test]
-async fn s49_a_stdio_server_from_the_flag() {
+async fn a_stdio_server_from_the_flag() {
     let Some(python) = python("s49") else { return };
     let workspace = tempfile::tempdir().unwrap();
     let command = shell_words::join([
@@ -57,7 +57,7 @@ async fn s49_a_stdio_server_from_the_flag() {
 }
 
 #[tokio::test]
-async fn s50_a_killed_child_is_respawned_on_the_next_call() {
+async fn a_killed_child_is_respawned_on_the_next_call() {
     let Some(python) = python("s50") else { return };
     let capture = Capture::start();
     let workspace = tempfile::tempdir().unwrap();
@@ -76,7 +76,7 @@ async fn s50_a_killed_child_is_respawned_on_the_next_call() {
 }
 
 #[tokio::test]
-async fn s51_a_child_dying_mid_request_is_outcome_unknown() {
+async fn a_child_dying_mid_request_is_outcome_unknown() {
     let Some(python) = python("s51") else { return };
     let capture = Capture::start();
     let workspace = tempfile::tempdir().unwrap();
@@ -110,7 +110,7 @@ async fn s51_a_child_dying_mid_request_is_outcome_unknown() {
 }
 
 #[tokio::test]
-async fn s52_start_failures_quote_stderr_and_respawn_once_per_call() {
+async fn start_failures_quote_stderr_and_respawn_once_per_call() {
     let Some(python) = python("s52") else { return };
     let workspace = tempfile::tempdir().unwrap();
     let connected = McpManager::connect(
@@ -171,17 +171,17 @@ async fn s52_start_failures_quote_stderr_and_respawn_once_per_call() {
     assert!(failed.message.contains("refusing to start"), "{failed:?}");
 }
 
-/// Runs [`s53_child_env_probe`] in a child test process whose environment holds
+/// Runs [`child_env_probe`] in a child test process whose environment holds
 /// the harness's credentials, which the stdio child must not inherit.
 #[test]
-fn s53_the_child_gets_no_credentials_and_the_workspace() {
+fn the_child_gets_no_credentials_and_the_workspace() {
     if python("s53").is_none() {
         return;
     }
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "stdio::s53_child_env_probe",
+            "stdio::child_env_probe",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -202,7 +202,7 @@ fn s53_the_child_gets_no_credentials_and_the_workspace() {
 }
 
 #[tokio::test]
-async fn s53_child_env_probe() {
+async fn child_env_probe() {
     if std::env::var_os("MECATL_S53_PROBE").is_none() {
         return;
     }
@@ -241,7 +241,7 @@ async fn pids(catalog: &engine_core::Catalog) -> (u32, u32) {
 }
 
 #[tokio::test]
-async fn s54_no_child_or_grandchild_outlives_close_or_drop() {
+async fn no_child_or_grandchild_outlives_close_or_drop() {
     let Some(python) = python("s54") else { return };
     let workspace = tempfile::tempdir().unwrap();
     let config = stdio_config(&python, "fam", &["--grandchild"], workspace.path());
@@ -273,7 +273,7 @@ async fn s54_no_child_or_grandchild_outlives_close_or_drop() {
 }
 
 #[test]
-fn s54_runtime_shutdown_leaves_no_process() {
+fn runtime_shutdown_leaves_no_process() {
     let Some(python) = python("s54") else { return };
     let workspace = tempfile::tempdir().unwrap();
     let config = stdio_config(&python, "fam", &["--grandchild"], workspace.path());

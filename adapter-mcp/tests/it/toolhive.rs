@@ -1,4 +1,4 @@
-//! Scenarios 55–59: ToolHive discovery through its HTTP API, fail-soft, merged after
+//! ToolHive discovery through its HTTP API, fail-soft, merged after
 //! static servers.
 
 use std::sync::{Arc, Mutex};
@@ -66,7 +66,7 @@ fn url_of(config: &ServerConfig) -> &str {
 }
 
 #[tokio::test]
-async fn s55_too_many_workloads_is_one_warn_and_nothing_else() {
+async fn too_many_workloads_is_one_warn_and_nothing_else() {
     let capture = Capture::start();
     let many: Vec<Value> = (0..129).map(|i| workload(&format!("w{i}"), 9000)).collect();
     let (_api, base) = api(Value::Array(many)).await;
@@ -78,7 +78,7 @@ async fn s55_too_many_workloads_is_one_warn_and_nothing_else() {
 }
 
 #[tokio::test]
-async fn s56_running_streamable_http_workloads_become_servers() {
+async fn running_streamable_http_workloads_become_servers() {
     let (api, base) = api(json!([workload("github", 9101), workload("fetch", 9102)])).await;
     let found = discover_toolhive(&options(&base, None)).await;
     assert!(found.skipped.is_empty(), "{:?}", found.skipped);
@@ -105,7 +105,7 @@ async fn s56_running_streamable_http_workloads_become_servers() {
 }
 
 #[tokio::test]
-async fn s57_only_streamable_http_proxies_are_mapped() {
+async fn only_streamable_http_proxies_are_mapped() {
     let mut legacy = workload("legacy", 9201);
     legacy["transport_type"] = json!("sse");
     let mut stdio_sse = workload("stdiosse", 9202);
@@ -131,7 +131,7 @@ async fn s57_only_streamable_http_proxies_are_mapped() {
 }
 
 #[tokio::test]
-async fn s58_names_status_and_groups() {
+async fn names_status_and_groups() {
     let capture = Capture::start();
     let mut stopped = workload("stopped", 9302);
     stopped["status"] = json!("stopped");
@@ -166,7 +166,7 @@ async fn s58_names_status_and_groups() {
 }
 
 #[tokio::test]
-async fn s59_absence_is_normal_and_static_names_win() {
+async fn absence_is_normal_and_static_names_win() {
     let capture = Capture::start();
     let port = test_peers::free_port();
     let found = discover_toolhive(&options(&format!("http://127.0.0.1:{port}"), None)).await;

@@ -1,4 +1,4 @@
-//! File-backed slash commands (scenarios 59–61, file side).
+//! File-backed slash commands.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ fn body(text: &str) -> Option<CommandBody> {
 }
 
 #[tokio::test]
-async fn scenario_59_project_commands_need_a_trusted_workspace() {
+async fn project_commands_need_a_trusted_workspace() {
     let ws = tempfile::tempdir().unwrap();
     write_file(&ws.path().join(".claude/commands/hi.md"), "Hello $ARGUMENTS");
 
@@ -73,7 +73,7 @@ async fn the_commands_dir_is_used_whatever_the_trust() {
 }
 
 #[tokio::test]
-async fn scenario_60_listing_descriptions_and_first_dir_wins() {
+async fn listing_descriptions_and_first_dir_wins() {
     let ws = tempfile::tempdir().unwrap();
     let mecatl = ws.path().join(".mecatl/commands");
     let claude = ws.path().join(".claude/commands");
@@ -142,7 +142,7 @@ async fn files_are_read_again_on_every_call_and_faults_are_errors() {
 }
 
 #[tokio::test]
-async fn scenario_61_file_bodies_equal_in_memory_bodies_byte_for_byte() {
+async fn file_bodies_equal_in_memory_bodies_byte_for_byte() {
     let templates = [
         (
             "review",

@@ -1,4 +1,4 @@
-//! `FsSource` runs the `SkillSource` conformance suite (scenarios 33–34), and
+//! `FsSource` runs the `SkillSource` conformance suite, and
 //! `FileCommandSource` the `CommandSource` one.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use engine_ports::testkit::{command_source, skill_source};
 use crate::support::{chmod, write_file};
 
 #[tokio::test]
-async fn scenario_33_34_fs_source_passes_the_skill_source_suite() {
+async fn the_fs_source_passes_the_skill_source_suite() {
     skill_source::run(|fixture| {
         let root = tempfile::tempdir().unwrap();
         for skill in fixture {

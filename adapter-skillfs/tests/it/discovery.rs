@@ -1,4 +1,4 @@
-//! `DirSource` and `MultiSource` (scenarios 4–9, 23–24).
+//! `DirSource` and `MultiSource`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use crate::support::{
 };
 
 #[test]
-fn scenario_04_basic_discovery() {
+fn basic_discovery() {
     let root = tempfile::tempdir().unwrap();
     write_skill(
         root.path(),
@@ -34,7 +34,7 @@ fn scenario_04_basic_discovery() {
 }
 
 #[test]
-fn scenario_05_missing_directories_and_a_file_in_place_of_one() {
+fn missing_directories_and_a_file_in_place_of_one() {
     let root = tempfile::tempdir().unwrap();
     for dir in [root.path().join("nope"), PathBuf::from(""), PathBuf::from("  ")] {
         let found = DirSource::new(&dir).discover().unwrap();
@@ -51,7 +51,7 @@ fn scenario_05_missing_directories_and_a_file_in_place_of_one() {
 }
 
 #[test]
-fn scenario_06_broken_skills_are_skipped_with_one_diagnostic_each() {
+fn broken_skills_are_skipped_with_one_diagnostic_each() {
     let root = tempfile::tempdir().unwrap();
     write_valid(root.path(), "good", "ok");
     write_skill(root.path(), "no-frontmatter", "just text\n");
@@ -76,7 +76,7 @@ fn scenario_06_broken_skills_are_skipped_with_one_diagnostic_each() {
 }
 
 #[test]
-fn scenario_07_invalid_and_mismatched_names() {
+fn invalid_and_mismatched_names() {
     let root = tempfile::tempdir().unwrap();
     write_skill(root.path(), "Bad Name", &skill_md("Bad Name", "d", "", "b"));
     write_skill(root.path(), "bar", &skill_md("foo", "d", "", "b"));
@@ -102,7 +102,7 @@ fn scenario_07_invalid_and_mismatched_names() {
 }
 
 #[test]
-fn scenario_08_underscore_names_and_ignored_entries() {
+fn underscore_names_and_ignored_entries() {
     let root = tempfile::tempdir().unwrap();
     write_valid(root.path(), "my_skill", "b");
     std::fs::create_dir(root.path().join("no-manifest")).unwrap();
@@ -114,7 +114,7 @@ fn scenario_08_underscore_names_and_ignored_entries() {
 }
 
 #[test]
-fn scenario_09_symlinked_skill_directories_are_not_followed() {
+fn symlinked_skill_directories_are_not_followed() {
     let root = tempfile::tempdir().unwrap();
     let skills = root.path().join("skills");
     std::fs::create_dir(&skills).unwrap();
@@ -261,7 +261,7 @@ impl Discover for Fixed {
 }
 
 #[test]
-fn scenario_23_multi_source_order_and_shadowing() {
+fn multi_source_order_and_shadowing() {
     let multi = MultiSource::new(vec![Fixed::new(&[("b", "b", "/x/b"), ("a", "a", "/x/a")])]);
     let found = multi.discover().unwrap();
     assert_eq!(names(&found), ["a", "b"]);
@@ -283,7 +283,7 @@ fn scenario_23_multi_source_order_and_shadowing() {
 }
 
 #[test]
-fn scenario_24_the_earlier_source_wins_and_a_later_fatal_error_aborts() {
+fn the_earlier_source_wins_and_a_later_fatal_error_aborts() {
     let mut first = Fixed::new(&[("dup", "first", "/one/dup")]);
     first.diagnostics = vec![SkipDiagnostic::new("/one/x", "first note")];
     let mut second = Fixed::new(&[("dup", "second", "/two/dup")]);

@@ -63,7 +63,7 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn scenario_47_the_draft_file() {
+async fn the_draft_file() {
     let root = tempfile::tempdir().unwrap();
     let q = root.path().join("quarantine");
     let receipt = drafter(&q, &[]).draft(deploy()).await.unwrap();
@@ -106,7 +106,7 @@ async fn drafts_with_quotes_and_controls_re_parse_to_what_was_written() {
 }
 
 #[tokio::test]
-async fn scenario_48_draft_names() {
+async fn draft_names() {
     // The quarantine lives one level down in a private directory, so "nothing escaped
     // next to it" is checked on that directory alone, never on the shared temp dir.
     let parent = tempfile::tempdir().unwrap();
@@ -150,7 +150,7 @@ async fn scenario_48_draft_names() {
 }
 
 #[tokio::test]
-async fn scenario_49_injection_markers() {
+async fn injection_markers() {
     let root = tempfile::tempdir().unwrap();
     for (description, body, field) in [
         (
@@ -190,7 +190,7 @@ async fn required_fields_are_checked_in_order() {
 }
 
 #[tokio::test]
-async fn scenario_50_draft_size_caps() {
+async fn draft_size_caps() {
     let root = tempfile::tempdir().unwrap();
     let receipt = drafter(root.path(), &[])
         .draft(request("big", &"d".repeat(1_000), &"b".repeat(25_200)))
@@ -213,7 +213,7 @@ async fn scenario_50_draft_size_caps() {
 }
 
 #[tokio::test]
-async fn scenario_51_near_duplicates_only_warn() {
+async fn near_duplicates_only_warn() {
     let root = tempfile::tempdir().unwrap();
     let active = [
         SkillMeta {
@@ -257,7 +257,7 @@ async fn scenario_51_near_duplicates_only_warn() {
 }
 
 #[tokio::test]
-async fn scenario_52_an_unwritable_quarantine_leaves_nothing() {
+async fn an_unwritable_quarantine_leaves_nothing() {
     let root = tempfile::tempdir().unwrap();
     let blocker = root.path().join("blocker");
     std::fs::write(&blocker, "a file where the quarantine should be").unwrap();
@@ -284,7 +284,7 @@ async fn scenario_52_an_unwritable_quarantine_leaves_nothing() {
 }
 
 #[tokio::test]
-async fn scenario_54_promotion() {
+async fn promotion() {
     let root = tempfile::tempdir().unwrap();
     let q = root.path().join("q");
     let active = root.path().join("active");
@@ -339,7 +339,7 @@ async fn scenario_54_promotion() {
 }
 
 #[tokio::test]
-async fn scenario_54_promotion_refusals() {
+async fn promotion_refusals() {
     let root = tempfile::tempdir().unwrap();
     let q = root.path().join("q");
     let active = root.path().join("active");

@@ -1,4 +1,4 @@
-//! `FsSource`: asset inventories and confined reads (scenarios 29–32).
+//! `FsSource`: asset inventories and confined reads.
 
 use std::path::Path;
 
@@ -16,7 +16,7 @@ fn asset_names(assets: &[engine_ports::SkillAsset]) -> Vec<&str> {
 }
 
 #[tokio::test]
-async fn scenario_29_symlinks_never_lead_out_of_a_skill() {
+async fn symlinks_never_lead_out_of_a_skill() {
     let root = tempfile::tempdir().unwrap();
     let skills = root.path().join("skills");
     let guarded = write_valid(&skills, "guarded", "b");
@@ -62,7 +62,7 @@ async fn scenario_29_symlinks_never_lead_out_of_a_skill() {
 }
 
 #[tokio::test]
-async fn scenario_29_a_sibling_symlinked_directory_is_not_readable() {
+async fn a_sibling_symlinked_directory_is_not_readable() {
     let root = tempfile::tempdir().unwrap();
     let skills = root.path().join("skills");
     let dir = write_valid(&skills, "refs", "b");
@@ -100,7 +100,7 @@ async fn non_regular_entries_are_neither_listed_nor_read() {
 }
 
 #[tokio::test]
-async fn scenario_30_an_oversized_asset_is_too_large_with_no_bytes() {
+async fn an_oversized_asset_is_too_large_with_no_bytes() {
     let root = tempfile::tempdir().unwrap();
     let dir = write_valid(root.path(), "big", "b");
     write_file(&dir.join("large.txt"), "x".repeat(25_001));
@@ -126,7 +126,7 @@ async fn scenario_30_an_oversized_asset_is_too_large_with_no_bytes() {
 }
 
 #[tokio::test]
-async fn scenario_31_inventory_bounds_skip_the_skill_at_construction() {
+async fn inventory_bounds_skip_the_skill_at_construction() {
     let root = tempfile::tempdir().unwrap();
     let crowded = write_valid(root.path(), "crowded", "b");
     for i in 0..1_025 {
@@ -206,7 +206,7 @@ async fn inventories_are_lazy_and_a_vanished_skill_has_no_assets() {
 }
 
 #[tokio::test]
-async fn scenario_32_errors_are_path_free_and_origins_are_tiers() {
+async fn errors_are_path_free_and_origins_are_tiers() {
     let root = tempfile::tempdir().unwrap();
     let project = root.path().join("project");
     let explicit = root.path().join("explicit");

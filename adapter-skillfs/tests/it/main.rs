@@ -1,5 +1,5 @@
 //! Integration tests of the filesystem skills adapter, one module per area; the
-//! scenario numbers are those of the skills spec (§7).
+//! scenario numbers are those of the skills spec.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,4 +1,4 @@
-//! The `SKILL.md` format (scenarios 10–22): splitting, fields, caps and notes.
+//! The `SKILL.md` format: splitting, fields, caps and notes.
 
 use adapter_skillfs::{FRONTMATTER_MAX_KEYS, NoteAction, ParsedSkill, SkillFileError, parse_skill_md};
 
@@ -17,7 +17,7 @@ fn tools(value: &str) -> Vec<String> {
 }
 
 #[test]
-fn scenario_10_description_cap_is_utf8_safe() {
+fn description_cap_is_utf8_safe() {
     let long = parse_ok(&skill_md("a", &"x".repeat(1_600), "", "b"));
     assert!(long.description.len() <= 800 && long.description.ends_with('\u{2026}'));
     assert_eq!(long.notes.len(), 1);
@@ -51,7 +51,7 @@ fn scenario_10_description_cap_is_utf8_safe() {
 }
 
 #[test]
-fn scenario_11_a_long_body_is_kept_with_a_note() {
+fn a_long_body_is_kept_with_a_note() {
     let body = "b".repeat(26_000);
     let parsed = parse_ok(&skill_md("a", "d", "", &body));
     assert_eq!(parsed.body.len(), 26_000);
@@ -66,7 +66,7 @@ fn scenario_11_a_long_body_is_kept_with_a_note() {
 }
 
 #[test]
-fn scenario_12_crlf_line_endings() {
+fn crlf_line_endings() {
     let parsed = parse_ok("---\r\nname: win\r\ndescription: CRLF line endings\r\n---\r\nbody here\r\n");
     assert_eq!(parsed.name, "win");
     assert_eq!(parsed.body, "body here");
@@ -74,7 +74,7 @@ fn scenario_12_crlf_line_endings() {
 }
 
 #[test]
-fn scenario_13_bom_and_delimiters() {
+fn bom_and_delimiters() {
     let parsed = parse_ok("\u{FEFF}---\nname: bom\ndescription: d\n---\nx");
     assert_eq!((parsed.name.as_str(), parsed.body.as_str()), ("bom", "x"));
     for text in [
@@ -89,7 +89,7 @@ fn scenario_13_bom_and_delimiters() {
 }
 
 #[test]
-fn scenario_14_optional_fields() {
+fn optional_fields() {
     let parsed = parse_ok(&skill_md(
         "a",
         "d",
@@ -124,7 +124,7 @@ fn scenario_14_optional_fields() {
 }
 
 #[test]
-fn scenario_15_license_compatibility_and_metadata_caps() {
+fn license_compatibility_and_metadata_caps() {
     let parsed = parse_ok(&skill_md(
         "a",
         "d",
@@ -168,7 +168,7 @@ fn scenario_15_license_compatibility_and_metadata_caps() {
 }
 
 #[test]
-fn scenario_16_allowed_tools_forms() {
+fn allowed_tools_forms() {
     let expected = ["Shell", "Read", "Grep"];
     assert_eq!(tools("\"Shell Read Grep\""), expected);
     assert_eq!(tools("\"  Shell   Read    Grep  \""), expected);
@@ -177,7 +177,7 @@ fn scenario_16_allowed_tools_forms() {
 }
 
 #[test]
-fn scenario_17_allowed_tools_caps() {
+fn allowed_tools_caps() {
     let names: Vec<String> = (0..65).map(|i| format!("t{i}")).collect();
     let parsed = parse_ok(&skill_md(
         "a",
@@ -202,7 +202,7 @@ fn scenario_17_allowed_tools_caps() {
 }
 
 #[test]
-fn scenario_18_scalars_are_read_as_source_text() {
+fn scalars_are_read_as_source_text() {
     for literal in ["123", "true", "42", "2026-08-28T12:00:00Z", "null"] {
         let parsed = parse_ok(&skill_md("a", "d", &format!("allowed-tools: {literal}\n"), "b"));
         assert_eq!(parsed.allowed_tools, [literal], "{literal}");
@@ -212,7 +212,7 @@ fn scenario_18_scalars_are_read_as_source_text() {
 }
 
 #[test]
-fn scenario_19_mixed_forms() {
+fn mixed_forms() {
     let parsed = parse_ok(&skill_md(
         "a",
         "d",
@@ -227,7 +227,7 @@ fn scenario_19_mixed_forms() {
 }
 
 #[test]
-fn scenario_20_a_mapping_of_allowed_tools_is_malformed() {
+fn a_mapping_of_allowed_tools_is_malformed() {
     let error = parse(&skill_md("a", "d", "allowed-tools: {a: b}\n", "b")).unwrap_err();
     assert!(matches!(error, SkillFileError::Malformed { .. }), "{error:?}");
     for extra in [
@@ -245,7 +245,7 @@ fn scenario_20_a_mapping_of_allowed_tools_is_malformed() {
 }
 
 #[test]
-fn scenario_21_decode_failures_never_echo_content() {
+fn decode_failures_never_echo_content() {
     let error = parse("---\nname: leaked-secret\ndescription: [unterminated\n---\nbody\n").unwrap_err();
     let SkillFileError::Malformed { line, column } = error else {
         panic!("{error:?}");
@@ -263,7 +263,7 @@ fn scenario_21_decode_failures_never_echo_content() {
 }
 
 #[test]
-fn scenario_21_positions_are_file_lines_with_the_opener_as_line_one() {
+fn positions_are_file_lines_with_the_opener_as_line_one() {
     let error = parse("---\nname: a\ndescription: d\nallowed-tools: {a: b}\n---\nx").unwrap_err();
     assert_eq!(
         error,
@@ -275,7 +275,7 @@ fn scenario_21_positions_are_file_lines_with_the_opener_as_line_one() {
 }
 
 #[test]
-fn scenario_22_legacy_bash_reads_as_shell() {
+fn legacy_bash_reads_as_shell() {
     assert_eq!(tools("\"Bash Read\""), ["Shell", "Read"]);
     assert_eq!(tools("\"Bash Bash bash\""), ["Shell", "Shell", "bash"]);
 }

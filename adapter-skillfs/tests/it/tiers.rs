@@ -1,4 +1,4 @@
-//! Tier resolution and the trust gate (scenarios 25–28).
+//! Tier resolution and the trust gate.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +31,7 @@ fn conventional(workspace: &str, trust: ProjectTrust) -> SkillsOptions {
 }
 
 #[test]
-fn scenario_25_explicit_dirs_and_partial_environments() {
+fn explicit_dirs_and_partial_environments() {
     let none = resolve_skill_dirs(&SkillsOptions::default(), &env(Some("/home/u"), None));
     assert!(none.dirs.is_empty() && none.withheld.is_empty());
 
@@ -77,7 +77,7 @@ fn scenario_25_explicit_dirs_and_partial_environments() {
 }
 
 #[test]
-fn scenario_26_full_order() {
+fn full_order() {
     let resolved = resolve_skill_dirs(
         &conventional("/srv/repo", ProjectTrust::Trusted),
         &env(Some("/home/u"), None),
@@ -98,7 +98,7 @@ fn scenario_26_full_order() {
 }
 
 #[test]
-fn scenario_27_xdg() {
+fn xdg() {
     let options = conventional("/srv/repo", ProjectTrust::Trusted);
     let resolved = resolve_skill_dirs(&options, &env(Some("/home/u"), Some("/custom/xdg")));
     let found = paths(&resolved.dirs);
@@ -120,7 +120,7 @@ fn scenario_27_xdg() {
 }
 
 #[test]
-fn scenario_28_an_untrusted_workspace_contributes_nothing() {
+fn an_untrusted_workspace_contributes_nothing() {
     let resolved = resolve_skill_dirs(
         &conventional("/srv/repo", ProjectTrust::Untrusted),
         &env(Some("/home/u"), Some("/custom/xdg")),
@@ -137,7 +137,7 @@ fn scenario_28_an_untrusted_workspace_contributes_nothing() {
 }
 
 #[tokio::test]
-async fn scenario_28_a_project_skill_of_an_untrusted_workspace_is_absent_everywhere() {
+async fn a_project_skill_of_an_untrusted_workspace_is_absent_everywhere() {
     let root = tempfile::tempdir().unwrap();
     let workspace = root.path().join("ws");
     let home = root.path().join("home");

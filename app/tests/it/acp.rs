@@ -1,4 +1,4 @@
-//! `mecated acp` under a real ACP client (scenarios 13–17): capabilities, session
+//! `mecated acp` under a real ACP client: capabilities, session
 //! creation and its refusals, client MCP servers (stdio and streamable HTTP) kept to
 //! their session, the prompt's update stream, permission round trips, cancel, modes,
 //! stdout carrying protocol frames only, and input no client should send (bytes that

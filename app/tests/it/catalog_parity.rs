@@ -1,4 +1,4 @@
-//! The catalog-parity invariant (§5, scenarios 1–3): the baseline is the real build
+//! The catalog-parity invariant: the baseline is the real build
 //! output; a per-session catalog equals the shared one by name, plus only the
 //! session's `mcp__<client>__*` tools, in every mode.
 

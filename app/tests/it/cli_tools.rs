@@ -1,4 +1,4 @@
-//! `mecated tools` (scenario 11): the real build, listed per mode; `--json` is the
+//! `mecated tools`: the real build, listed per mode; `--json` is the
 //! overview object, exactly.
 
 use serde_json::{Value, json};

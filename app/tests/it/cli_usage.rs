@@ -1,4 +1,4 @@
-//! Exit codes and flag errors of `mecated` (scenarios 8–10): every flag error names
+//! Exit codes and flag errors of `mecated`: every flag error names
 //! the flag, the offending value and what is expected, and exits 2.
 
 use crate::support::{Output, Scratch, mecated};

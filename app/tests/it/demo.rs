@@ -1,4 +1,4 @@
-//! `mecated demo` (scenario 23): offline, under 5 s, a transcript of every call and
+//! `mecated demo`: offline, under 5 s, a transcript of every call and
 //! result, and audit files that hold one line per executed call.
 
 use std::path::PathBuf;

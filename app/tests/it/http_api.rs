@@ -1,4 +1,4 @@
-//! The HTTP + SSE API (`mecated serve`, scenario 18 and the HTTP part of 13) through
+//! The HTTP + SSE API (`mecated serve`) through
 //! a real HTTP client over loopback: sessions, SSE prompts, approvals, cancellation,
 //! auth, limits, client MCP servers, disconnects and shutdown.
 
@@ -67,7 +67,7 @@ async fn logged_result(server: &TestServer, id: &str) -> EventKind {
 }
 
 #[tokio::test]
-async fn scenario_18_create_prompt_list_tools_delete() {
+async fn create_prompt_list_tools_delete() {
     let scratch = Scratch::new();
     let server = TestServer::start(config(&scratch)).await;
 

@@ -1,4 +1,4 @@
-//! Who closes what (§6, scenarios 4–7): session engines close their client servers
+//! Who closes what: session engines close their client servers
 //! only, `Built::close` closes the global servers once, a failed build unwinds, and
 //! client servers are all-or-nothing.
 

@@ -1,5 +1,4 @@
-//! Skills and slash commands through the real build (scenarios 28, 59–61 of the
-//! skills spec): the trust gate, project commands, the palette, and byte parity of
+//! Skills and slash commands through the real build: the trust gate, project commands, the palette, and byte parity of
 //! file and in-memory templates through the real chain.
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Slash commands: grammar, substitution, stripping, skills as commands, the chain
-//! and the palette (scenarios 55–61, 63–67).
+//! and the palette.
 
 use std::sync::Arc;
 
@@ -90,7 +90,7 @@ impl CommandExpander for Listed {
 }
 
 #[tokio::test]
-async fn scenario_55_pass_through() {
+async fn pass_through() {
     let empty = CommandChain::new(Vec::new());
     for input in ["hello world", "/review foo.go", ""] {
         passes_through(&empty, input).await;
@@ -106,7 +106,7 @@ async fn scenario_55_pass_through() {
 }
 
 #[tokio::test]
-async fn scenario_55_without_an_expander_the_engine_sends_the_prompt_verbatim() {
+async fn without_an_expander_the_engine_sends_the_prompt_verbatim() {
     let llm = Arc::new(ScriptedLlm::new([]));
     let engine = Engine::new(Deps::new(
         llm.clone(),
@@ -127,7 +127,7 @@ async fn scenario_55_without_an_expander_the_engine_sends_the_prompt_verbatim() 
 }
 
 #[tokio::test]
-async fn scenario_56_positional_arguments() {
+async fn positional_arguments() {
     let source = templates(&[("review", "Please review $1 and also $2.\nAll args: $ARGUMENTS")]);
     assert_eq!(
         expanded(&expander(source), "/review foo.go bar.go").await,
@@ -136,7 +136,7 @@ async fn scenario_56_positional_arguments() {
 }
 
 #[tokio::test]
-async fn scenario_57_placeholder_edge_cases() {
+async fn placeholder_edge_cases() {
     let source = templates(&[
         ("c", "keep $HOME but drop [$3] and use $1"),
         ("twelve", "$12|$1|$0|trailing $"),
@@ -157,7 +157,7 @@ async fn scenario_57_placeholder_edge_cases() {
 }
 
 #[tokio::test]
-async fn scenario_58_frontmatter_stripping() {
+async fn frontmatter_stripping() {
     let source = templates(&[
         ("review", "---\ndescription: Review a file\n---\nReview $1 now."),
         ("open", "---\nnot closed\nBody $ARGUMENTS"),
@@ -171,7 +171,7 @@ async fn scenario_58_frontmatter_stripping() {
 }
 
 #[tokio::test]
-async fn scenario_59_trusted_and_withheld_project_commands() {
+async fn trusted_and_withheld_project_commands() {
     // The file source lists `hi` only when the workspace is trusted (adapter test);
     // here: a source that has it expands, one that withholds it passes the input on.
     let trusted = expander(templates(&[("hi", "Hello $ARGUMENTS")]));
@@ -181,7 +181,7 @@ async fn scenario_59_trusted_and_withheld_project_commands() {
 }
 
 #[tokio::test]
-async fn scenario_60_listing_through_the_expander() {
+async fn listing_through_the_expander() {
     let source: Arc<dyn CommandSource> = Arc::new(MemoryCommandSource::new([
         (info("review", "Review a pull request"), Default::default()),
         (info("fix", "Fix the failing test in $1"), Default::default()),
@@ -200,7 +200,7 @@ async fn scenario_60_listing_through_the_expander() {
 }
 
 #[tokio::test]
-async fn scenario_61_byte_parity_of_equal_templates() {
+async fn byte_parity_of_equal_templates() {
     let templates_ = [
         (
             "review",
@@ -234,7 +234,7 @@ async fn scenario_61_byte_parity_of_equal_templates() {
 }
 
 #[tokio::test]
-async fn scenario_63_skill_command_listing_and_failures() {
+async fn skill_command_listing_and_failures() {
     let source = FakeSource::new()
         .skill(meta("zebra", "Z."), "Zebra $1")
         .skill(meta("alpha", "First alpha."), "Alpha $1")
@@ -294,7 +294,7 @@ async fn scenario_63_skill_command_listing_and_failures() {
 }
 
 #[tokio::test]
-async fn scenario_64_skill_command_expansion() {
+async fn skill_command_expansion() {
     let source = Arc::new(
         FakeSource::new()
             .skill(
@@ -328,7 +328,7 @@ async fn scenario_64_skill_command_expansion() {
 }
 
 #[tokio::test]
-async fn scenario_65_asset_names_stay_literal_and_the_cap_holds() {
+async fn asset_names_stay_literal_and_the_cap_holds() {
     let source = Arc::new(
         FakeSource::new()
             .skill(meta("post", "d"), "Use $1.")
@@ -349,7 +349,7 @@ async fn scenario_65_asset_names_stay_literal_and_the_cap_holds() {
 }
 
 #[tokio::test]
-async fn scenario_66_chain_precedence() {
+async fn chain_precedence() {
     let skill_source =
         Arc::new(FakeSource::new().skill(meta("dup", "Skill dup."), "SKILL dup body $ARGUMENTS"));
     let skills: Arc<dyn CommandSource> = Arc::new(SkillCommandSource::new(
@@ -383,7 +383,7 @@ async fn scenario_66_chain_precedence() {
 }
 
 #[tokio::test]
-async fn scenario_66_a_chain_error_stops_the_run_before_the_model() {
+async fn a_chain_error_stops_the_run_before_the_model() {
     let llm = Arc::new(ScriptedLlm::new([]));
     let mut deps = Deps::new(llm.clone(), Arc::new(Catalog::new()), crate::support::env());
     deps.commands = Some(Arc::new(CommandChain::new(vec![Arc::new(Broken {
@@ -415,7 +415,7 @@ async fn scenario_66_a_chain_error_stops_the_run_before_the_model() {
 }
 
 #[tokio::test]
-async fn scenario_67_palette_merge() {
+async fn palette_merge() {
     let chain = CommandChain::new(vec![
         Arc::new(Listed(vec![info("b", "first"), info("a", "a")])),
         Arc::new(Broken { can_list: false }),

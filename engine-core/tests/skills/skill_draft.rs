@@ -1,4 +1,4 @@
-//! The `SkillDraft` tool (scenario 53).
+//! The `SkillDraft` tool.
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ fn tool(warnings: &[&str]) -> (SkillDraftTool, Arc<RecordingDrafter>) {
 }
 
 #[tokio::test]
-async fn scenario_53_the_tool_is_mutating_and_hidden_in_plan_mode() {
+async fn the_tool_is_mutating_and_hidden_in_plan_mode() {
     let (draft, _) = tool(&[]);
     assert!(!draft.read_only());
     let spec = draft.spec();
@@ -40,7 +40,7 @@ async fn scenario_53_the_tool_is_mutating_and_hidden_in_plan_mode() {
 }
 
 #[tokio::test]
-async fn scenario_53_success_names_the_relative_location_and_says_inactive() {
+async fn success_names_the_relative_location_and_says_inactive() {
     let (draft, drafter) = tool(&["near-duplicate of active skills: deploy-staging"]);
     let result = call_json(
         &draft,
@@ -67,7 +67,7 @@ async fn scenario_53_success_names_the_relative_location_and_says_inactive() {
 }
 
 #[tokio::test]
-async fn scenario_53_bad_arguments_and_draft_errors_are_error_results() {
+async fn bad_arguments_and_draft_errors_are_error_results() {
     let (draft, drafter) = tool(&[]);
     let raw = call(&draft, "{bad").await;
     assert!(raw.is_error(), "{}", raw.content());

@@ -1,4 +1,4 @@
-//! The `Skill` tool (scenarios 35–46).
+//! The `Skill` tool.
 
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ fn header(skill: &str, asset: &str) -> String {
 }
 
 #[tokio::test]
-async fn scenario_35_tool_spec() {
+async fn tool_spec() {
     let (tool, _) = tool(review());
     let spec = tool.spec();
     assert_eq!(spec.name(), "Skill");
@@ -70,7 +70,7 @@ async fn scenario_35_tool_spec() {
 }
 
 #[tokio::test]
-async fn scenario_36_the_description_is_stable_and_one_line_per_skill() {
+async fn the_description_is_stable_and_one_line_per_skill() {
     let source = FakeSource::new().skill(meta("zeta", "Last one."), "z").skill(
         meta("alpha", "First line\n  second line\r\nthird\tkept  spaces"),
         "a",
@@ -102,7 +102,7 @@ async fn scenario_36_the_description_is_stable_and_one_line_per_skill() {
 }
 
 #[tokio::test]
-async fn scenario_36_the_description_is_byte_identical_across_turns_and_sessions() {
+async fn the_description_is_byte_identical_across_turns_and_sessions() {
     let (skill, _) = tool(review());
     let mut catalog = Catalog::new();
     catalog.must_register(Arc::new(skill));
@@ -142,7 +142,7 @@ async fn scenario_36_the_description_is_byte_identical_across_turns_and_sessions
 }
 
 #[tokio::test]
-async fn scenario_37_activation() {
+async fn activation() {
     let (tool, source) = tool(review());
     let result = call_json(&tool, serde_json::json!({"name": "review"})).await;
     assert!(!result.is_error(), "{}", result.content());
@@ -162,7 +162,7 @@ async fn scenario_37_activation() {
 }
 
 #[tokio::test]
-async fn scenario_38_golden_full() {
+async fn golden_full() {
     let source = Arc::new(MemorySkillSource::new([MemorySkill {
         meta: SkillMeta {
             compatibility: Some("mecatl >= 0.1".into()),
@@ -203,7 +203,7 @@ async fn scenario_38_golden_full() {
 }
 
 #[tokio::test]
-async fn scenario_39_the_activation_cap() {
+async fn the_activation_cap() {
     let (tool, source) = tool(
         FakeSource::new()
             .skill(meta("huge", "d"), &"body-".repeat(25_000))
@@ -216,7 +216,7 @@ async fn scenario_39_the_activation_cap() {
 }
 
 #[tokio::test]
-async fn scenario_40_asset_read() {
+async fn asset_read() {
     let (tool, source) = tool(FakeSource::new().skill(meta("review", "d"), "b").asset(
         "review",
         "references/checklist.md",
@@ -236,7 +236,7 @@ async fn scenario_40_asset_read() {
 }
 
 #[tokio::test]
-async fn scenario_41_the_payload_limit() {
+async fn the_payload_limit() {
     let limit = C - header("s", "exact.md").len();
     let over_limit = C - header("s", "over.md").len();
     let (tool, source) = tool(
@@ -264,7 +264,7 @@ async fn scenario_41_the_payload_limit() {
 }
 
 #[tokio::test]
-async fn scenario_42_rejected_before_reading() {
+async fn rejected_before_reading() {
     let (tool, source) = tool(
         FakeSource::new()
             .skill(meta("s", "d"), "b")
@@ -286,7 +286,7 @@ async fn scenario_42_rejected_before_reading() {
 }
 
 #[tokio::test]
-async fn scenario_43_rejected_after_one_read() {
+async fn rejected_after_one_read() {
     let limit = C - header("s", "grown.md").len();
     let payload = "x".repeat(limit + 1);
     let cases: [(&str, Vec<u8>, &[&str]); 3] = [
@@ -326,7 +326,7 @@ async fn scenario_43_rejected_after_one_read() {
 }
 
 #[tokio::test]
-async fn scenario_44_long_source_errors_are_cut() {
+async fn long_source_errors_are_cut() {
     let long = SkillSourceError::Backend {
         message: "e".repeat(8_000),
     };
@@ -373,7 +373,7 @@ async fn scenario_44_long_source_errors_are_cut() {
 }
 
 #[tokio::test]
-async fn scenario_45_bad_calls_are_error_results() {
+async fn bad_calls_are_error_results() {
     let (tool, source) = tool(
         FakeSource::new()
             .skill(meta("review", "d"), "b")
@@ -413,7 +413,7 @@ async fn scenario_45_bad_calls_are_error_results() {
 }
 
 #[tokio::test]
-async fn scenario_46_a_large_inventory_is_bounded() {
+async fn a_large_inventory_is_bounded() {
     let mut source = FakeSource::new().skill(meta("many", "d"), "Body.");
     for i in 0..1_000 {
         source = source.asset("many", &format!("references/{i:04}.md"), "x");

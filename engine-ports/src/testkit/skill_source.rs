@@ -122,7 +122,7 @@ fn yaml_quoted(text: &str) -> String {
     out
 }
 
-/// The canonical fixture (scenario 33): `commit-style` without assets, `research`
+/// The canonical fixture: `commit-style` without assets, `research`
 /// with one nested asset, and `review` with every optional field, a textual asset
 /// and an executable one. Sorted by name.
 pub fn fixture() -> Vec<FixtureSkill> {
