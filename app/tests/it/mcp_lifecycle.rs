@@ -22,6 +22,25 @@ const ECHO_RESTART_ECHO: &str = r#"{"turns": [
   {"text": "done"}
 ]}"#;
 
+/// `mecated run` on `script` with one `--mcp-server` (`NAME=URL`), every call approved,
+/// events as JSON Lines.
+fn run_with_server(
+    scratch: &Scratch,
+    server: &str,
+    script: &std::path::Path,
+    prompt: &str,
+) -> tokio::process::Command {
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["run", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--toolhive=false", "--approve", "all", "--output", "jsonl"])
+        .args(["--mcp-server", server, "--mock-script"])
+        .arg(script)
+        .arg(prompt);
+    command
+}
+
 #[tokio::test]
 async fn one_run_survives_a_typescript_sdk_server_restart_between_two_calls() {
     const TEST: &str = "run_survives_restart";
@@ -32,14 +51,8 @@ async fn one_run_survives_a_typescript_sdk_server_restart_between_two_calls() {
     let scratch = Scratch::new();
     let script = scratch.write("script.json", ECHO_RESTART_ECHO);
     let server = format!("ev=http://127.0.0.1:{port}/mcp");
-    let mut command = mecated_command(scratch.dir.path());
+    let mut command = run_with_server(&scratch, &server, &script, "echo twice");
     command
-        .args(["run", "--workspace"])
-        .arg(scratch.ws())
-        .args(["--toolhive=false", "--approve", "all", "--output", "jsonl"])
-        .args(["--mcp-server", &server, "--mock-script"])
-        .arg(&script)
-        .arg("echo twice")
         .env("MECATED_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -190,14 +203,7 @@ async fn a_running_session_sees_a_tool_the_server_added_at_its_next_turn() {
     let scratch = Scratch::new();
     let script = scratch.write("script.json", GROW_THEN_CALL);
     let server = format!("live={}/mcp", peer.base_url());
-    let mut command = mecated_command(scratch.dir.path());
-    command
-        .args(["run", "--workspace"])
-        .arg(scratch.ws())
-        .args(["--toolhive=false", "--approve", "all", "--output", "jsonl"])
-        .args(["--mcp-server", &server, "--mock-script"])
-        .arg(&script)
-        .arg("grow a tool");
+    let mut command = run_with_server(&scratch, &server, &script, "grow a tool");
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
         .await
         .expect("the run hung")
