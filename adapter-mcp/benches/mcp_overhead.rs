@@ -22,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use adapter_mcp::{ConnectOptions, McpManager, MountOptions, ServerConfig, ToolFamily, register};
+use adapter_mcp::{ConnectOptions, McpManager, MountOptions, ServerConfig};
 use criterion::Criterion;
 use engine_core::{Catalog, Environment};
 use engine_ports::{CancellationToken, ToolCall};
@@ -188,7 +188,9 @@ fn main() {
         assert!(connected.failures.is_empty(), "{:?}", connected.failures);
         let mut catalog = Catalog::new();
         let snapshot = connected.manager.tool_snapshot(MountOptions::default());
-        register(&mut catalog, snapshot.catalog_tools(), ToolFamily::McpGlobal);
+        for tool in snapshot.catalog_tools() {
+            catalog.must_register(tool);
+        }
         (connected.manager, catalog, bare_client(&url).await)
     });
     let dir = std::env::temp_dir();

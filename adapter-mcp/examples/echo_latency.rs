@@ -27,7 +27,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use adapter_mcp::{ConnectOptions, McpManager, MountOptions, ServerConfig, ToolFamily, register};
+use adapter_mcp::{ConnectOptions, McpManager, MountOptions, ServerConfig};
 use engine_core::{Catalog, Environment};
 use engine_ports::{CancellationToken, ToolCall};
 use rmcp::ClientHandler;
@@ -148,7 +148,9 @@ async fn our_catalog(target: &Target) -> (McpManager, Catalog) {
     assert!(connected.failures.is_empty(), "{:?}", connected.failures);
     let mut catalog = Catalog::new();
     let snapshot = connected.manager.tool_snapshot(MountOptions::default());
-    register(&mut catalog, snapshot.catalog_tools(), ToolFamily::McpGlobal);
+    for tool in snapshot.catalog_tools() {
+        catalog.must_register(tool);
+    }
     (connected.manager, catalog)
 }
 

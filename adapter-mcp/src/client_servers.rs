@@ -1,15 +1,13 @@
 //! Client-provided (per-session) servers — validation that reports every
-//! problem, the D7 all-or-nothing connect, and the client-tier mount.
+//! problem and the D7 all-or-nothing connect. Mounting their tools is the
+//! catalog assembly's job.
 
 use std::path::PathBuf;
 
-use engine_core::Catalog;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{CLIENT_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig};
 use crate::manager::{ConnectOptions, McpManager};
-use crate::register::{Registration, Tier, ToolFamily, register};
-use crate::tool::MountOptions;
 use crate::url_check::validate_url;
 
 /// Most client-provided servers per session.
@@ -300,25 +298,4 @@ pub async fn connect_client_servers(
             })
             .collect(),
     })
-}
-
-/// Mounts a session's client tools (family `mcp-client`) after the global tools: a
-/// client tool whose name a global tool holds loses, with one client-tier WARN; the
-/// others mount; one INFO gives the server and tool counts.
-pub fn mount_client_tools(
-    catalog: &mut Catalog,
-    manager: &McpManager,
-    options: MountOptions,
-) -> Registration {
-    let snapshot = manager.tool_snapshot(options);
-    let registration = register(catalog, snapshot.catalog_tools(), ToolFamily::McpClient);
-    registration.warn(Tier::Client);
-    let servers = manager.server_names().len();
-    let tools = registration.registered.len();
-    tracing::info!(
-        servers,
-        tools,
-        "mounted {tools} tool(s) of {servers} client-provided MCP server(s)"
-    );
-    registration
 }

@@ -3,7 +3,7 @@
 //! This crate is the MCP client adapter: it connects to operator-configured
 //! streamable-HTTP and stdio servers, ToolHive workloads and a session's
 //! client-provided servers ([`McpManager`]), mounts their tools as
-//! `mcp__<server>__<tool>` ([`McpTool`], [`register`]; names are identities, D6),
+//! `mcp__<server>__<tool>` ([`McpTool`]; names are identities, D6),
 //! maps their results onto typed content parts under the one output cap (D10),
 //! reconnects dropped sessions once and never replays a request that may have
 //! arrived (D13), offers the resource meta-tools ([`resource_tools`]) and the
@@ -11,10 +11,12 @@
 //! `--mcp-*` / `--toolhive*` rules as pure functions ([`parse_mcp_flags`],
 //! [`validate_url`], [`discover_toolhive`]). It is not the composition root: `app`
 //! maps clap and ACP/HTTP bodies onto these types, owns the global manager's
-//! lifecycle and decides the tier order of registration.
+//! lifecycle and alone registers tools into catalogs (order, first wins): this crate
+//! produces tools and never registers them itself.
 //!
 //! Start with [`parse_mcp_flags`] → [`merge_servers`] → [`McpManager::connect`], then
-//! [`McpManager::tool_snapshot`] and [`register`] during catalog assembly:
+//! [`McpManager::tool_snapshot`] and [`ToolSnapshot::catalog_tools`], which the
+//! catalog assembly registers:
 //!
 //! ```
 //! use adapter_mcp::{McpFlags, parse_mcp_flags};
@@ -52,7 +54,6 @@ mod mcp_config;
 mod naming;
 mod prompts;
 mod redact;
-mod register;
 mod resources;
 mod server;
 mod session;
@@ -64,8 +65,7 @@ mod url_check;
 // The public surface, in one place.
 pub use client_servers::{
     ClientServerContext, ClientServerKind, ClientServerProblem, ClientServerSpec, ClientServersError,
-    MAX_CLIENT_SERVER_NAME_BYTES, MAX_CLIENT_SERVERS, connect_client_servers, mount_client_tools,
-    validate_client_servers,
+    MAX_CLIENT_SERVER_NAME_BYTES, MAX_CLIENT_SERVERS, connect_client_servers, validate_client_servers,
 };
 pub use config::{
     CLIENT_CONNECT_TIMEOUT, ConfigError, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource,
@@ -84,7 +84,6 @@ pub use manager::{
 pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
 pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
 pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
-pub use register::{Registration, SkippedTool, Tier, ToolFamily, register};
 pub use resources::{
     LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,
 };

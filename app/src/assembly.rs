@@ -1,11 +1,11 @@
 //! [`assemble_catalog`]: the only code that registers tools, for the shared catalog
 //! and every per-session catalog.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use adapter_mcp::{McpError, McpManager, Registration, Tier, ToolFamily, register};
-use engine_core::{Catalog, CatalogError, Tool};
+use adapter_mcp::{McpError, McpManager};
+use engine_core::{Catalog, CatalogError, TOOL_SEARCH_NAME, Tool};
 use engine_ports::{Diagnostic, Diagnostics, Level};
 use serde::Serialize;
 
@@ -129,13 +129,18 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
         match slot {
             FamilySlot::Core => {
                 run.builtin(Family::Core, &assets.core);
+                run.extra(&assets.extra);
                 run.narrate(|| {
                     let shell = if assets.shell {
                         "Shell included"
                     } else {
                         "Shell disabled by --no-shell"
                     };
-                    format!("core tools enabled: {} tools, {shell}", assets.core.len())
+                    let extra = match assets.extra.len() {
+                        0 => String::new(),
+                        n => format!(", {n} embedder tool(s)"),
+                    };
+                    format!("core tools enabled: {} tools, {shell}{extra}", assets.core.len())
                 });
             }
             FamilySlot::GlobalMcp => {
@@ -217,6 +222,9 @@ struct Assembly {
     conflicts: Vec<ToolConflict>,
     client_tool_names: Vec<String>,
     diagnostics: Diagnostics,
+    /// The names an embedder's extra tools took: later built-in families meeting
+    /// one are skipped (first wins), not a conflict.
+    extra_names: HashSet<Arc<str>>,
 }
 
 impl Assembly {
@@ -229,6 +237,7 @@ impl Assembly {
             conflicts: Vec::new(),
             client_tool_names: Vec::new(),
             diagnostics: Diagnostics::new(),
+            extra_names: HashSet::new(),
         }
     }
 
@@ -269,11 +278,13 @@ impl Assembly {
                 Err(CatalogError::Duplicate(_)) => {
                     let kept = self.families.get(&name).copied();
                     match kept {
-                        Some(kept) if !kept.is_mcp() => self.conflicts.push(ToolConflict {
-                            name: name.to_string(),
-                            kept,
-                            rejected: family,
-                        }),
+                        Some(kept) if !kept.is_mcp() && !self.extra_names.contains(&name) => {
+                            self.conflicts.push(ToolConflict {
+                                name: name.to_string(),
+                                kept,
+                                rejected: family,
+                            });
+                        }
                         _ => skipped.push(SkippedTool {
                             reason: self.skip_reason(&name, "the name is already registered".to_owned()),
                             name: name.to_string(),
@@ -301,25 +312,74 @@ impl Assembly {
         }
     }
 
+    /// Registers an embedder's extra tools in family `core`, first wins: a name already
+    /// taken, reserved or invalid is skipped with one WARN for the lot.
+    fn extra(&mut self, tools: &[Arc<dyn Tool>]) {
+        let mut skipped = Vec::new();
+        for tool in tools {
+            let name: Arc<str> = Arc::from(tool.spec().name());
+            if &*name == TOOL_SEARCH_NAME {
+                skipped.push(SkippedTool {
+                    name: name.to_string(),
+                    family: Family::Core,
+                    reason: "the name is reserved for the engine's ToolSearch".to_owned(),
+                });
+                continue;
+            }
+            match self.catalog.register(Arc::clone(tool)) {
+                Ok(()) => {
+                    self.families.insert(Arc::clone(&name), Family::Core);
+                    self.extra_names.insert(name);
+                }
+                Err(error) => {
+                    let fallback = error.to_string();
+                    skipped.push(SkippedTool {
+                        reason: self.skip_reason(&name, fallback),
+                        name: name.to_string(),
+                        family: Family::Core,
+                    });
+                }
+            }
+        }
+        if !skipped.is_empty() {
+            let names = join_names(&skipped);
+            let message = format!(
+                "embedder tool(s) skipped because their names are taken or reserved (the earlier tools are kept): {names}"
+            );
+            tracing::warn!(tools = %names, "{message}");
+            self.diagnostics.extend([Diagnostic {
+                level: Level::Warn,
+                message,
+            }]);
+            self.skipped.extend(skipped);
+        }
+    }
+
     /// Registers MCP tools (first wins, skip and continue); the caller WARNs once per
     /// tier.
     fn mcp(&mut self, family: Family, tools: &[Arc<dyn Tool>]) -> Registration {
-        let tool_family = match family {
-            Family::McpResource => ToolFamily::McpResource,
-            Family::McpClient => ToolFamily::McpClient,
-            _ => ToolFamily::McpGlobal,
-        };
-        let registration = register(&mut self.catalog, tools.iter().cloned(), tool_family);
-        for name in &registration.registered {
-            self.families.insert(Arc::from(name.as_str()), family);
-        }
-        for skipped in &registration.skipped {
-            let reason = self.skip_reason(&skipped.name, skipped.reason.clone());
-            self.skipped.push(SkippedTool {
-                name: skipped.name.clone(),
-                family,
-                reason,
-            });
+        let mut registration = Registration::default();
+        for tool in tools {
+            let name: Arc<str> = Arc::from(tool.spec().name());
+            match self.catalog.register(Arc::clone(tool)) {
+                Ok(()) => {
+                    self.families.insert(Arc::clone(&name), family);
+                    registration.registered.push(name.to_string());
+                }
+                Err(error) => {
+                    let fallback = match error {
+                        CatalogError::Duplicate(_) => "the name is already registered".to_owned(),
+                        other => other.to_string(),
+                    };
+                    let skipped = SkippedTool {
+                        reason: self.skip_reason(&name, fallback),
+                        name: name.to_string(),
+                        family,
+                    };
+                    registration.skipped.push(skipped.name.clone());
+                    self.skipped.push(skipped);
+                }
+            }
         }
         registration
     }
@@ -329,8 +389,7 @@ impl Assembly {
         if registration.skipped.is_empty() {
             return;
         }
-        registration.warn(tier);
-        let names = registration.skipped_names();
+        let names = registration.skipped.join(", ");
         let message = match tier {
             Tier::Global => format!(
                 "server-global MCP tool(s) skipped because their names are already registered (the earlier tools are kept): {names}"
@@ -339,11 +398,28 @@ impl Assembly {
                 "client MCP tool(s) skipped: shadowed by server-global tools of the same name, which win: {names}"
             ),
         };
+        tracing::warn!(tools = %names, "{message}");
         self.diagnostics.extend([Diagnostic {
             level: Level::Warn,
             message,
         }]);
     }
+}
+
+/// Which MCP mount a WARN speaks for.
+#[derive(Clone, Copy)]
+enum Tier {
+    /// Server-global and resource tools: a server advertised a name already taken.
+    Global,
+    /// A session's client tools: shadowed by earlier (server-global) tools.
+    Client,
+}
+
+/// What one MCP mount registered and skipped, by name, in order.
+#[derive(Default)]
+struct Registration {
+    registered: Vec<String>,
+    skipped: Vec<String>,
 }
 
 fn join_names(skipped: &[SkippedTool]) -> String {
@@ -391,6 +467,7 @@ mod tests {
     fn assets(core: &[&'static str], skill: Option<&'static str>) -> CatalogAssets {
         CatalogAssets {
             core: core.iter().map(|n| Arc::new(Named(n)) as Arc<dyn Tool>).collect(),
+            extra: Vec::new(),
             shell: false,
             global: GlobalMcp::new(McpManager::empty(), MountOptions::default()),
             resources: ResourceAssets {
@@ -439,5 +516,87 @@ mod tests {
         assert_eq!(narrated.diagnostics.len(), FAMILY_ORDER.len());
         assert!(narrated.diagnostics.iter().all(|d| d.level == Level::Info));
         assert_eq!(narrated.catalog.names().collect::<Vec<_>>(), ["Read"]);
+    }
+
+    fn named(names: &[&'static str]) -> Vec<Arc<dyn Tool>> {
+        names
+            .iter()
+            .map(|n| Arc::new(Named(n)) as Arc<dyn Tool>)
+            .collect()
+    }
+
+    #[test]
+    fn extra_tools_follow_the_core_tools_in_family_core() {
+        let mut assets = assets(&["Read", "Write"], None);
+        assets.extra = named(&["Ping", "Pong"]);
+        let assembled = assemble_catalog(&assets, CatalogInputs::default());
+        assert_eq!(
+            assembled.catalog.names().collect::<Vec<_>>(),
+            ["Ping", "Pong", "Read", "Write"]
+        );
+        assert_eq!(assembled.families.get("Ping"), Some(&Family::Core));
+        assert!(assembled.skipped.is_empty() && assembled.conflicts.is_empty());
+        assert!(assembled.diagnostics.is_empty(), "{:?}", assembled.diagnostics);
+    }
+
+    #[test]
+    fn an_extra_tool_with_a_taken_or_reserved_name_is_skipped_with_one_warn() {
+        let mut assets = assets(&["Read"], None);
+        assets.extra = named(&["Read", "Ping", "Ping", "ToolSearch"]);
+        let assembled = assemble_catalog(&assets, CatalogInputs::default());
+        assert_eq!(assembled.catalog.names().collect::<Vec<_>>(), ["Ping", "Read"]);
+        let skipped: Vec<(&str, &str)> = assembled
+            .skipped
+            .iter()
+            .map(|s| (s.name.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                (
+                    "Read",
+                    "the name is already registered by a tool of family core, which is kept"
+                ),
+                (
+                    "Ping",
+                    "the name is already registered by a tool of family core, which is kept"
+                ),
+                ("ToolSearch", "the name is reserved for the engine's ToolSearch"),
+            ]
+        );
+        assert!(assembled.conflicts.is_empty());
+        let warns: Vec<&str> = assembled
+            .diagnostics
+            .iter()
+            .filter(|d| d.level == Level::Warn)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            warns,
+            [
+                "embedder tool(s) skipped because their names are taken or reserved (the earlier tools are kept): Read, Ping, ToolSearch"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_later_builtin_family_meeting_an_extra_tool_name_is_skipped_not_a_conflict() {
+        let mut assets = assets(&["Read"], Some("SkillDraft"));
+        assets.extra = named(&["SkillDraft"]);
+        let assembled = assemble_catalog(&assets, CatalogInputs::default());
+        assert!(assembled.conflicts.is_empty(), "{:?}", assembled.conflicts);
+        assert_eq!(assembled.families.get("SkillDraft"), Some(&Family::Core));
+        assert_eq!(assembled.skipped.len(), 1);
+        assert_eq!(assembled.skipped[0].family, Family::Skill);
+        assert_eq!(
+            assembled
+                .diagnostics
+                .iter()
+                .filter(|d| d.level == Level::Warn)
+                .count(),
+            1,
+            "{:?}",
+            assembled.diagnostics
+        );
     }
 }

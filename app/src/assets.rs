@@ -17,6 +17,7 @@ use crate::store::AppStore;
 /// all catalogs (no deep clones).
 pub struct CatalogAssets {
     pub(crate) core: Vec<Arc<dyn Tool>>,
+    pub(crate) extra: Vec<Arc<dyn Tool>>,
     pub(crate) shell: bool,
     pub(crate) global: GlobalMcp,
     pub(crate) resources: ResourceAssets,
@@ -83,6 +84,7 @@ impl std::fmt::Debug for CatalogAssets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CatalogAssets")
             .field("core", &self.core.len())
+            .field("extra", &self.extra.len())
             .field("shell", &self.shell)
             .field("global", &self.global)
             .field("resources", &self.resources.tools.len())

@@ -164,6 +164,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     });
     let assets = Arc::new(CatalogAssets {
         core: core_tools(&CoreToolsOptions::new().with_shell(cfg.shell.is_some())),
+        extra: cfg.extra_tools.tools().to_vec(),
         shell: cfg.shell.is_some(),
         global: global.clone(),
         resources: ResourceAssets {

@@ -1,6 +1,7 @@
 //! [`AppConfig`]: what [`build`](crate::build) composes, as plain data (no CLI needed).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
@@ -9,7 +10,7 @@ use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 
 use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
-use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits};
+use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits, Tool};
 use engine_ports::{Diagnostic, PermissionMode};
 
 /// The default live per-session engine cap of the
@@ -56,6 +57,9 @@ pub struct AppConfig {
     pub max_sessions: usize,
     /// How the sessions' system prompt is made.
     pub system_prompt: SystemPromptConfig,
+    /// Tools an embedder adds at build time: registered right after the core tools,
+    /// in family `core`, in every session's catalog.
+    pub extra_tools: ExtraTools,
 }
 
 impl AppConfig {
@@ -81,7 +85,56 @@ impl AppConfig {
             engine: EngineSettings::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             system_prompt: SystemPromptConfig::default(),
+            extra_tools: ExtraTools::default(),
         }
+    }
+}
+
+/// An embedder's own tools ([`AppConfig::extra_tools`]), in registration order.
+///
+/// The catalog assembly registers them in family `core` right after the built-in core
+/// tools. Names are first-wins: an extra tool whose name is already taken (a built-in
+/// tool or an earlier extra tool), or that is reserved (`ToolSearch`), is skipped with
+/// one WARN; a later built-in family that meets an extra tool's name is skipped the
+/// same way, and MCP tools lose to it as they lose to any core tool.
+#[derive(Clone, Default)]
+pub struct ExtraTools(Vec<Arc<dyn Tool>>);
+
+impl ExtraTools {
+    /// No extra tools.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `tool` after the ones already given.
+    #[must_use]
+    pub fn with(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.0.push(tool);
+        self
+    }
+
+    /// Adds `tool` after the ones already given.
+    pub fn push(&mut self, tool: Arc<dyn Tool>) {
+        self.0.push(tool);
+    }
+
+    /// The tools, in registration order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.0
+    }
+}
+
+impl From<Vec<Arc<dyn Tool>>> for ExtraTools {
+    fn from(tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self(tools)
+    }
+}
+
+impl std::fmt::Debug for ExtraTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|tool| tool.spec().name().to_owned()))
+            .finish()
     }
 }
 

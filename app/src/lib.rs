@@ -71,7 +71,7 @@ pub use build::{MOCK_MODEL_NAME, build, system_prompt};
 pub use built::Built;
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT, EngineSettings,
-    McpConfig, ModelConfig, SkillsConfig, StoreConfig,
+    ExtraTools, McpConfig, ModelConfig, SkillsConfig, StoreConfig,
 };
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};

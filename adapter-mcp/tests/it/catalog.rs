@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use adapter_mcp::{
-    McpError, McpManager, MountOptions, PromptCommand, Tier, ToolFamily, parse_prompt_command,
-    prompt_expander, register, resource_tools,
+    McpError, McpManager, MountOptions, PromptCommand, parse_prompt_command, prompt_expander, resource_tools,
 };
 use async_trait::async_trait;
 use engine_core::{Catalog, Environment, OutputCap, Tool, ToolError};
@@ -18,7 +17,7 @@ use engine_ports::{
 use crate::support::capture::Capture;
 use crate::support::fake::{FakeResource, FakeState};
 use crate::support::http::FixtureServer;
-use crate::support::{catalog_of, connect_all, http_config, run};
+use crate::support::{catalog_of, catalog_with, connect_all, http_config, run};
 
 struct Named(&'static str, &'static str);
 
@@ -40,42 +39,6 @@ impl Tool for Named {
     }
 }
 
-#[test]
-fn first_wins_skip_and_continue_one_warn() {
-    let capture = Capture::start();
-    let mut catalog = Catalog::new();
-    let original: Arc<dyn Tool> = Arc::new(Named("mcp__x__dup", "original"));
-    catalog.must_register(Arc::clone(&original));
-    let registration = register(
-        &mut catalog,
-        [
-            Arc::new(Named("mcp__x__dup", "newcomer")) as Arc<dyn Tool>,
-            Arc::new(Named("mcp__x__keep", "kept")),
-        ],
-        ToolFamily::McpGlobal,
-    );
-    let skipped: Vec<&str> = registration.skipped.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(skipped, ["mcp__x__dup"]);
-    assert_eq!(registration.skipped[0].family.as_str(), "mcp-global");
-    assert_eq!(registration.registered, ["mcp__x__keep"]);
-    assert!(catalog.lookup("mcp__x__keep").is_some());
-    assert!(Arc::ptr_eq(catalog.lookup("mcp__x__dup").unwrap(), &original));
-    registration.warn(Tier::Global);
-    let warns = capture.ours(tracing::Level::WARN);
-    assert_eq!(warns.len(), 1, "{warns:?}");
-    assert!(warns[0].message.contains("mcp__x__dup") && warns[0].message.contains("already registered"));
-    assert_eq!(warns[0].field("tools"), Some("mcp__x__dup"));
-    // A clean mount warns nothing.
-    capture.clear();
-    register(
-        &mut catalog,
-        [Arc::new(Named("mcp__x__new", "n")) as Arc<dyn Tool>],
-        ToolFamily::McpGlobal,
-    )
-    .warn(Tier::Global);
-    assert!(capture.ours(tracing::Level::WARN).is_empty());
-}
-
 #[tokio::test]
 async fn core_tools_keep_their_names() {
     let server = FixtureServer::start(FakeState::new()).await;
@@ -84,8 +47,11 @@ async fn core_tools_keep_their_names() {
     let read: Arc<dyn Tool> = Arc::new(Named("Read", "the core Read"));
     catalog.must_register(Arc::clone(&read));
     let snapshot = manager.tool_snapshot(MountOptions::default());
-    let registration = register(&mut catalog, snapshot.catalog_tools(), ToolFamily::McpGlobal);
-    assert!(registration.skipped.is_empty());
+    for tool in snapshot.catalog_tools() {
+        catalog
+            .register(tool)
+            .expect("MCP tool names never take a core tool's name");
+    }
     assert!(Arc::ptr_eq(catalog.lookup("Read").unwrap(), &read));
     assert_eq!(catalog.len(), 4);
 }
@@ -126,8 +92,7 @@ async fn resources_are_read_live() {
     let chunks = manager.read_resource("a", "test://text", &cancel).await.unwrap();
     assert_eq!(chunks.len(), 1);
     let tools = resource_tools(true, Some(&manager));
-    let mut catalog = Catalog::new();
-    register(&mut catalog, tools.tools, ToolFamily::McpResource);
+    let catalog = catalog_with(tools.tools);
     let text = run(
         &catalog,
         "ReadMcpResource",
@@ -194,9 +159,9 @@ async fn meta_tools_exist_only_with_resources() {
     capture.clear();
     let on = resource_tools(true, Some(&manager));
     assert_eq!(capture.infos_with("enabled").len(), 1);
-    let mut catalog = Catalog::new();
-    let registration = register(&mut catalog, on.tools, ToolFamily::McpResource);
-    assert_eq!(registration.registered, ["ListMcpResources", "ReadMcpResource"]);
+    let names: Vec<String> = on.tools.iter().map(|t| t.spec().name().to_owned()).collect();
+    assert_eq!(names, ["ListMcpResources", "ReadMcpResource"]);
+    let catalog = catalog_with(on.tools);
     assert_eq!(
         catalog.available_names(PermissionMode::Plan),
         ["ListMcpResources", "ReadMcpResource"]
@@ -244,12 +209,7 @@ async fn ambiguous_uris_name_the_candidates() {
     )]))
     .await;
     let manager = connect_all(vec![http_config("a", &a.url()), http_config("b", &b.url())]).await;
-    let mut catalog = Catalog::new();
-    register(
-        &mut catalog,
-        resource_tools(true, Some(&manager)).tools,
-        ToolFamily::McpResource,
-    );
+    let catalog = catalog_with(resource_tools(true, Some(&manager)).tools);
     let result = run(&catalog, "ReadMcpResource", r#"{"uri":"test://same"}"#).await;
     assert!(result.is_error());
     assert!(

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use adapter_mcp::{
     ClientServerContext, ClientServerKind, ClientServerSpec, ConnectOptions, MountOptions, Redirects,
-    ServerSource, TransportConfig, connect_client_servers, mount_client_tools, validate_client_servers,
+    ServerSource, TransportConfig, connect_client_servers, validate_client_servers,
 };
 use engine_core::Catalog;
 
-use crate::support::capture::Capture;
 use crate::support::fake::FakeState;
 use crate::support::http::FixtureServer;
 use crate::support::{catalog_of, connect_all, http_config, run, wait_until};
@@ -175,50 +174,6 @@ async fn one_failure_fails_the_session_and_closes_the_rest() {
 }
 
 #[tokio::test]
-async fn global_tools_shadow_client_tools() {
-    let capture = Capture::start();
-    let global = FixtureServer::start(FakeState::new()).await;
-    let manager = connect_all(vec![http_config("fake", &global.url())]).await;
-    let shared = catalog_of(&manager).await;
-    let client_server = FixtureServer::start(FakeState::new().enable(&["reply"])).await;
-    let client = connect_client_servers(
-        &[http("fake", &client_server.url())],
-        &context(false),
-        ConnectOptions::default(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let mut session = shared.clone();
-    capture.clear();
-    let registration = mount_client_tools(&mut session, &client, MountOptions::default());
-    let skipped: Vec<&str> = registration.skipped.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(skipped, ["mcp__fake__echo", "mcp__fake__peek", "mcp__fake__boom"]);
-    assert_eq!(registration.registered, ["mcp__fake__reply"]);
-    assert!(
-        registration
-            .skipped
-            .iter()
-            .all(|s| s.family.as_str() == "mcp-client")
-    );
-    let warns = capture.ours(tracing::Level::WARN);
-    assert_eq!(warns.len(), 1, "{warns:?}");
-    assert!(
-        warns[0].message.contains("shadowed") && warns[0].message.contains("global"),
-        "{warns:?}"
-    );
-    assert_eq!(
-        warns[0].field("tools"),
-        Some("mcp__fake__echo, mcp__fake__peek, mcp__fake__boom")
-    );
-    assert!(!capture.infos_with("client-provided").is_empty());
-    // The global tool is the one that answers.
-    run(&session, "mcp__fake__echo", r#"{"text":"x"}"#).await;
-    assert_eq!(global.state.calls_of("echo"), 1);
-    assert_eq!(client_server.state.calls_of("echo"), 0);
-}
-
-#[tokio::test]
 async fn a_session_manager_closes_without_touching_the_global_one() {
     let global = FixtureServer::start(FakeState::new()).await;
     let manager = connect_all(vec![http_config("glob", &global.url())]).await;
@@ -233,7 +188,9 @@ async fn a_session_manager_closes_without_touching_the_global_one() {
     .unwrap()
     .unwrap();
     let mut session: Catalog = shared.clone();
-    mount_client_tools(&mut session, &client, MountOptions::default());
+    for tool in client.tool_snapshot(MountOptions::default()).catalog_tools() {
+        session.must_register(tool);
+    }
     let extra: Vec<&str> = session.names().filter(|n| shared.lookup(n).is_none()).collect();
     assert_eq!(extra, ["mcp__mine__boom", "mcp__mine__echo", "mcp__mine__peek"]);
     assert!(shared.names().all(|n| session.lookup(n).is_some()));

@@ -304,16 +304,11 @@ async fn images_audio_and_unknown_kinds() {
 #[tokio::test]
 async fn progressive_mount_advertises_light_specs() {
     let (_server, manager, _catalog) = fake().await;
-    let mut catalog = Catalog::new();
     let snapshot = manager.tool_snapshot(MountOptions {
         progressive: true,
         ..MountOptions::default()
     });
-    adapter_mcp::register(
-        &mut catalog,
-        snapshot.catalog_tools(),
-        adapter_mcp::ToolFamily::McpGlobal,
-    );
+    let catalog = crate::support::catalog_with(snapshot.catalog_tools());
     let advertised = catalog.advertised_specs(engine_ports::PermissionMode::Default);
     assert!(advertised.iter().all(|s| s.schema().is_none()));
     assert_eq!(

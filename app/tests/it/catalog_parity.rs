@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use adapter_jsonlstore::SyncPolicy;
-use app::{Built, FAMILY_ORDER, Family, FamilySlot, SessionRequest, StoreConfig, build};
+use app::{Built, ExtraTools, FAMILY_ORDER, Family, FamilySlot, SessionRequest, StoreConfig, build};
 use async_trait::async_trait;
 use engine_core::{Catalog, Disclosure, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
 use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, ToolSpec};
@@ -20,7 +20,9 @@ use crate::support::{Scratch, client_spec, config, http_server};
 const REQUIRED: &[(Family, &[&str])] = &[
     (
         Family::Core,
-        &["Read", "Write", "Edit", "Glob", "Grep", "ListDir", "Shell"],
+        &[
+            "Read", "Write", "Edit", "Glob", "Grep", "ListDir", "Shell", "Extra",
+        ],
     ),
     (Family::McpGlobal, &["mcp__globe__echo"]),
     (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
@@ -29,9 +31,10 @@ const REQUIRED: &[(Family, &[&str])] = &[
     (Family::Skill, &["Skill", "SkillDraft"]),
 ];
 
-/// The fully loaded setup: shell, one skill, a draft dir outside the workspace,
-/// resource tools, progressive tools, a JSONL store, the `globe` server (tool `echo`,
-/// one resource) and the client server `cli` (tools `echo`, `ping`).
+/// The fully loaded setup: shell, an embedder's extra tool (`Extra`), one skill, a
+/// draft dir outside the workspace, resource tools, progressive tools, a JSONL store,
+/// the `globe` server (tool `echo`, one resource) and the client server `cli` (tools
+/// `echo`, `ping`).
 struct Loaded {
     _scratch: Scratch,
     _globe: McpFixture,
@@ -61,6 +64,7 @@ async fn fully_loaded() -> Loaded {
     cfg.mcp.resource_tools = true;
     cfg.mcp.servers = vec![http_server("globe", &globe.url)];
     cfg.disclosure = Disclosure::Light;
+    cfg.extra_tools = ExtraTools::new().with(Arc::new(Named("Extra")));
     cfg.store = StoreConfig::Dir {
         path: scratch.path("store"),
         sync: SyncPolicy::Never,
@@ -230,13 +234,13 @@ async fn a_client_server_adds_only_its_own_tools_in_every_mode() {
     built.close().await.unwrap();
 }
 
-/// A tool registered outside `assemble_catalog`.
-struct Sneaky;
+/// A read-only test tool answering its own name.
+struct Named(&'static str);
 
 #[async_trait]
-impl Tool for Sneaky {
+impl Tool for Named {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new("Sneaky", "Registered behind the assembly's back.")
+        ToolSpec::new(self.0, "A test tool.")
     }
     fn read_only(&self) -> bool {
         true
@@ -247,7 +251,7 @@ impl Tool for Sneaky {
         call: &ToolCall,
         _: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        Ok(ToolResult::text(call.id().clone(), "sneaky"))
+        Ok(ToolResult::text(call.id().clone(), self.0))
     }
 }
 
@@ -262,7 +266,8 @@ async fn the_comparison_catches_a_tool_registered_outside_assembly() {
         .unwrap();
 
     let mut tampered = (**built.shared_catalog()).clone();
-    tampered.register(Arc::new(Sneaky)).unwrap();
+    // A tool registered outside `assemble_catalog`.
+    tampered.register(Arc::new(Named("Sneaky"))).unwrap();
     let error = compare(&names(&tampered), &names(private.engine().catalog()), None).unwrap_err();
     assert!(error.contains("missing [\"Sneaky\"]"), "{error}");
     let error = compare(&names(private.engine().catalog()), &names(&tampered), None).unwrap_err();
@@ -308,6 +313,52 @@ async fn without_global_mcp_or_shell_parity_still_holds() {
     assert!(built.shared_catalog().lookup("Shell").is_none());
     assert!(session.engine().catalog().lookup("Shell").is_none());
     assert!(built.shared_engine().catalog().lookup("Read").is_some());
+    compare_all(built.shared_catalog(), session.engine().catalog(), None, false);
+    session.close().await.unwrap();
+    built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_extra_tool_keeps_its_name_against_a_global_mcp_tool_with_one_warn() {
+    let scratch = Scratch::new();
+    let globe = McpFixture::start(FixtureSpec::tools("global:", &["echo", "ping"])).await;
+    let mut cfg = config(&scratch);
+    cfg.mcp.servers = vec![http_server("globe", &globe.url)];
+    cfg.extra_tools = ExtraTools::new().with(Arc::new(Named("mcp__globe__echo")));
+    let built = build(cfg).await.unwrap();
+    let report = built.report();
+    let skipped: Vec<(&str, Family)> = report
+        .skipped
+        .iter()
+        .map(|s| (s.name.as_str(), s.family))
+        .collect();
+    assert_eq!(skipped, [("mcp__globe__echo", Family::McpGlobal)]);
+    let warns: Vec<&str> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.level == engine_ports::Level::Warn)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        warns,
+        [
+            "server-global MCP tool(s) skipped because their names are already registered (the earlier tools are kept): mcp__globe__echo"
+        ]
+    );
+    let listed = built.tools(PermissionMode::Default);
+    let echo = listed.iter().find(|t| t.name == "mcp__globe__echo").unwrap();
+    assert_eq!(echo.family, Family::Core);
+    assert!(
+        listed
+            .iter()
+            .any(|t| t.name == "mcp__globe__ping" && t.family == Family::McpGlobal)
+    );
+    // Every session's catalog has the same winner.
+    let session = built
+        .factory()
+        .create_private(SessionRequest::default())
+        .await
+        .unwrap();
     compare_all(built.shared_catalog(), session.engine().catalog(), None, false);
     session.close().await.unwrap();
     built.close().await.unwrap();

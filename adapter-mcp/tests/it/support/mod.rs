@@ -31,14 +31,20 @@ pub async fn connect_all(configs: Vec<ServerConfig>) -> McpManager {
 
 /// A catalog holding the manager's tools (global tier).
 pub async fn catalog_of(manager: &McpManager) -> Catalog {
+    catalog_with(
+        manager
+            .tool_snapshot(adapter_mcp::MountOptions::default())
+            .catalog_tools(),
+    )
+}
+
+/// A catalog holding `tools`, each of which must register (the assembly's first-wins
+/// rule lives in `app`; these tests never collide).
+pub fn catalog_with(tools: impl IntoIterator<Item = std::sync::Arc<dyn engine_core::Tool>>) -> Catalog {
     let mut catalog = Catalog::new();
-    let snapshot = manager.tool_snapshot(adapter_mcp::MountOptions::default());
-    let registration = adapter_mcp::register(
-        &mut catalog,
-        snapshot.catalog_tools(),
-        adapter_mcp::ToolFamily::McpGlobal,
-    );
-    assert!(registration.skipped.is_empty(), "{registration:?}");
+    for tool in tools {
+        catalog.must_register(tool);
+    }
     catalog
 }
 
