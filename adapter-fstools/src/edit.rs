@@ -6,7 +6,6 @@ use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 
 use crate::atomic_write::{read_existing, replace};
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 
@@ -70,23 +69,22 @@ impl Tool for Edit {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        if args.old_string.is_empty() {
-            return Ok(reply::fail(call, env, "old_string must not be empty".to_owned()));
-        }
-        if args.old_string == args.new_string {
-            return Ok(reply::fail(
-                call,
-                env,
-                "old_string and new_string are identical; nothing would change".to_owned(),
-            ));
-        }
-        let workspace = Workspace::of(env)?;
-        let reply = run_blocking(cancel, move |_| edit(&workspace, &args)).await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, _| {
+                if args.old_string.is_empty() {
+                    return Err("old_string must not be empty".to_owned());
+                }
+                if args.old_string == args.new_string {
+                    return Err("old_string and new_string are identical; nothing would change".to_owned());
+                }
+                Ok(args)
+            },
+            |workspace, args, _| edit(workspace, &args),
+        )
+        .await
     }
 }
 

@@ -6,7 +6,6 @@ use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 use crate::walk;
@@ -69,13 +68,14 @@ impl Tool for Glob {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        let workspace = Workspace::of(env)?;
-        let reply = run_blocking(cancel, move |cancel| glob(&workspace, &args, cancel)).await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, _| Ok(args),
+            |workspace, args, cancel| glob(workspace, &args, cancel),
+        )
+        .await
     }
 }
 

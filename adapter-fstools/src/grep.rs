@@ -10,7 +10,6 @@ use globset::GlobSet;
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::glob::{compile_glob, without_dot_slash};
 use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
@@ -91,22 +90,22 @@ impl Tool for Grep {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        let max_results = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
-        if !(1..=MAX_MAX_RESULTS).contains(&max_results) {
-            return Ok(reply::fail(
-                call,
-                env,
-                format!("max_results must be between 1 and {MAX_MAX_RESULTS}, got {max_results}"),
-            ));
-        }
-        let workspace = Workspace::of(env)?;
-        let limit = usize::try_from(max_results).unwrap_or(usize::MAX);
-        let reply = run_blocking(cancel, move |cancel| grep(&workspace, &args, limit, cancel)).await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, _| {
+                let max_results = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+                if !(1..=MAX_MAX_RESULTS).contains(&max_results) {
+                    return Err(format!(
+                        "max_results must be between 1 and {MAX_MAX_RESULTS}, got {max_results}"
+                    ));
+                }
+                Ok((args, usize::try_from(max_results).unwrap_or(usize::MAX)))
+            },
+            |workspace, (args, limit), cancel| grep(workspace, &args, limit, cancel),
+        )
+        .await
     }
 }
 

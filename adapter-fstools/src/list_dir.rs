@@ -7,7 +7,6 @@ use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 
@@ -55,14 +54,14 @@ impl Tool for ListDir {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        let workspace = Workspace::of(env)?;
-        let given = args.path.unwrap_or_else(|| ".".to_owned());
-        let reply = run_blocking(cancel, move |cancel| list(&workspace, &given, cancel)).await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, _| Ok(args.path.unwrap_or_else(|| ".".to_owned())),
+            |workspace, given, cancel| list(workspace, &given, cancel),
+        )
+        .await
     }
 }
 

@@ -9,7 +9,6 @@ use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 
@@ -69,29 +68,26 @@ impl Tool for Read {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        let offset = args.offset.unwrap_or(1);
-        let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-        if offset == 0 {
-            return Ok(reply::fail(
-                call,
-                env,
-                "offset is 1-based: use 1 for the first line".to_owned(),
-            ));
-        }
-        if limit == 0 {
-            return Ok(reply::fail(call, env, "limit must be at least 1".to_owned()));
-        }
-        let workspace = Workspace::of(env)?;
-        let cap = env.output_cap().max_bytes();
-        let reply = run_blocking(cancel, move |cancel| {
-            read_window(&workspace, &args.path, offset, limit, cap, cancel)
-        })
-        .await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, env| {
+                let offset = args.offset.unwrap_or(1);
+                let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+                if offset == 0 {
+                    return Err("offset is 1-based: use 1 for the first line".to_owned());
+                }
+                if limit == 0 {
+                    return Err("limit must be at least 1".to_owned());
+                }
+                Ok((args.path, offset, limit, env.output_cap().max_bytes()))
+            },
+            |workspace, (path, offset, limit, cap), cancel| {
+                read_window(workspace, &path, offset, limit, cap, cancel)
+            },
+        )
+        .await
     }
 }
 

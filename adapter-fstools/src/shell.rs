@@ -63,9 +63,9 @@ impl Tool for Shell {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
+        let args: Args = match reply::parse(call, env) {
             Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
+            Err(result) => return Ok(result),
         };
         if args.command.trim().is_empty() {
             return Ok(reply::fail(call, env, "command must not be empty".to_owned()));

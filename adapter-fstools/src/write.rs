@@ -6,7 +6,6 @@ use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 
 use crate::atomic_write::{Written, write_file};
-use crate::blocking::run_blocking;
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
 
@@ -54,13 +53,14 @@ impl Tool for Write {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(reply::invalid_args(call, env, error)),
-        };
-        let workspace = Workspace::of(env)?;
-        let reply = run_blocking(cancel, move |_| write(&workspace, &args.path, &args.content)).await?;
-        Ok(reply::finish(call, env, reply))
+        reply::execute_blocking(
+            cancel,
+            call,
+            env,
+            |args: Args, _| Ok(args),
+            |workspace, args, _| write(workspace, &args.path, &args.content),
+        )
+        .await
     }
 }
 
