@@ -45,5 +45,5 @@ mod token;
 
 // The public surface, in one place.
 pub use options::{StoreOptions, SyncPolicy};
-pub use reader::{EventIter, ToolCallIter};
+pub use reader::{EventIter, RecordIter, ToolCallIter};
 pub use store::{JsonlStore, SessionPaths};

@@ -101,15 +101,52 @@ impl LineReader {
 /// Decodes one line; `Err` is the reason, never quoting record contents.
 type Decode<T> = fn(&[u8]) -> Result<T, String>;
 
-/// The shared iterator behind [`EventIter`] and [`ToolCallIter`].
-struct Records<T> {
+/// The records of one session's sidecar in append order, read lazily: the events
+/// ([`EventIter`], from
+/// [`JsonlStore::read_events`](crate::JsonlStore::read_events)) or the audit records
+/// ([`ToolCallIter`], from
+/// [`JsonlStore::read_tool_calls`](crate::JsonlStore::read_tool_calls)).
+///
+/// Yields every good record, then at most one `Err` for the first bad line (naming
+/// the session, the 1-based line, the byte offset and the reason), then ends. Holds
+/// no lock: appends go on while it is paused, and it only sees the records that
+/// were committed when it was created. Each `next` may block on file I/O.
+pub struct RecordIter<T> {
     lines: Option<LineReader>,
     id: SessionId,
     path: PathBuf,
     decode: Decode<T>,
 }
 
-impl<T> Records<T> {
+/// A session's events in append order.
+pub type EventIter = RecordIter<Event>;
+
+/// A session's audit records in append order.
+pub type ToolCallIter = RecordIter<ToolCallRecord>;
+
+impl RecordIter<Event> {
+    pub(crate) fn events(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
+        Self {
+            lines,
+            id,
+            path,
+            decode: decode_event_line,
+        }
+    }
+}
+
+impl RecordIter<ToolCallRecord> {
+    pub(crate) fn tool_calls(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
+        Self {
+            lines,
+            id,
+            path,
+            decode: decode_tool_call_line,
+        }
+    }
+}
+
+impl<T> RecordIter<T> {
     fn next_record(&mut self) -> Option<Result<T, StoreError>> {
         let lines = self.lines.as_mut()?;
         let start = lines.offset;
@@ -146,87 +183,26 @@ impl<T> Records<T> {
     }
 }
 
+impl<T> Iterator for RecordIter<T> {
+    type Item = Result<T, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record()
+    }
+}
+
+impl<T> fmt::Debug for RecordIter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordIter")
+            .field("session", &self.id)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
 enum Failure {
     Corrupt(u64, String),
     Io(io::Error),
-}
-
-/// The events of one session in append order, read lazily
-/// ([`JsonlStore::read_events`](crate::JsonlStore::read_events)).
-///
-/// Yields every good event, then at most one `Err` for the first bad line (naming
-/// the session, the 1-based line, the byte offset and the reason), then ends. Holds
-/// no lock: appends go on while it is paused, and it only sees the records that
-/// were committed when it was created. Each `next` may block on file I/O.
-pub struct EventIter {
-    records: Records<Event>,
-}
-
-impl EventIter {
-    pub(crate) fn new(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
-        Self {
-            records: Records {
-                lines,
-                id,
-                path,
-                decode: decode_event_line,
-            },
-        }
-    }
-}
-
-impl Iterator for EventIter {
-    type Item = Result<Event, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.records.next_record()
-    }
-}
-
-impl fmt::Debug for EventIter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EventIter")
-            .field("session", &self.records.id)
-            .field("path", &self.records.path)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The audit records of one session in append order, read lazily
-/// ([`JsonlStore::read_tool_calls`](crate::JsonlStore::read_tool_calls)); the same
-/// framing and error rules as [`EventIter`].
-pub struct ToolCallIter {
-    records: Records<ToolCallRecord>,
-}
-
-impl ToolCallIter {
-    pub(crate) fn new(lines: Option<LineReader>, id: SessionId, path: PathBuf) -> Self {
-        Self {
-            records: Records {
-                lines,
-                id,
-                path,
-                decode: decode_tool_call_line,
-            },
-        }
-    }
-}
-
-impl Iterator for ToolCallIter {
-    type Item = Result<ToolCallRecord, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.records.next_record()
-    }
-}
-
-impl fmt::Debug for ToolCallIter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolCallIter")
-            .field("session", &self.records.id)
-            .field("path", &self.records.path)
-            .finish_non_exhaustive()
-    }
 }
 
 fn is_blank(bytes: &[u8]) -> bool {

@@ -1,0 +1,314 @@
+//! The sidecars of [`JsonlStore`]: appending events and audit records (through a
+//! leased session's appender, or locked one by one), reading them back, and both
+//! ports' `flush`.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use engine_ports::{
+    Event, EventLog, RecorderError, SessionId, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder,
+    ToolResult,
+};
+
+use super::{Inner, JsonlStore, SessionPaths, check_id};
+use crate::appender::{Pushed, Sidecar};
+use crate::lock::LockMode;
+use crate::options::SyncPolicy;
+use crate::reader::{EventIter, EventLine, LineReader, ToolCallIter};
+use crate::{fsio, sidecar};
+
+impl JsonlStore {
+    /// The events of a session in append order, read lazily (blocking I/O).
+    ///
+    /// A missing file is an empty sequence. Only records committed when this is
+    /// called are read (a torn last fragment is ignored); the iterator holds no lock.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidId`], [`StoreError::LockTimeout`] for the brief shared
+    /// lock of the tail probe, or [`StoreError::Io`] (a symlink, FIFO or directory in
+    /// place of the file included).
+    pub fn read_events(&self, id: &SessionId) -> Result<EventIter, StoreError> {
+        check_id(id)?;
+        self.inner.drain_appender(id)?;
+        let paths = self.inner.paths(id);
+        let lines = self.inner.open_window(id, &paths, &paths.events)?;
+        Ok(EventIter::events(lines, id.clone(), paths.events))
+    }
+
+    /// The tool-call audit records of a session in append order, read lazily, with
+    /// the framing and error rules of [`JsonlStore::read_events`].
+    ///
+    /// # Errors
+    /// As [`JsonlStore::read_events`].
+    pub fn read_tool_calls(&self, id: &SessionId) -> Result<ToolCallIter, StoreError> {
+        check_id(id)?;
+        self.inner.drain_appender(id)?;
+        let paths = self.inner.paths(id);
+        let lines = self.inner.open_window(id, &paths, &paths.tools)?;
+        Ok(ToolCallIter::tool_calls(lines, id.clone(), paths.tools))
+    }
+
+    /// Hands a record to the session's appender when a run lease of this store
+    /// holds the session; gives it back (`Some`) for the ordinary path otherwise.
+    async fn leased_append(
+        &self,
+        id: &SessionId,
+        sidecar: Sidecar,
+        buf: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(appender) = self.inner.appender(id) else {
+            return Ok(Some(buf));
+        };
+        match appender.push(sidecar, buf) {
+            Pushed::Closed(buf) => Ok(Some(buf)),
+            Pushed::Buffered => Ok(None),
+            Pushed::Enqueue => match self.inner.writer() {
+                Some(writer) if writer.enqueue(Arc::clone(&appender)) => Ok(None),
+                _ => self
+                    .blocking(id, move |_| appender.drain(false, timeout))
+                    .await
+                    .map(|()| None),
+            },
+            Pushed::DrainNow => self
+                .blocking(id, move |_| appender.drain(false, timeout))
+                .await
+                .map(|()| None),
+        }
+    }
+
+    /// Writes what a leased session's appender buffers and reports a batch of it lost
+    /// since the last flush (both ports' `flush`).
+    async fn flush_session(&self, session: &SessionId) -> Result<(), StoreError> {
+        let Some(appender) = self.inner.appender(session) else {
+            return Ok(());
+        };
+        let timeout = self.inner.opts.lock_timeout;
+        let drained = Arc::clone(&appender);
+        self.blocking(session, move |_| drained.drain(false, timeout))
+            .await?;
+        match appender.take_loss() {
+            None => Ok(()),
+            Some(loss) => Err(StoreError::Io {
+                id: session.clone(),
+                op: "write buffered records of",
+                path: self.inner.dir.clone(),
+                source: io::Error::other(loss),
+            }),
+        }
+    }
+
+    /// Serializes one sidecar record plus `\n`, refusing it over the record limit.
+    fn record_buffer<T: serde::Serialize>(&self, id: &SessionId, record: &T) -> Result<Vec<u8>, StoreError> {
+        let mut buf = serde_json::to_vec(record).map_err(|e| StoreError::Io {
+            id: id.clone(),
+            op: "serialize a record for",
+            path: self.inner.dir.clone(),
+            source: io::Error::other(e.to_string()),
+        })?;
+        buf.push(b'\n');
+        let limit = self.inner.opts.max_record_bytes;
+        if buf.len() > limit {
+            return Err(StoreError::TooLarge {
+                id: id.clone(),
+                bytes: buf.len() as u64,
+                limit: limit as u64,
+            });
+        }
+        Ok(buf)
+    }
+}
+
+impl Inner {
+    /// Append of one encoded record to a sidecar, under the exclusive lock.
+    fn append(
+        &self,
+        id: &SessionId,
+        sidecar: &Path,
+        buf: &[u8],
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
+        let paths = self.paths(id);
+        let _lock = self.lock(id, &paths, LockMode::Exclusive, timeout)?;
+        let appended = sidecar::append_record(sidecar, buf).map_err(|error| StoreError::Io {
+            id: id.clone(),
+            op: error.op,
+            path: sidecar.to_owned(),
+            source: error.source,
+        })?;
+        if appended.cut > 0 {
+            tracing::warn!(
+                session_id = %id,
+                path = %sidecar.display(),
+                bytes_cut = appended.cut,
+                "jsonlstore: cut a torn write (an unterminated last fragment) before appending"
+            );
+        }
+        let sync_data = |file: &File| {
+            file.sync_data().map_err(|source| StoreError::Io {
+                id: id.clone(),
+                op: "sync",
+                path: sidecar.to_owned(),
+                source,
+            })
+        };
+        if appended.created && self.opts.sync != SyncPolicy::Never {
+            self.sync_dir(id)?;
+        }
+        match (&self.opts.sync, &self.flusher) {
+            (SyncPolicy::Never, _) => {}
+            (SyncPolicy::Batched { .. }, Some(flusher)) => {
+                let key = fsio::identity(&appended.meta);
+                let queued = flusher
+                    .register(id, sidecar, key, &appended.file)
+                    .map_err(|source| StoreError::Io {
+                        id: id.clone(),
+                        op: "queue the sync of",
+                        path: sidecar.to_owned(),
+                        source,
+                    })?;
+                if !queued {
+                    sync_data(&appended.file)?;
+                }
+            }
+            (SyncPolicy::Always | SyncPolicy::Batched { .. }, _) => sync_data(&appended.file)?,
+        }
+        Ok(())
+    }
+
+    /// Opens a sidecar for reading and finds its committed window under a brief
+    /// shared lock. `None` when the file does not exist.
+    fn open_window(
+        &self,
+        id: &SessionId,
+        paths: &SessionPaths,
+        path: &Path,
+    ) -> Result<Option<LineReader>, StoreError> {
+        let io_error = |op: &'static str| {
+            let id = id.clone();
+            let path = path.to_owned();
+            move |source| StoreError::Io { id, op, path, source }
+        };
+        let file = match fsio::open_read(path) {
+            Ok((file, _)) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(io_error("open")(error)),
+        };
+        let lock = self.lock(id, paths, LockMode::Shared, self.opts.lock_timeout)?;
+        let len = fsio::regular_file(&file).map_err(io_error("stat"))?.len();
+        let bound = (self.opts.max_record_bytes as u64).saturating_add(1);
+        let window = sidecar::committed_len(&file, len, Some(bound)).map_err(io_error("read the tail of"))?;
+        drop(lock);
+        // The probe used positioned reads: the offset is still 0.
+        Ok(Some(LineReader::new(file, window, self.opts.max_record_bytes)))
+    }
+
+    fn read_all_events(&self, id: &SessionId) -> Result<Vec<Event>, StoreError> {
+        self.drain_appender(id)?;
+        let paths = self.paths(id);
+        let lines = self.open_window(id, &paths, &paths.events)?;
+        let mut events = Vec::new();
+        for item in EventIter::events(lines, id.clone(), paths.events) {
+            match item {
+                Ok(event) => events.push(event),
+                Err(StoreError::Corrupt {
+                    id,
+                    file,
+                    line,
+                    reason,
+                    ..
+                }) => {
+                    return Err(StoreError::Corrupt {
+                        id,
+                        file,
+                        line,
+                        reason,
+                        prefix: events,
+                    });
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(events)
+    }
+}
+
+#[async_trait]
+impl EventLog for JsonlStore {
+    async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
+        check_id(session)?;
+        let buf = self.record_buffer(session, &EventLine::new(event))?;
+        let timeout = self.inner.opts.lock_timeout;
+        let Some(buf) = self.leased_append(session, Sidecar::Events, buf, timeout).await? else {
+            return Ok(());
+        };
+        let id = session.clone();
+        self.blocking(session, move |inner| {
+            let path = inner.paths(&id).events;
+            inner.append(&id, &path, &buf, inner.opts.lock_timeout)
+        })
+        .await
+    }
+
+    async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
+        check_id(session)?;
+        let id = session.clone();
+        self.blocking(session, move |inner| inner.read_all_events(&id))
+            .await
+    }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
+        self.flush_session(session).await
+    }
+}
+
+#[async_trait]
+impl ToolCallRecorder for JsonlStore {
+    async fn record(
+        &self,
+        session: &SessionId,
+        call: &ToolCall,
+        result: &ToolResult,
+        queued: Duration,
+        took: Duration,
+    ) -> Result<(), RecorderError> {
+        let written = async {
+            check_id(session)?;
+            let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+            let buf = self.record_buffer(session, &record)?;
+            let timeout = self.inner.opts.recorder_lock_timeout;
+            let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {
+                return Ok(());
+            };
+            let id = session.clone();
+            self.blocking(session, move |inner| {
+                let path = inner.paths(&id).tools;
+                inner.append(&id, &path, &buf, inner.opts.recorder_lock_timeout)
+            })
+            .await
+        }
+        .await;
+        written.map_err(|error| {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                session_id = %session,
+                call_id = %call.id(),
+                tool = %call.name(),
+                error = %error,
+                "jsonlstore: dropped a tool-call audit record"
+            );
+            RecorderError::failed(session, call, error.to_string())
+        })
+    }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
+        self.flush_session(session)
+            .await
+            .map_err(|error| RecorderError::lost(session, error.to_string()))
+    }
+}
