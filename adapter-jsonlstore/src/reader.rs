@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Take};
 use std::path::PathBuf;
 
-use engine_ports::{Event, SessionId, StoreError, ToolCallRecord};
+use engine_ports::{Event, SessionId, StoreError, ToolCallRecord, clip_chars};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -238,7 +238,7 @@ fn decode_tool_call_line(bytes: &[u8]) -> Result<ToolCallRecord, String> {
     if record.record_type != TOOL_CALL_TYPE {
         return Err(format!(
             "unknown record type {:?} (expected {TOOL_CALL_TYPE:?})",
-            truncate(&record.record_type, 64)
+            clip_chars(&record.record_type, 64).into_owned()
         ));
     }
     Ok(record)
@@ -258,21 +258,11 @@ pub(crate) fn describe_json_error(error: &serde_json::Error, what: &str) -> Stri
                 .any(|p| text.starts_with(p));
             if schema_level {
                 let message = text.split(" at line ").next().unwrap_or(&text);
-                format!("not {what}: {}", truncate(message, 160))
+                format!("not {what}: {}", clip_chars(message, 160))
             } else {
                 format!("not {what} (column {})", error.column())
             }
         }
-    }
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        text.to_owned()
-    } else {
-        let mut cut: String = text.chars().take(max_chars).collect();
-        cut.push('…');
-        cut
     }
 }
 
@@ -315,7 +305,7 @@ impl<'de> Visitor<'de> for EventLineSeed<'_> {
                 EventLineField::V => {
                     let tag: String = map.next_value()?;
                     if tag != EVENTS_TAG {
-                        *self.unknown_tag = Some(truncate(&tag, 64));
+                        *self.unknown_tag = Some(clip_chars(&tag, 64).into_owned());
                         return Err(de::Error::custom("unknown record version"));
                     }
                     tag_seen = true;

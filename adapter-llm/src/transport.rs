@@ -673,20 +673,7 @@ pub(crate) fn provider_message(body: &[u8]) -> String {
         });
     let message = from_json.unwrap_or_else(|| text.into_owned());
     let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    truncate(&collapsed, MAX_PROVIDER_MESSAGE_BYTES)
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, marked with `…`.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let marker = "…";
-    let mut end = max.saturating_sub(marker.len());
-    while end > 0 && !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{marker}", &text[..end])
+    engine_ports::truncate_with_ellipsis(&collapsed, MAX_PROVIDER_MESSAGE_BYTES).into_owned()
 }
 
 #[cfg(test)]

@@ -1,12 +1,9 @@
 //! Redaction: no header value or token, URL user info or query ever reaches a
 //! diagnostic or a model-visible error; diagnostics are clamped to 200 bytes.
 
-use engine_core::floor_char_boundary;
-
 /// Longest diagnostic error string, in bytes (the ellipsis included).
 pub(crate) const DIAGNOSTIC_MAX_BYTES: usize = 200;
 
-const ELLIPSIS: &str = "…";
 const REDACTED: &str = "[redacted]";
 
 /// `url` without user info, query or fragment. Text that does not parse as a URL is
@@ -76,15 +73,7 @@ fn redact_urls_in(text: &str) -> String {
 /// `text` clamped to [`DIAGNOSTIC_MAX_BYTES`] on a char boundary, ending with `…` when
 /// it was cut.
 pub(crate) fn clamp(text: &str) -> String {
-    clamp_to(text, DIAGNOSTIC_MAX_BYTES)
-}
-
-fn clamp_to(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let kept = floor_char_boundary(text, max.saturating_sub(ELLIPSIS.len()));
-    format!("{kept}{ELLIPSIS}")
+    engine_ports::truncate_with_ellipsis(text, DIAGNOSTIC_MAX_BYTES).into_owned()
 }
 
 /// Redacts then clamps: the form every diagnostic error string takes.

@@ -235,7 +235,7 @@ pub fn describe(template: &str) -> String {
         })
     });
     let line = from_frontmatter.or_else(|| body.lines().map(str::trim).find(|l| !l.is_empty()));
-    cut_chars(line.unwrap_or_default().trim(), COMMAND_DESCRIPTION_CHARS)
+    engine_ports::clip_chars(line.unwrap_or_default().trim(), COMMAND_DESCRIPTION_CHARS).into_owned()
 }
 
 /// The frontmatter block and body of a command template, under the command-template
@@ -274,15 +274,6 @@ fn unquote(value: &str) -> &str {
         }
     }
     value
-}
-
-fn cut_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('\u{2026}');
-    out
 }
 
 #[cfg(test)]

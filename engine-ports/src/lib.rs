@@ -75,6 +75,7 @@ mod result;
 mod skills;
 mod spec;
 mod store;
+mod text;
 mod usage;
 
 #[cfg(feature = "testkit")]
@@ -102,10 +103,11 @@ pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use skills::{
     DraftError, DraftReceipt, SkillAsset, SkillDraftRequest, SkillDrafter, SkillMeta, SkillOrigin,
-    SkillSource, SkillSourceError, truncate_with_ellipsis, valid_skill_asset_name, valid_skill_name,
+    SkillSource, SkillSourceError, valid_skill_asset_name, valid_skill_name,
 };
 pub use spec::ToolSpec;
 pub use store::{EventLog, RunLease, SessionListing, SessionSnapshot, SessionStore, StoreError};
+pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;
 
 /// Re-exported so implementors name the same token type as the engine.

@@ -188,41 +188,6 @@ pub fn valid_skill_asset_name(name: &str) -> bool {
             .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
-/// Truncates `text` to at most `max` bytes "with ellipsis": text of at most `max`
-/// bytes is unchanged; longer text keeps its longest prefix of at most `max - 3`
-/// bytes that ends on a char boundary, followed by `…` (U+2026, 3 bytes). The
-/// result is at most `max` bytes (for `max < 3`, a bare prefix of `max` bytes) and is
-/// valid UTF-8.
-///
-/// ```
-/// use engine_ports::truncate_with_ellipsis;
-/// assert_eq!(truncate_with_ellipsis("short", 800), "short");
-/// assert_eq!(truncate_with_ellipsis("abcdefgh", 6), "abc…");
-/// ```
-pub fn truncate_with_ellipsis(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if text.len() <= max {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let Some(keep) = max.checked_sub(ELLIPSIS.len()) else {
-        return std::borrow::Cow::Borrowed(prefix_on_boundary(text, max));
-    };
-    let kept = prefix_on_boundary(text, keep);
-    let mut out = String::with_capacity(kept.len() + ELLIPSIS.len());
-    out.push_str(kept);
-    out.push_str(ELLIPSIS);
-    std::borrow::Cow::Owned(out)
-}
-
-const ELLIPSIS: &str = "\u{2026}";
-
-fn prefix_on_boundary(text: &str, max: usize) -> &str {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// The skill-name grammar `^[a-z0-9][a-z0-9_-]{0,63}$`.
 pub fn valid_skill_name(name: &str) -> bool {
     let bytes = name.as_bytes();

@@ -5,7 +5,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use engine_ports::EventKind;
+use engine_ports::{EventKind, clip_chars};
 use serde_json::Value;
 
 /// Longest argument summary in a tool call title, in characters.
@@ -118,16 +118,12 @@ fn args_summary(args: &Value) -> String {
         other => other.to_string(),
     };
     let line = text.lines().next().unwrap_or_default();
-    clip(line, TITLE_SUMMARY_CHARS, line.len() < text.len())
-}
-
-fn clip(text: &str, max: usize, cut_already: bool) -> String {
-    if text.chars().count() <= max && !cut_already {
-        return text.to_owned();
+    if line.len() < text.len() {
+        // More lines follow: the summary always ends with the ellipsis.
+        clip_chars(&format!("{line}…"), TITLE_SUMMARY_CHARS).into_owned()
+    } else {
+        clip_chars(line, TITLE_SUMMARY_CHARS).into_owned()
     }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 fn text_chunk(text: &str) -> ContentChunk {

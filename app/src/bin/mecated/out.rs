@@ -27,12 +27,7 @@ pub(crate) fn stderr(text: &str) {
 
 /// `text` cut to at most `max` chars, with `…` when cut.
 pub(crate) fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    engine_ports::clip_chars(text, max).into_owned()
 }
 
 /// A one-line summary of call arguments: `path=README.md pattern="src/**"` for an
