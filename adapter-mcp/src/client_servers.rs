@@ -8,13 +8,11 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{CLIENT_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig};
 use crate::manager::{ConnectOptions, McpManager};
+use crate::server_name::ServerName;
 use crate::url_check::validate_url;
 
 /// Most client-provided servers per session.
 pub const MAX_CLIENT_SERVERS: usize = 8;
-
-/// Longest client-provided server name, in bytes.
-pub const MAX_CLIENT_SERVER_NAME_BYTES: usize = 64;
 
 /// Headers a client may not set: the transport owns them.
 const RESERVED_HEADERS: [&str; 7] = [
@@ -129,25 +127,7 @@ impl std::fmt::Display for ClientServersError {
 }
 
 pub(crate) fn name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("the name is empty".to_owned());
-    }
-    if name.len() > MAX_CLIENT_SERVER_NAME_BYTES {
-        return Some(format!(
-            "the name is {} bytes, longer than {MAX_CLIENT_SERVER_NAME_BYTES}",
-            name.len()
-        ));
-    }
-    if !engine_ports::valid_command_name(name) {
-        return Some("the name must use only [A-Za-z0-9._-]".to_owned());
-    }
-    if name.contains("__") {
-        return Some(
-            "the name contains \"__\", which would forge another server's namespace (mcp__<server>__<tool>)"
-                .to_owned(),
-        );
-    }
-    None
+    ServerName::check(name).err().map(|problem| problem.to_string())
 }
 
 pub(crate) fn http_headers(headers: &[(String, String)], problems: &mut Vec<String>) -> Option<HeaderMap> {

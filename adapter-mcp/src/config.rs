@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
+use crate::server_name::{ServerName, ServerNameError};
+
 /// How long connecting to an operator-configured or ToolHive server may take
 /// (spawn, `initialize` and the listings together).
 pub const OPERATOR_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -160,17 +162,14 @@ impl fmt::Display for TransportKind {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The name is empty.
-    #[error("MCP server name {0:?} is empty")]
-    EmptyName(String),
-    /// The name contains `__`, which would corrupt tool namespacing.
-    #[error(
-        "MCP server name {0:?} contains \"__\", which would corrupt tool namespacing (mcp__<server>__<tool>)"
-    )]
-    DoubleUnderscore(String),
-    /// The name contains a control character.
-    #[error("MCP server name {0:?} contains a control character")]
-    ControlCharacter(String),
+    /// The name breaks the [`ServerName`] rule.
+    #[error("MCP server name {name:?}: {problem}")]
+    Name {
+        /// The name as given.
+        name: String,
+        /// The rule it breaks.
+        problem: ServerNameError,
+    },
     /// An HTTP server without URL.
     #[error("MCP server {0:?} uses HTTP but has no URL")]
     MissingUrl(String),
@@ -245,21 +244,16 @@ impl ServerConfig {
         }
     }
 
-    /// Checks the rules that hold before dialling: a non-empty name without `__` or
-    /// control characters, a URL for HTTP and a program for stdio.
+    /// Checks the rules that hold before dialling: a valid [`ServerName`], a URL for
+    /// HTTP and a program for stdio.
     ///
     /// # Errors
     /// The first [`ConfigError`], naming the server (Debug-escaped) and the rule.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.name.is_empty() {
-            return Err(ConfigError::EmptyName(self.name.clone()));
-        }
-        if self.name.contains("__") {
-            return Err(ConfigError::DoubleUnderscore(self.name.clone()));
-        }
-        if self.name.chars().any(char::is_control) {
-            return Err(ConfigError::ControlCharacter(self.name.clone()));
-        }
+        ServerName::check(&self.name).map_err(|problem| ConfigError::Name {
+            name: self.name.clone(),
+            problem,
+        })?;
         match &self.transport {
             TransportConfig::Http { url, .. } if url.trim().is_empty() => {
                 Err(ConfigError::MissingUrl(self.name.clone()))

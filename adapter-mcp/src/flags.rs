@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
 use crate::config::ServerConfig;
+use crate::server_name::ServerName;
 use crate::url_check::{check_http_shape, is_loopback_url, validate_url};
 
 /// Help text of `--mcp-server NAME=URL`.
@@ -216,16 +217,7 @@ fn check_name(flag: &'static str, value: &str, name: &str) -> Result<(), FlagErr
             format!("the name {name:?} must match [A-Za-z0-9_]+ (it derives the variable MCP_<NAME>_TOKEN)"),
         ));
     }
-    if name.contains("__") {
-        return Err(error(
-            flag,
-            value,
-            format!(
-                "the name {name:?} contains \"__\", which would corrupt tool namespacing (mcp__<server>__<tool>)"
-            ),
-        ));
-    }
-    Ok(())
+    ServerName::check(name).map_err(|problem| error(flag, value, format!("the name {name:?}: {problem}")))
 }
 
 /// Names of `--mcp-server` and `--mcp-stdio`, unique case-insensitively.

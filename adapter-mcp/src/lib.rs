@@ -56,6 +56,7 @@ mod prompts;
 mod redact;
 mod resources;
 mod server;
+mod server_name;
 mod session;
 mod stdio;
 mod tool;
@@ -65,7 +66,7 @@ mod url_check;
 // The public surface, in one place.
 pub use client_servers::{
     ClientServerContext, ClientServerKind, ClientServerProblem, ClientServerSpec, ClientServersError,
-    MAX_CLIENT_SERVER_NAME_BYTES, MAX_CLIENT_SERVERS, connect_client_servers, validate_client_servers,
+    MAX_CLIENT_SERVERS, connect_client_servers, validate_client_servers,
 };
 pub use config::{
     CLIENT_CONNECT_TIMEOUT, ConfigError, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource,
@@ -88,6 +89,7 @@ pub use resources::{
     LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,
 };
 pub use server::ConnectFailure;
+pub use server_name::{MAX_SERVER_NAME_BYTES, ServerName, ServerNameError};
 pub use session::{
     CLIENT_NAME, CLIENT_VERSION, DEFAULT_MAX_CALL, DEFAULT_REQUEST_TIMEOUT, RequestLimits, client_info,
 };

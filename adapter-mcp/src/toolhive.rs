@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::{OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig};
+use crate::server_name::ServerName;
 
 /// The API base when neither `--toolhive-url` nor `MECATED_TOOLHIVE_URL` is set.
 pub const TOOLHIVE_DEFAULT_URL: &str = "http://127.0.0.1:8080";
@@ -134,17 +135,8 @@ pub fn decode_workloads(body: &[u8], group: &str) -> Result<(Vec<ServerConfig>, 
             skipped.push(skip(format!("the workload is not running (status {status:?})")));
             continue;
         }
-        if name.contains("__") {
-            skipped.push(skip(
-                "the name contains \"__\", which would corrupt tool namespacing (mcp__<server>__<tool>)"
-                    .to_owned(),
-            ));
-            continue;
-        }
-        if name.is_empty() || name.len() > 64 || !engine_ports::valid_command_name(&name) {
-            skipped.push(skip(
-                "the name must be 1 to 64 characters of [A-Za-z0-9._-]".to_owned(),
-            ));
+        if let Err(problem) = ServerName::check(&name) {
+            skipped.push(skip(problem.to_string()));
             continue;
         }
         let transport = workload.transport_type.as_deref().unwrap_or("");
