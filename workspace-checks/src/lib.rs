@@ -1,6 +1,6 @@
 //! Repository rules checked as ordinary tests: which workspace crate may depend on
 //! which (the table of the overview), third-party crates `engine-ports` must never
-//! pull, and source-tree conventions. The rules are plain functions over data so the
+//! pull, that every declared dependency is used, and source-tree conventions. The rules are plain functions over data so the
 //! tests can also prove that each rule fails when broken.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +39,21 @@ pub struct Workspace {
     /// Every package name reachable from each member through normal and build
     /// dependencies (third-party ones included).
     pub closures: BTreeMap<String, BTreeSet<String>>,
+    /// Each member's directory and the dependencies its manifest declares.
+    pub declared: BTreeMap<String, Declared>,
+}
+
+/// What one member's manifest declares.
+#[derive(Clone, Debug, Default)]
+pub struct Declared {
+    /// The directory of its `Cargo.toml`.
+    pub dir: PathBuf,
+    /// Each dependency as code names it (`serde-jsonlines` → `serde_jsonlines`, or its
+    /// rename), with its kind.
+    pub deps: Vec<(String, DepKind)>,
+    /// Names listed under `[package.metadata.cargo-machete] ignored` (used only
+    /// through features or by a build tool, never named in code).
+    pub ignored: BTreeSet<String>,
 }
 
 /// Crates that exist only for tests and tooling; they may depend on no workspace
@@ -148,6 +163,7 @@ pub fn parse_metadata(json: &serde_json::Value) -> Result<Workspace, String> {
         .collect();
 
     let mut edges = Vec::new();
+    let mut declared = BTreeMap::new();
     for package in packages {
         let Some(from) = package["name"].as_str() else {
             continue;
@@ -155,22 +171,41 @@ pub fn parse_metadata(json: &serde_json::Value) -> Result<Workspace, String> {
         if !members.contains(from) || !member_ids.contains(package["id"].as_str().unwrap_or_default()) {
             continue;
         }
+        let mut mine = Declared {
+            dir: package["manifest_path"]
+                .as_str()
+                .and_then(|p| Path::new(p).parent())
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            deps: Vec::new(),
+            ignored: package["metadata"]["cargo-machete"]["ignored"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+        };
         for dep in package["dependencies"].as_array().into_iter().flatten() {
             let Some(to) = dep["name"].as_str() else { continue };
-            if !members.contains(to) || dep["path"].is_null() {
-                continue;
-            }
             let kind = match dep["kind"].as_str() {
                 Some("dev") => DepKind::Dev,
                 Some("build") => DepKind::Build,
                 _ => DepKind::Normal,
             };
+            let ident = dep["rename"].as_str().unwrap_or(to).replace('-', "_");
+            if !mine.ignored.contains(to) {
+                mine.deps.push((ident, kind));
+            }
+            if !members.contains(to) || dep["path"].is_null() {
+                continue;
+            }
             edges.push(Edge {
                 from: from.to_owned(),
                 to: to.to_owned(),
                 kind,
             });
         }
+        declared.insert(from.to_owned(), mine);
     }
     edges.sort();
     edges.dedup();
@@ -214,6 +249,7 @@ pub fn parse_metadata(json: &serde_json::Value) -> Result<Workspace, String> {
         members,
         edges,
         closures,
+        declared,
     })
 }
 
@@ -260,4 +296,49 @@ pub fn opens_with_module_doc(source: &str) -> bool {
         .map(str::trim)
         .find(|line| !line.is_empty() && !line.starts_with("#!["))
         .is_some_and(|line| line.starts_with("//!"))
+}
+
+/// Whether `source` names the crate `ident` in code: `ident::…` (a path, `use`,
+/// an attribute such as `#[tokio::test]`), `use ident;`/`use ident as …` or
+/// `extern crate ident`, with no identifier character right before it.
+pub fn names_crate(source: &str, ident: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(found) = source[from..].find(ident) {
+        let start = from + found;
+        let end = start + ident.len();
+        from = end;
+        if source[..start].chars().next_back().is_some_and(is_ident) {
+            continue;
+        }
+        let after = &source[end..];
+        if after.starts_with("::") {
+            return true;
+        }
+        if after.chars().next().is_some_and(is_ident) {
+            continue;
+        }
+        let before = source[..start].trim_end();
+        if before.ends_with("extern crate") || before.ends_with("use") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Every declared dependency that no Rust file of its crate names (see
+/// [`names_crate`]), as readable lines; `sources` are the crate's files' contents.
+pub fn unused_dependencies(member: &str, declared: &Declared, sources: &[String]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    declared
+        .deps
+        .iter()
+        .filter(|(ident, _)| seen.insert(ident.clone()))
+        .filter(|(ident, _)| !sources.iter().any(|source| names_crate(source, ident)))
+        .map(|(ident, kind)| {
+            format!(
+                "`{member}` declares `{ident}` ({kind:?}) but no Rust file of it names the crate; remove it, or list it under [package.metadata.cargo-machete] ignored when it is used only through features"
+            )
+        })
+        .collect()
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 
 use workspace_checks::{
-    DepKind, Edge, Workspace, arrow_violations, load_workspace, opens_with_module_doc, repo_root, rust_files,
+    Declared, DepKind, Edge, Workspace, arrow_violations, load_workspace, names_crate, opens_with_module_doc,
+    repo_root, rust_files, unused_dependencies,
 };
 
 #[test]
@@ -80,6 +81,7 @@ fn wrong_arrows_are_reported() {
             members: all.clone(),
             edges: vec![bad.clone()],
             closures: Default::default(),
+            declared: Default::default(),
         };
         let violations = arrow_violations(&workspace);
         assert_eq!(
@@ -98,6 +100,7 @@ fn wrong_arrows_are_reported() {
             edge("app", "adapter-mcp", DepKind::Normal),
         ],
         closures: Default::default(),
+        declared: Default::default(),
     };
     assert!(arrow_violations(&fine).is_empty());
 }
@@ -108,6 +111,7 @@ fn unknown_crates_and_banned_pulls_are_reported() {
         members: members(&["engine-ports", "mystery"]),
         edges: Vec::new(),
         closures: Default::default(),
+        declared: Default::default(),
     };
     workspace
         .closures
@@ -149,4 +153,57 @@ fn no_profile_aborts_on_panic() {
         !compact.contains("panic=\"abort\""),
         "the workspace must not set panic = \"abort\""
     );
+}
+
+#[test]
+fn every_declared_dependency_is_named_in_its_crate() {
+    let workspace = load_workspace(&repo_root()).expect("cargo metadata");
+    assert!(workspace.declared.len() >= 8, "{:?}", workspace.declared.keys());
+    let mut unused = Vec::new();
+    for (member, declared) in &workspace.declared {
+        let sources: Vec<String> = rust_files(&declared.dir)
+            .iter()
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .collect();
+        assert!(
+            !sources.is_empty(),
+            "{member}: no Rust file under {:?}",
+            declared.dir
+        );
+        unused.extend(unused_dependencies(member, declared, &sources));
+    }
+    assert!(unused.is_empty(), "unused dependencies:\n{}", unused.join("\n"));
+}
+
+#[test]
+fn an_unnamed_dependency_is_reported_and_every_way_of_naming_counts() {
+    for named in [
+        "use serde_json::Value;",
+        "let v = serde_json::json!({});",
+        "#[serde_json::x]",
+        "use serde_json;",
+        "use serde_json as json;",
+        "extern crate serde_json;",
+    ] {
+        assert!(names_crate(named, "serde_json"), "{named}");
+    }
+    for not_named in [
+        "use my_serde_json::x;",
+        "serde_json_ext::x",
+        "// serde_json is nice",
+        "serde_jsonx::y",
+    ] {
+        assert!(!names_crate(not_named, "serde_json"), "{not_named}");
+    }
+    let declared = Declared {
+        dir: Default::default(),
+        deps: vec![
+            ("tokio".to_owned(), DepKind::Normal),
+            ("walkdir".to_owned(), DepKind::Dev),
+        ],
+        ignored: BTreeSet::new(),
+    };
+    let unused = unused_dependencies("demo", &declared, &["#[tokio::test]\nasync fn t() {}".to_owned()]);
+    assert_eq!(unused.len(), 1, "{unused:?}");
+    assert!(unused[0].contains("`walkdir`"), "{unused:?}");
 }
