@@ -2,7 +2,9 @@
 //! session, streaming shape and cancellable delays.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use adapter_llm::{
     MOCK_NOT_CONFIGURED_TEXT, MOCK_SCRIPT_EXHAUSTED_TEXT, MockProvider, MockScript, ScriptError,
@@ -210,7 +212,10 @@ async fn mock_answers_the_canned_text_every_time() {
     }
 }
 
-#[tokio::test]
+// On a paused clock: time moves only when every task waits, so a delay that was not
+// honoured shows as less elapsed time, and one that cancellation did not cut short
+// shows as its full 30 s.
+#[tokio::test(start_paused = true)]
 async fn delays_are_honoured_and_cancellable() {
     let provider = MockProvider::scripted(parse(r#"{"turns": [{"text": "slow", "delay_ms": 60}]}"#).unwrap());
     let started = Instant::now();
@@ -238,8 +243,8 @@ async fn delays_are_honoured_and_cancellable() {
     .await
     .unwrap();
     assert!(
-        started.elapsed() < Duration::from_millis(500),
-        "{:?}",
+        started.elapsed() < Duration::from_secs(30),
+        "the delay ran out instead of being cancelled: {:?}",
         started.elapsed()
     );
     assert_eq!(rest, vec![Err(LlmError::Cancelled)]);

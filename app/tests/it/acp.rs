@@ -581,7 +581,9 @@ async fn session_cancel_during_a_slow_turn_answers_cancelled_at_once() {
     let response = pending.await.unwrap().unwrap();
     let waited = cancelled_at.elapsed();
     assert_eq!(response.stop_reason, StopReason::Cancelled);
-    assert!(waited < Duration::from_millis(500), "cancelled after {waited:?}");
+    // The model would still be waiting for 30 s: any answer well before that is the
+    // cancellation's.
+    assert!(waited < Duration::from_secs(3), "cancelled after {waited:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(answer_text(&client.updates_of(&session)).is_empty());
 
