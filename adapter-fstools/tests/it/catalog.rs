@@ -105,3 +105,22 @@ async fn a_read_dispatched_through_the_engine_gets_its_result() {
     assert!(outcome.results[1].is_error());
     assert!(outcome.results[1].content().contains("\"missing.md\""));
 }
+
+/// The core tools as the model sees them (name, description, mutating or not, JSON
+/// Schema): any change to this contract shows as a reviewed snapshot diff.
+#[test]
+fn core_tool_specs_are_the_reviewed_model_contract() {
+    let specs: Vec<serde_json::Value> = core_tools(&CoreToolsOptions::default())
+        .iter()
+        .map(|tool| {
+            let spec = tool.spec();
+            serde_json::json!({
+                "name": spec.name(),
+                "read_only": tool.read_only(),
+                "description": spec.description(),
+                "schema": spec.schema(),
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!("core_tool_specs", specs);
+}

@@ -569,3 +569,38 @@ async fn the_keyword_index_is_built_once_per_catalog() {
     }
     assert_eq!(counted.spec_calls() - before, 1, "one spec read, for the index");
 }
+
+/// `ToolSearch` as the model sees it, in both progressive modes, over two servers'
+/// disclosable tools and one core tool: a change to its wording or schema shows as a
+/// reviewed snapshot diff.
+#[test]
+fn tool_search_specs_are_the_reviewed_model_contract() {
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![
+        FakeTool::new("mcp__docs__search_pages", true, &probe)
+            .described("Searches the documentation pages by keyword.")
+            .with_schema(mcp_schema())
+            .disclosable("Searches the documentation pages.")
+            .arc(),
+        FakeTool::new("mcp__git__commit", false, &probe)
+            .described("Records staged changes in the repository.")
+            .with_schema(mcp_schema())
+            .disclosable("Records staged changes.")
+            .arc(),
+        FakeTool::new("Read", true, &probe).arc(),
+    ]);
+    let rendered: Vec<serde_json::Value> = [Disclosure::Light, Disclosure::Deferred]
+        .into_iter()
+        .map(|disclosure| {
+            let spec = engine_core::tool_search_spec_for(&catalog, PermissionMode::Default, disclosure)
+                .expect("progressive modes advertise ToolSearch");
+            serde_json::json!({
+                "disclosure": format!("{disclosure:?}"),
+                "name": spec.name(),
+                "description": spec.description(),
+                "schema": spec.schema(),
+            })
+        })
+        .collect();
+    insta::assert_json_snapshot!("tool_search_specs", rendered);
+}
