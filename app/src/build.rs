@@ -115,6 +115,66 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     let global = GlobalMcp::new(manager.clone(), mount);
     let mcp_servers = server_entries(&order, &global, &failures);
 
+    // Steps 3 to 6 have one exit: whatever fails there, what was opened is closed here,
+    // in reverse order (the store, then the MCP servers).
+    let started = Started {
+        cfg,
+        diagnostics,
+        root,
+        prompt,
+        llm,
+        model,
+        host,
+        skills_options,
+        mount,
+        global,
+        mcp_servers,
+        manager: manager.clone(),
+    };
+    let mut store = None;
+    match compose(started, &mut store).await {
+        Ok(built) => Ok(built),
+        Err(error) => {
+            unwind(store.as_ref(), &manager).await;
+            Err(error)
+        }
+    }
+}
+
+/// What steps 1 and 2 resolved and opened, for [`compose`].
+struct Started {
+    cfg: AppConfig,
+    diagnostics: Diagnostics,
+    root: PathBuf,
+    prompt: SystemPrompt,
+    llm: Arc<dyn LlmProvider>,
+    model: String,
+    host: HostEnv,
+    skills_options: SkillsOptions,
+    mount: MountOptions,
+    global: GlobalMcp,
+    mcp_servers: Vec<McpServerEntry>,
+    manager: McpManager,
+}
+
+/// Steps 3 to 6 of [`build`]. The store it opens is left in `opened` first, so that
+/// `build` can close it when a later step fails.
+async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Built, BuildError> {
+    let Started {
+        cfg,
+        mut diagnostics,
+        root,
+        prompt,
+        llm,
+        model,
+        host,
+        skills_options,
+        mount,
+        global,
+        mcp_servers,
+        manager,
+    } = started;
+
     // 3. Resolve skills once.
     let load = load_skills(
         &skills_options,
@@ -133,20 +193,14 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     });
 
     // 4. Open the store.
-    let store = match AppStore::open(&cfg.store) {
-        Ok(store) => store,
-        Err(source) => {
-            unwind(None, &manager).await;
-            let path = match &cfg.store {
-                StoreConfig::Dir { path, .. } => path.clone(),
-                StoreConfig::Memory => PathBuf::new(),
-            };
-            return Err(BuildError::Store {
-                path,
-                source: Box::new(source),
-            });
-        }
-    };
+    let store = AppStore::open(&cfg.store).map_err(|source| BuildError::Store {
+        path: match &cfg.store {
+            StoreConfig::Dir { path, .. } => path.clone(),
+            StoreConfig::Memory => PathBuf::new(),
+        },
+        source: Box::new(source),
+    })?;
+    *opened = Some(store.clone());
 
     // 5. The catalog assets and the shared catalog.
     let resources = global.resource_tools(cfg.mcp.resource_tools);
@@ -186,7 +240,6 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     );
     diagnostics.extend(assembled.diagnostics.iter().cloned());
     if let Some(conflict) = assembled.conflicts.first() {
-        unwind(Some(&store), &manager).await;
         return Err(BuildError::DuplicateTool {
             name: conflict.name.clone(),
             kept: conflict.kept,
@@ -206,17 +259,11 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         cap: engine_core::OutputCap::new(cfg.output_cap),
     });
     diagnostics.extend(command_notes);
-    let mut template =
-        match EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands)) {
-            Ok(template) => template,
-            Err(error) => {
-                unwind(Some(&store), &manager).await;
-                return Err(BuildError::Workspace {
-                    path: cfg.workspace.clone(),
-                    reason: error.to_string(),
-                });
-            }
-        };
+    let mut template = EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands))
+        .map_err(|error| BuildError::Workspace {
+            path: cfg.workspace.clone(),
+            reason: error.to_string(),
+        })?;
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),
@@ -236,13 +283,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             })
             .collect(),
     );
-    let shared_engine = match template.engine(Arc::clone(&assembled.catalog), updates, &[]) {
-        Ok(engine) => Arc::new(engine),
-        Err(error) => {
-            unwind(Some(&store), &manager).await;
-            return Err(error.into());
-        }
-    };
+    let shared_engine = Arc::new(template.engine(Arc::clone(&assembled.catalog), updates, &[])?);
     let factory = SessionEngineFactory::new(
         Arc::clone(&assets),
         template,
