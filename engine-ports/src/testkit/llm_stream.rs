@@ -72,6 +72,7 @@ fn request() -> LlmRequest {
             text: "hello".to_owned(),
         }],
         tools: Vec::new(),
+        purpose: crate::llm::RequestPurpose::Conversation,
     }
 }
 
