@@ -43,6 +43,10 @@ const MEDIA_PART_TOKENS: u64 = 1_600;
 /// cut with a note.
 pub const TRANSCRIPT_ITEM_CAP: usize = 8_000;
 
+/// The smallest cap tool texts are cut to before whole messages are left out of an
+/// over-long summary request.
+pub const MIN_TRANSCRIPT_ITEM_CAP: usize = 250;
+
 /// How a summary is framed in the compacted conversation (the summary follows).
 pub const SUMMARY_INTRO: &str = "The earlier part of this conversation was replaced by the summary below \
 to fit the model's context window; the conversation goes on after it.";
@@ -227,13 +231,21 @@ pub(crate) fn choose_cut(conversation: &[Message], window: u64) -> Option<usize>
 }
 
 /// The text of the summary request for `replaced` in a `window`-token model: the
-/// instructions, then a transcript within [`TRANSCRIPT_PERCENT`] of the window (tool
-/// results and arguments cut at [`TRANSCRIPT_ITEM_CAP`]; when still too long, the
-/// oldest messages after an earlier summary are left out, saying how many).
+/// instructions, then a transcript within [`TRANSCRIPT_PERCENT`] of the window. Tool
+/// results and call arguments are cut at [`TRANSCRIPT_ITEM_CAP`], then at halved caps
+/// (down to [`MIN_TRANSCRIPT_ITEM_CAP`]) while the transcript is too long; when it
+/// still is, the oldest messages after an earlier summary are left out, saying how
+/// many.
 pub(crate) fn summary_request_text(replaced: &[Message], window: u64) -> String {
     let budget = usize::try_from(share_bytes(window, TRANSCRIPT_PERCENT)).unwrap_or(usize::MAX);
-    let mut items: Vec<String> = replaced.iter().map(transcript_item).collect();
-    let total: usize = items.iter().map(|item| item.len() + 2).sum();
+    let size = |items: &[String]| items.iter().map(|item| item.len() + 2).sum::<usize>();
+    let mut cap = TRANSCRIPT_ITEM_CAP;
+    let mut items: Vec<String> = replaced.iter().map(|m| transcript_item(m, cap)).collect();
+    while size(&items) > budget && cap > MIN_TRANSCRIPT_ITEM_CAP {
+        cap = (cap / 2).max(MIN_TRANSCRIPT_ITEM_CAP);
+        items = replaced.iter().map(|m| transcript_item(m, cap)).collect();
+    }
+    let total = size(&items);
     if total > budget {
         let first_droppable = usize::from(matches!(replaced.first(), Some(Message::Summary { .. })));
         let mut excess = total - budget;
@@ -257,8 +269,8 @@ pub(crate) fn summary_request_text(replaced: &[Message], window: u64) -> String 
     )
 }
 
-/// One message of the transcript.
-fn transcript_item(message: &Message) -> String {
+/// One message of the transcript, tool texts cut at `cap` bytes.
+fn transcript_item(message: &Message, cap: usize) -> String {
     match message {
         Message::User { text } => format!("[user]\n{text}"),
         Message::Summary { text, .. } => format!("[summary of the conversation before]\n{text}"),
@@ -269,7 +281,7 @@ fn transcript_item(message: &Message) -> String {
                     "\n[tool call {}] {} {}",
                     call.id(),
                     call.name(),
-                    capped(call.args())
+                    capped(call.args(), cap)
                 ));
             }
             item
@@ -286,17 +298,17 @@ fn transcript_item(message: &Message) -> String {
             } else {
                 &projection
             };
-            format!("[{what} {}]\n{}", result.call_id(), capped(text))
+            format!("[{what} {}]\n{}", result.call_id(), capped(text, cap))
         }
     }
 }
 
-/// `text` cut at [`TRANSCRIPT_ITEM_CAP`] bytes, saying how much was left out.
-fn capped(text: &str) -> String {
-    if text.len() <= TRANSCRIPT_ITEM_CAP {
+/// `text` cut at `cap` bytes, saying how much was left out.
+fn capped(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
         return text.to_owned();
     }
-    let head = floor_char_boundary(text, TRANSCRIPT_ITEM_CAP);
+    let head = floor_char_boundary(text, cap);
     format!("{head}… [{} more bytes left out]", text.len() - head.len())
 }
 
@@ -483,7 +495,7 @@ mod tests {
             text: "keep me".into(),
             replaced_turns: 1,
         })
-        .chain((0..50).map(|i| result(&format!("r{i}"), &"w".repeat(20_000))))
+        .chain((0..200).map(|i| result(&format!("r{i}"), &"w".repeat(20_000))))
         .collect();
         let text = summary_request_text(&many, 10_000);
         assert!(

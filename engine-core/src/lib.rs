@@ -81,7 +81,8 @@ pub use commands::{
 };
 pub use context::{
     BYTES_PER_TOKEN, COMPACT_AT_PERCENT, COMPACTION_INSTRUCTIONS, DEFAULT_CONTEXT_WINDOW, KEEP_PERCENT,
-    KEPT_USER_TURNS, SUMMARY_INTRO, TRANSCRIPT_ITEM_CAP, TRANSCRIPT_PERCENT, context_window_for,
+    KEPT_USER_TURNS, MIN_TRANSCRIPT_ITEM_CAP, SUMMARY_INTRO, TRANSCRIPT_ITEM_CAP, TRANSCRIPT_PERCENT,
+    context_window_for,
 };
 pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{
