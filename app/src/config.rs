@@ -56,6 +56,9 @@ pub struct AppConfig {
     pub max_sessions: usize,
     /// How the sessions' system prompt is made.
     pub system_prompt: SystemPromptConfig,
+    /// `--context-window`: the model's context window in tokens; `None` takes the
+    /// engine's table of common models (128,000 for a model it does not know).
+    pub context_window: Option<u64>,
 }
 
 impl AppConfig {
@@ -81,6 +84,7 @@ impl AppConfig {
             engine: EngineSettings::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             system_prompt: SystemPromptConfig::default(),
+            context_window: None,
         }
     }
 }

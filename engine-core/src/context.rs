@@ -4,9 +4,9 @@
 //! (`engine/compaction.rs`).
 //!
 //! Estimates are in tokens: the provider's own count of the last answer when it
-//! reported one, plus [`BYTES_PER_TOKEN`] bytes per token for everything added since;
-//! without a reported count, the whole request (system prompt, tool specs, messages)
-//! is estimated from its bytes.
+//! reported one, plus [`BYTES_PER_TOKEN`] bytes per token for everything added since,
+//! never less than the whole request (system prompt, tool specs, messages) counted
+//! the same way from its bytes.
 
 use std::collections::HashSet;
 
@@ -161,19 +161,18 @@ pub(crate) fn fixed_bytes(system: &str, tools: &[ToolSpec]) -> u64 {
     system.len() as u64 + specs
 }
 
-/// The estimated tokens of a request carrying `conversation` plus `fixed` bytes:
-/// the provider's count of the prefix it reported on plus the bytes added since, or
-/// all bytes when there is no usable count.
+/// The estimated tokens of a request carrying `conversation` plus `fixed` bytes: the
+/// provider's count of the prefix it reported on plus the bytes added since, but never
+/// less than the bytes of the whole request (a provider may under-report, or count
+/// nothing at all).
 pub(crate) fn estimate(conversation: &[Message], reported: Option<ReportedContext>, fixed: u64) -> u64 {
-    let all_bytes = || fixed + conversation.iter().map(message_bytes).sum::<u64>();
-    match reported {
-        Some(reported) if usize::try_from(reported.messages).is_ok_and(|m| m <= conversation.len()) => {
-            let from = usize::try_from(reported.messages).unwrap_or(conversation.len());
-            let added: u64 = conversation[from..].iter().map(message_bytes).sum();
-            reported.tokens.saturating_add(tokens_of(added))
-        }
-        _ => tokens_of(all_bytes()),
-    }
+    let by_bytes = tokens_of(fixed + conversation.iter().map(message_bytes).sum::<u64>());
+    let from_report = reported.and_then(|reported| {
+        let from = usize::try_from(reported.messages).ok()?;
+        let added: u64 = conversation.get(from..)?.iter().map(message_bytes).sum();
+        Some(reported.tokens.saturating_add(tokens_of(added)))
+    });
+    from_report.map_or(by_bytes, |tokens| tokens.max(by_bytes))
 }
 
 /// Where a compaction of `conversation` in a `window`-token model cuts: the summary
@@ -388,6 +387,11 @@ mod tests {
             messages: 9,
         };
         assert_eq!(estimate(&conversation, Some(stale), 0), tokens_of(47));
+        let under_reported = ReportedContext {
+            tokens: 1,
+            messages: 2,
+        };
+        assert_eq!(estimate(&conversation, Some(under_reported), 13), tokens_of(60));
     }
 
     #[test]
