@@ -80,13 +80,28 @@ impl LlmProvider for AnthropicProvider {
     }
 }
 
+/// The prompt-cache breakpoint Anthropic caches a prefix up to.
+fn cache_breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// The request JSON. Consecutive messages of one role merge into one message, so
-/// tool results of a turn form one user message (results first, then any user text).
+/// tool results of a turn form one user message (results first, then any user text);
+/// a summary is user text.
+///
+/// Prompt caching: the system prompt and the tool list are byte-stable across a
+/// session's turns, so a conversation request marks the last tool, the system block,
+/// the last block of the latest message and the last block of the message that was
+/// latest one turn earlier with `cache_control` breakpoints (at most 4, the API's
+/// limit): each turn reads the prefix the previous one wrote. Other requests (a
+/// compaction summary) are sent once and carry none.
 pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, streaming: bool) -> Value {
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in &request.messages {
         let (role, blocks) = match message {
-            Message::User { text } => ("user", text_block(text).into_iter().collect()),
+            Message::User { text } | Message::Summary { text, .. } => {
+                ("user", text_block(text).into_iter().collect())
+            }
             Message::Assistant { text, tool_calls } => {
                 let mut blocks: Vec<Value> = text_block(text).into_iter().collect();
                 blocks.extend(tool_calls.iter().map(|call| {
@@ -109,6 +124,15 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
             _ => messages.push((role, blocks)),
         }
     }
+    let cache = request.purpose.is_conversation();
+    if cache {
+        let count = messages.len();
+        for index in [count.checked_sub(1), count.checked_sub(3)].into_iter().flatten() {
+            if let Some(block) = messages[index].1.last_mut() {
+                block["cache_control"] = cache_breakpoint();
+            }
+        }
+    }
     let messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -119,10 +143,14 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
         "messages": messages,
     });
     if !request.system.is_empty() {
-        body["system"] = json!(request.system);
+        let mut block = json!({"type": "text", "text": request.system});
+        if cache {
+            block["cache_control"] = cache_breakpoint();
+        }
+        body["system"] = json!([block]);
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|spec| {
@@ -136,12 +164,30 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
                 })
             })
             .collect();
+        if cache && let Some(last) = tools.last_mut() {
+            last["cache_control"] = cache_breakpoint();
+        }
         body["tools"] = Value::Array(tools);
     }
     if streaming {
         body["stream"] = json!(true);
     }
     body
+}
+
+/// Whether an error body says the prompt does not fit the model's context window
+/// (`prompt is too long: N tokens > M maximum`, or input plus `max_tokens` over the
+/// limit).
+pub(crate) fn is_context_too_long(body: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let message = value
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    message.contains("prompt is too long") || message.contains("exceed context limit")
 }
 
 fn text_block(text: &str) -> Option<Value> {
@@ -214,6 +260,8 @@ pub(crate) struct AnthropicDecoder {
     blocks: HashMap<u64, Block>,
     input_tokens: u64,
     output_tokens: u64,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
     saw_usage: bool,
 }
 
@@ -323,20 +371,33 @@ impl AnthropicDecoder {
             blocks: HashMap::new(),
             input_tokens: 0,
             output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
             saw_usage: false,
         }
     }
 
+    /// Takes the counts an event reports (later events repeat or update them).
     fn take_usage(&mut self, usage: Option<WireUsage>) {
         let Some(usage) = usage else { return };
         if let Some(input) = usage.input() {
             self.input_tokens = input;
+            self.cache_read_tokens = usage.cache_read_input_tokens.unwrap_or(0);
+            self.cache_write_tokens = usage.cache_creation_input_tokens.unwrap_or(0);
             self.saw_usage = true;
         }
         if let Some(output) = usage.output_tokens {
             self.output_tokens = output;
             self.saw_usage = true;
         }
+    }
+
+    /// The usage chunk of the answer.
+    fn usage(&self) -> Chunk {
+        Chunk::Usage(
+            Usage::new(self.input_tokens, self.output_tokens)
+                .with_cache(self.cache_read_tokens, self.cache_write_tokens),
+        )
     }
 
     fn call(&self, id: String, name: &str, args: String) -> Chunk {
@@ -419,7 +480,7 @@ impl Decoder for AnthropicDecoder {
                     )));
                 }
                 if self.saw_usage {
-                    out.push(Chunk::Usage(Usage::new(self.input_tokens, self.output_tokens)));
+                    out.push(self.usage());
                 }
                 return Ok(Step::Complete);
             }
@@ -467,7 +528,7 @@ impl Decoder for AnthropicDecoder {
         }
         self.take_usage(message.usage);
         if self.saw_usage {
-            out.push(Chunk::Usage(Usage::new(self.input_tokens, self.output_tokens)));
+            out.push(self.usage());
         }
         Ok(())
     }
@@ -476,6 +537,8 @@ impl Decoder for AnthropicDecoder {
         self.blocks.clear();
         self.input_tokens = 0;
         self.output_tokens = 0;
+        self.cache_read_tokens = 0;
+        self.cache_write_tokens = 0;
         self.saw_usage = false;
     }
 }
@@ -524,7 +587,7 @@ mod tests {
                 Chunk::Text("add".to_owned()),
                 Chunk::ToolCall(ToolCall::new("t1", "add", "{\"a\": 2}")),
                 Chunk::ToolCall(ToolCall::new("t2", "now", "{}")),
-                Chunk::Usage(Usage::new(15, 9)),
+                Chunk::Usage(Usage::new(15, 9).with_cache(5, 0)),
             ]
         );
     }
@@ -577,9 +640,13 @@ mod tests {
                 },
             ],
             tools: Vec::new(),
+            ..LlmRequest::default()
         };
         let body = request_body(&request, "claude", &names, true);
-        assert_eq!(body["system"], json!("sys"));
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(body["max_tokens"], json!(8192));
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
@@ -594,9 +661,23 @@ mod tests {
             json!([
                 {"type": "tool_result", "tool_use_id": "c1", "content": "text of a"},
                 {"type": "tool_result", "tool_use_id": "c2", "content": "invalid arguments", "is_error": true},
-                {"type": "text", "text": "go on"},
+                {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}},
             ])
         );
+    }
+
+    #[test]
+    fn context_too_long_bodies_are_recognised() {
+        assert!(is_context_too_long(
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212345 tokens > 200000 maximum"}}"#
+        ));
+        assert!(is_context_too_long(
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000"}}"#
+        ));
+        assert!(!is_context_too_long(
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}"#
+        ));
+        assert!(!is_context_too_long(b"prompt is too long"));
     }
 
     #[test]

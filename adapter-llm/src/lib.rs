@@ -40,7 +40,7 @@ use engine_ports::{LlmError, LlmProvider};
 pub use anthropic::{ANTHROPIC_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicProvider};
 pub use config::{ApiKey, HttpProviderConfig, ProviderKind, RetryPolicy, Timeouts, UnknownProvider};
 pub use mock::{MOCK_NOT_CONFIGURED_TEXT, MOCK_SCRIPT_EXHAUSTED_TEXT, MockProvider};
-pub use mock_script::{MAX_DELAY_MS, MockEnding, MockScript, MockTurn, ScriptError};
+pub use mock_script::{MAX_DELAY_MS, MockChild, MockEnding, MockScript, MockTurn, ScriptError};
 pub use names::{MAX_WIRE_NAME_LEN, NameCollision, NameMap, is_wire_safe, wire_name};
 pub use openai::OpenAiChatProvider;
 pub use transport::MAX_PROVIDER_MESSAGE_BYTES;

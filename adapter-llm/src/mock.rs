@@ -26,9 +26,12 @@ const MAX_TEXT_DELTAS: usize = 4;
 
 /// A model that needs no network: a canned answer, or a script.
 ///
-/// Shared by every session: the turn a request gets is the number of assistant
-/// messages already in its conversation, so each session replays the script from its
-/// first turn. Once the script runs out, every further request gets a final text turn
+/// Shared by every session: the turn a request gets is the number of model turns
+/// already in its conversation (assistant messages, plus those a compaction summary
+/// stands for), so each session replays the script from its first turn, compacted or
+/// not. A request that is not a turn of a session's own conversation plays its
+/// child's turns the same way, from the child's first turn (see [`MockScript`]).
+/// Once a script runs out, every further request gets a final text turn
 /// ([`MOCK_SCRIPT_EXHAUSTED_TEXT`]).
 #[derive(Clone, Debug)]
 pub struct MockProvider {
@@ -61,14 +64,26 @@ impl MockProvider {
         let Some(script) = &self.script else {
             return MockTurn::text(MOCK_NOT_CONFIGURED_TEXT);
         };
-        let index = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        script
-            .turns()
-            .get(index)
+        let turns = if request.purpose.is_conversation() {
+            script.turns()
+        } else {
+            let first_prompt = request
+                .messages
+                .iter()
+                .find_map(|m| match m {
+                    Message::User { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            match script.child_turns(first_prompt) {
+                Some(turns) => turns,
+                None => return MockTurn::text(MOCK_NOT_CONFIGURED_TEXT),
+            }
+        };
+        let played: u64 = request.messages.iter().map(Message::model_turns).sum();
+        usize::try_from(played)
+            .ok()
+            .and_then(|index| turns.get(index))
             .cloned()
             .unwrap_or_else(|| MockTurn::text(MOCK_SCRIPT_EXHAUSTED_TEXT))
     }

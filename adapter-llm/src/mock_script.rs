@@ -1,5 +1,5 @@
-//! The `--mock-script` file: [`MockScript`], its turns ([`MockTurn`]) and
-//! [`ScriptError`].
+//! The `--mock-script` file: [`MockScript`], its turns ([`MockTurn`]), the scripted
+//! side conversations ([`MockChild`]) and [`ScriptError`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,9 +13,26 @@ use serde_json::Value;
 pub const MAX_DELAY_MS: u64 = 30_000;
 
 /// A scripted conversation: one [`MockTurn`] per model response, played in order.
+///
+/// Requests that are not turns of a session's own conversation (a compaction summary
+/// and any later side request, told apart by
+/// [`LlmRequest::purpose`](engine_ports::LlmRequest::purpose)) play the turns of the
+/// first [`MockChild`] whose `match` occurs in their first prompt, else the
+/// `default_child` turns, else the canned `--mock` answer.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MockScript {
     turns: Vec<MockTurn>,
+    children: Vec<MockChild>,
+    default_child: Option<Vec<MockTurn>>,
+}
+
+/// The script of side conversations whose first prompt contains `match_text`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MockChild {
+    /// A substring of the side conversation's first prompt (not empty).
+    pub match_text: String,
+    /// Its turns, played from the first for each such conversation.
+    pub turns: Vec<MockTurn>,
 }
 
 /// How a scripted turn ends after its chunks.
@@ -79,12 +96,55 @@ impl MockScript {
     pub fn new(turns: impl IntoIterator<Item = MockTurn>) -> Self {
         Self {
             turns: turns.into_iter().collect(),
+            ..Self::default()
         }
+    }
+
+    /// The same script with one more child, tried after the earlier ones.
+    #[must_use]
+    pub fn with_child(
+        mut self,
+        match_text: impl Into<String>,
+        turns: impl IntoIterator<Item = MockTurn>,
+    ) -> Self {
+        self.children.push(MockChild {
+            match_text: match_text.into(),
+            turns: turns.into_iter().collect(),
+        });
+        self
+    }
+
+    /// The same script with `turns` for side conversations no child matches.
+    #[must_use]
+    pub fn with_default_child(mut self, turns: impl IntoIterator<Item = MockTurn>) -> Self {
+        self.default_child = Some(turns.into_iter().collect());
+        self
     }
 
     /// The turns, in order.
     pub fn turns(&self) -> &[MockTurn] {
         &self.turns
+    }
+
+    /// The children, in the order they are tried.
+    pub fn children(&self) -> &[MockChild] {
+        &self.children
+    }
+
+    /// The turns of side conversations no child matches, if any.
+    pub fn default_child(&self) -> Option<&[MockTurn]> {
+        self.default_child.as_deref()
+    }
+
+    /// The turns a side conversation whose first prompt is `first_prompt` plays: the
+    /// first child whose `match` occurs in it, else the default child; `None` when
+    /// neither applies.
+    pub fn child_turns(&self, first_prompt: &str) -> Option<&[MockTurn]> {
+        self.children
+            .iter()
+            .find(|child| first_prompt.contains(&child.match_text))
+            .map(|child| child.turns.as_slice())
+            .or_else(|| self.default_child())
     }
 
     /// Reads and validates a script file.
@@ -95,6 +155,7 @@ impl MockScript {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|error| ScriptError {
             path: path.to_path_buf(),
+            child: None,
             turn: None,
             problem: format!("cannot read it: {error}"),
         })?;
@@ -105,48 +166,100 @@ impl MockScript {
     /// label such as `embedded demo script`).
     ///
     /// The format: `{"turns": [{"text", "tool_calls": [{"id", "name", "args"}],
-    /// "delay_ms"}]}`. Each turn needs `text` and/or `tool_calls`; `delay_ms` is
-    /// 0–30000; unknown fields are errors. A call without `id` gets
-    /// `call_<turn>_<index>` (both 1-based). `args` defaults to `{}`; a JSON string is
-    /// taken as the raw argument text (so a script can send invalid arguments), any
-    /// other value is sent as its compact JSON.
+    /// "delay_ms"}], "children": [{"match", "turns"}], "default_child": {"turns"}}`.
+    /// Each turn needs `text` and/or `tool_calls`; `delay_ms` is 0–30000; unknown
+    /// fields are errors; `turns` and every child's `turns` hold at least one turn; a
+    /// child's `match` is not empty. A call without `id` gets `call_<turn>_<index>`
+    /// (both 1-based). `args` defaults to `{}`; a JSON string is taken as the raw
+    /// argument text (so a script can send invalid arguments), any other value is
+    /// sent as its compact JSON.
     ///
     /// # Errors
-    /// [`ScriptError`] naming `origin`, and the turn when one is at fault.
+    /// [`ScriptError`] naming `origin`, and the child and turn when one is at fault.
     pub fn from_json(json: &str, origin: impl AsRef<Path>) -> Result<Self, ScriptError> {
         let origin = origin.as_ref();
-        let fail = |turn: Option<usize>, problem: String| ScriptError {
+        let fail = |child: Option<String>, turn: Option<usize>, problem: String| ScriptError {
             path: origin.to_path_buf(),
+            child,
             turn,
             problem,
         };
         let file: FileScript = serde_json::from_str::<Value>(json)
-            .map_err(|error| fail(None, format!("invalid JSON: {error}")))
+            .map_err(|error| fail(None, None, format!("invalid JSON: {error}")))
             .and_then(|value| {
-                serde_json::from_value(value).map_err(|error| fail(None, format!("{error}")))
+                serde_json::from_value(value).map_err(|error| fail(None, None, format!("{error}")))
             })?;
-        if file.turns.is_empty() {
-            return Err(fail(None, "the script has no turns".to_owned()));
+        let turns = parse_turns(file.turns, &|turn, problem| fail(None, turn, problem))?;
+        let mut children = Vec::with_capacity(file.children.len());
+        for (position, value) in file.children.into_iter().enumerate() {
+            let label = format!("children[{position}]");
+            let child: FileChild = serde_json::from_value(value)
+                .map_err(|error| fail(Some(label.clone()), None, error.to_string()))?;
+            if child.match_text.is_empty() {
+                return Err(fail(
+                    Some(label),
+                    None,
+                    "`match` is empty, which would match every prompt: give a substring of the child's first prompt, or use `default_child`".to_owned(),
+                ));
+            }
+            let turns = parse_turns(child.turns, &|turn, problem| {
+                fail(Some(label.clone()), turn, problem)
+            })?;
+            children.push(MockChild {
+                match_text: child.match_text,
+                turns,
+            });
         }
-        let mut turns = Vec::with_capacity(file.turns.len());
-        for (position, value) in file.turns.into_iter().enumerate() {
-            let number = position + 1;
-            let turn: FileTurn =
-                serde_json::from_value(value).map_err(|error| fail(Some(number), error.to_string()))?;
-            turns.push(
-                turn.into_turn(number)
-                    .map_err(|problem| fail(Some(number), problem))?,
-            );
-        }
-        Ok(Self { turns })
+        let default_child = match file.default_child {
+            None => None,
+            Some(value) => {
+                let label = "default_child".to_owned();
+                let child: FileDefaultChild = serde_json::from_value(value)
+                    .map_err(|error| fail(Some(label.clone()), None, error.to_string()))?;
+                Some(parse_turns(child.turns, &|turn, problem| {
+                    fail(Some(label.clone()), turn, problem)
+                })?)
+            }
+        };
+        Ok(Self {
+            turns,
+            children,
+            default_child,
+        })
     }
 }
 
+/// Validates one list of turns (not empty, each turn well-formed); `fail` builds the
+/// error for a turn (1-based) or the list.
+fn parse_turns(
+    values: Vec<Value>,
+    fail: &dyn Fn(Option<usize>, String) -> ScriptError,
+) -> Result<Vec<MockTurn>, ScriptError> {
+    if values.is_empty() {
+        return Err(fail(
+            None,
+            "`turns` is empty: there are no turns to play".to_owned(),
+        ));
+    }
+    let mut turns = Vec::with_capacity(values.len());
+    for (position, value) in values.into_iter().enumerate() {
+        let number = position + 1;
+        let turn: FileTurn =
+            serde_json::from_value(value).map_err(|error| fail(Some(number), error.to_string()))?;
+        turns.push(
+            turn.into_turn(number)
+                .map_err(|problem| fail(Some(number), problem))?,
+        );
+    }
+    Ok(turns)
+}
+
 /// A mock script that cannot be used. Its message names the file and, when one is at
-/// fault, the turn (1-based).
+/// fault, the child (`children[i]`, `default_child`) and the turn (1-based).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptError {
     path: PathBuf,
+    child: Option<String>,
     turn: Option<usize>,
     problem: String,
 }
@@ -157,7 +270,12 @@ impl ScriptError {
         &self.path
     }
 
-    /// The 1-based turn at fault, if any.
+    /// The child at fault (`children[i]`, 0-based, or `default_child`), if any.
+    pub fn child(&self) -> Option<&str> {
+        self.child.as_deref()
+    }
+
+    /// The 1-based turn at fault (of the child, when one is named), if any.
     pub fn turn(&self) -> Option<usize> {
         self.turn
     }
@@ -171,6 +289,9 @@ impl ScriptError {
 impl fmt::Display for ScriptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "mock script {}", self.path.display())?;
+        if let Some(child) = &self.child {
+            write!(f, ", {child}")?;
+        }
         if let Some(turn) = self.turn {
             write!(f, ", turn {turn}")?;
         }
@@ -183,6 +304,24 @@ impl std::error::Error for ScriptError {}
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename = "script")]
 struct FileScript {
+    turns: Vec<Value>,
+    #[serde(default)]
+    children: Vec<Value>,
+    #[serde(default)]
+    default_child: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename = "child")]
+struct FileChild {
+    #[serde(rename = "match")]
+    match_text: String,
+    turns: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename = "default child")]
+struct FileDefaultChild {
     turns: Vec<Value>,
 }
 

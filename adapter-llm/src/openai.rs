@@ -71,7 +71,9 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
     }
     for message in &request.messages {
         messages.push(match message {
-            Message::User { text } => json!({"role": "user", "content": text}),
+            Message::User { text } | Message::Summary { text, .. } => {
+                json!({"role": "user", "content": text})
+            }
             Message::Assistant { text, tool_calls } => assistant_message(text, tool_calls, names),
             Message::Tool { result } => json!({
                 "role": "tool",
@@ -106,6 +108,29 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
         body["stream_options"] = json!({"include_usage": true});
     }
     body
+}
+
+/// Whether an error body says the prompt does not fit the model's context window:
+/// OpenAI's `context_length_exceeded` code, or the texts OpenAI-compatible servers
+/// use for it (`maximum context length`, llama.cpp's `exceed_context_size_error`).
+pub(crate) fn is_context_too_long(body: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let field = |pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    };
+    let code = field("/error/code");
+    let kind = field("/error/type");
+    let message = field("/error/message");
+    code == "context_length_exceeded"
+        || kind == "exceed_context_size_error"
+        || message.contains("context_length_exceeded")
+        || message.contains("maximum context length")
 }
 
 fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
@@ -212,6 +237,27 @@ struct WireUsage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// The prompt tokens' breakdown; `cached_tokens` are the prefix the endpoint's own
+/// prompt cache served (OpenAI caches by prefix, with no request hints).
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|details| details.cached_tokens)
+            .unwrap_or(0);
+        Usage::new(self.prompt_tokens, self.completion_tokens).with_cache(cached, 0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -343,10 +389,7 @@ impl Decoder for OpenAiDecoder {
             }
         }
         if let Some(usage) = chunk.usage {
-            out.push(Chunk::Usage(Usage::new(
-                usage.prompt_tokens,
-                usage.completion_tokens,
-            )));
+            out.push(Chunk::Usage(usage.usage()));
         }
         Ok(Step::Continue)
     }
@@ -384,10 +427,7 @@ impl Decoder for OpenAiDecoder {
             )));
         }
         if let Some(usage) = completion.usage {
-            out.push(Chunk::Usage(Usage::new(
-                usage.prompt_tokens,
-                usage.completion_tokens,
-            )));
+            out.push(Chunk::Usage(usage.usage()));
         }
         Ok(())
     }
@@ -421,6 +461,39 @@ mod tests {
             }
         }
         (out, last)
+    }
+
+    #[test]
+    fn context_too_long_bodies_are_recognised() {
+        assert!(is_context_too_long(
+            br#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#
+        ));
+        assert!(is_context_too_long(
+            br#"{"object":"error","message":"x","error":{"message":"This model's maximum context length is 8192 tokens."}}"#
+        ));
+        assert!(is_context_too_long(
+            br#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#
+        ));
+        assert!(!is_context_too_long(
+            br#"{"error":{"message":"Invalid 'messages[1].content'","type":"invalid_request_error","code":null}}"#
+        ));
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_reported() {
+        let mut decoder = OpenAiDecoder::new(NameMap::default());
+        let mut out = Vec::new();
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0}}}"#;
+        assert_eq!(decoder.event(data(usage), &mut out), Ok(Step::Continue));
+        let null_details = r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null}}"#;
+        assert_eq!(decoder.event(data(null_details), &mut out), Ok(Step::Continue));
+        assert_eq!(
+            out,
+            vec![
+                Chunk::Usage(Usage::new(2006, 300).with_cache(1920, 0)),
+                Chunk::Usage(Usage::new(5, 1)),
+            ]
+        );
     }
 
     #[test]
@@ -498,6 +571,7 @@ mod tests {
                 },
             ],
             tools: vec![engine_ports::ToolSpec::new("mcp__x__a.b", "does a.b")],
+            ..LlmRequest::default()
         };
         let body = request_body(&request, "m", &names, true);
         let wire = crate::names::wire_name("mcp__x__a.b");

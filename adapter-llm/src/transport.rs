@@ -100,6 +100,14 @@ impl Who {
         }
     }
 
+    fn too_long(&self, message: String) -> LlmError {
+        LlmError::ContextTooLong {
+            provider: self.provider(),
+            model: self.model.clone(),
+            message,
+        }
+    }
+
     fn status(&self, status: StatusCode, message: String) -> LlmError {
         LlmError::Status {
             provider: self.provider(),
@@ -356,12 +364,28 @@ impl HttpCore {
                 self.shown_url
             ));
         }
+        if status.is_client_error() && self.is_context_too_long(&body) {
+            return Ok(AttemptError {
+                error: who.too_long(message),
+                retryable: false,
+                retry_after: None,
+            });
+        }
         let retryable = matches!(status.as_u16(), 408 | 429 | 529) || status.is_server_error();
         Ok(AttemptError {
             error: who.status(status, message),
             retryable,
             retry_after,
         })
+    }
+
+    /// Whether an error body is this provider's "the prompt does not fit the context
+    /// window" refusal.
+    fn is_context_too_long(&self, body: &[u8]) -> bool {
+        match self.kind {
+            ProviderKind::OpenAiChat => crate::openai::is_context_too_long(body),
+            ProviderKind::Anthropic => crate::anthropic::is_context_too_long(body),
+        }
     }
 
     /// Removes the key from a provider message, should the provider echo it.

@@ -60,6 +60,9 @@ pub struct AppConfig {
     /// Tools an embedder adds at build time: registered right after the core tools,
     /// in family `core`, in every session's catalog.
     pub extra_tools: ExtraTools,
+    /// `--context-window`: the model's context window in tokens; `None` takes the
+    /// engine's table of common models (128,000 for a model it does not know).
+    pub context_window: Option<u64>,
 }
 
 impl AppConfig {
@@ -86,6 +89,7 @@ impl AppConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             system_prompt: SystemPromptConfig::default(),
             extra_tools: ExtraTools::default(),
+            context_window: None,
         }
     }
 }

@@ -46,6 +46,7 @@ impl EngineTemplate {
             approve: cfg.engine.approve,
             command_timeout: cfg.mcp.limits.idle,
             audit_required: cfg.engine.audit_required,
+            context_window: cfg.context_window,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);

@@ -58,6 +58,7 @@
 
 mod catalog;
 mod commands;
+mod context;
 mod disclosure;
 mod dispatch;
 mod emitter;
@@ -77,6 +78,11 @@ pub use catalog::{Catalog, CatalogError, CatalogUpdates, NameSet, Resolved, avai
 pub use commands::{
     CommandChain, CommandChainBuilder, CommandInvocation, SkillCommandSource, SourceExpander, parse_command,
     render_template, strip_frontmatter, substitute,
+};
+pub use context::{
+    BYTES_PER_TOKEN, COMPACT_AT_PERCENT, COMPACTION_INSTRUCTIONS, DEFAULT_CONTEXT_WINDOW, KEEP_PERCENT,
+    KEPT_USER_TURNS, MIN_TRANSCRIPT_ITEM_CAP, SUMMARY_INTRO, TRANSCRIPT_ITEM_CAP, TRANSCRIPT_PERCENT,
+    context_window_for,
 };
 pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{

@@ -57,6 +57,26 @@ pub enum EventKind {
         /// Names in the old catalog only.
         removed: Vec<String>,
     },
+    /// The conversation was compacted: older messages were replaced by a summary the
+    /// model wrote in one tool-less request. Token counts are estimates of the next
+    /// request before and after.
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        /// What made the engine compact.
+        trigger: CompactionTrigger,
+        /// Estimated tokens of the next request before compacting.
+        tokens_before: u64,
+        /// Estimated tokens of the next request after compacting.
+        tokens_after: u64,
+        /// The model's context window, in tokens.
+        context_window: u64,
+        /// Messages the summary replaced.
+        messages_replaced: u64,
+        /// Messages kept verbatim after the summary.
+        messages_kept: u64,
+        /// Usage of the summary request.
+        usage: Usage,
+    },
     /// A model turn starts.
     #[serde(rename = "turn.start")]
     TurnStart {
@@ -182,6 +202,7 @@ impl EventKind {
         match self {
             Self::SessionInit { .. } => "session.init",
             Self::CatalogChanged { .. } => "catalog.changed",
+            Self::ContextCompacted { .. } => "context.compacted",
             Self::TurnStart { .. } => "turn.start",
             Self::MessageDelta { .. } => "message.delta",
             Self::ReasoningDelta { .. } => "reasoning.delta",
@@ -192,6 +213,26 @@ impl EventKind {
             Self::Hook { .. } => "hook",
             Self::ToolResult { .. } => "tool.result",
             Self::Result { .. } => "result",
+        }
+    }
+}
+
+/// What made the engine compact a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// The next request would have passed the compaction threshold of the window.
+    Threshold,
+    /// The provider refused a request as longer than the context window.
+    ContextTooLong,
+}
+
+impl CompactionTrigger {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::ContextTooLong => "context_too_long",
         }
     }
 }

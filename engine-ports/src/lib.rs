@@ -93,10 +93,12 @@ pub use content::{
     MAX_RESULT_INLINE_BYTES, MAX_TEXT_PART_BYTES, ResourceLink, encode_base64, validate_parts,
 };
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
-pub use event::{Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict};
+pub use event::{
+    CompactionTrigger, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict,
+};
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
-pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message};
+pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose};
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
@@ -106,7 +108,9 @@ pub use skills::{
     SkillSource, SkillSourceError, valid_skill_asset_name, valid_skill_name,
 };
 pub use spec::ToolSpec;
-pub use store::{EventLog, RunLease, SessionListing, SessionSnapshot, SessionStore, StoreError};
+pub use store::{
+    EventLog, ReportedContext, RunLease, SessionListing, SessionSnapshot, SessionStore, StoreError,
+};
 pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;
 

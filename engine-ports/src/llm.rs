@@ -45,6 +45,59 @@ pub enum Message {
         /// The result.
         result: ToolResult,
     },
+    /// A summary standing for earlier messages that compaction replaced (always the
+    /// first message of a compacted conversation). Providers send `text` as user
+    /// input.
+    Summary {
+        /// The model-visible text: what it is, then the summary.
+        text: String,
+        /// How many model turns (assistant messages) it stands for, those of an
+        /// earlier summary it replaced included.
+        replaced_turns: u64,
+    },
+}
+
+impl Message {
+    /// How many model turns this message is or stands for: 1 for an assistant
+    /// message, `replaced_turns` for a summary, else 0.
+    pub fn model_turns(&self) -> u64 {
+        match self {
+            Self::Assistant { .. } => 1,
+            Self::Summary { replaced_turns, .. } => *replaced_turns,
+            Self::User { .. } | Self::Tool { .. } => 0,
+        }
+    }
+}
+
+/// Which conversation a request belongs to. A request's purpose never changes how a
+/// provider sends it; it tells a scripted or routing model which conversation it is
+/// answering. Every request the harness makes besides a session's own turns is
+/// marked as such, so new kinds of side requests are told apart the same way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RequestPurpose {
+    /// A turn of the session's own conversation.
+    #[default]
+    Conversation,
+    /// The one tool-less request that summarizes older turns when the conversation
+    /// nears the model's context window.
+    Compaction,
+}
+
+impl RequestPurpose {
+    /// Whether this is a turn of the session's own conversation.
+    pub fn is_conversation(self) -> bool {
+        matches!(self, Self::Conversation)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Conversation => "conversation",
+            Self::Compaction => "compaction",
+        }
+    }
 }
 
 /// One request to a model.
@@ -58,6 +111,8 @@ pub struct LlmRequest {
     pub messages: Vec<Message>,
     /// Tools advertised for this turn, sorted by name.
     pub tools: Vec<ToolSpec>,
+    /// Which conversation the request belongs to (default: the session's own).
+    pub purpose: RequestPurpose,
 }
 
 /// One item of a model's streamed answer.
@@ -123,9 +178,29 @@ pub enum LlmError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// The provider refused the request because the prompt does not fit the model's
+    /// context window (Anthropic `prompt is too long`, OpenAI
+    /// `context_length_exceeded`). The engine compacts the conversation once and
+    /// retries.
+    #[error("{provider} request for model {model} does not fit the model's context window: {message}")]
+    ContextTooLong {
+        /// Provider name.
+        provider: String,
+        /// Model name.
+        model: String,
+        /// The provider's message (bounded).
+        message: String,
+    },
     /// The request was cancelled.
     #[error("model request cancelled")]
     Cancelled,
+}
+
+impl LlmError {
+    /// Whether the provider refused the request as longer than the context window.
+    pub fn is_context_too_long(&self) -> bool {
+        matches!(self, Self::ContextTooLong { .. })
+    }
 }
 
 /// A language model.
@@ -139,6 +214,12 @@ pub enum LlmError {
 ///   ending).
 /// - Tool names in requests and in emitted calls are the real catalog names; a
 ///   provider with wire limits encodes and decodes them itself (D6).
+/// - A request the provider refuses as longer than the model's context window fails
+///   with [`LlmError::ContextTooLong`], never a generic status error.
+/// - [`Message::Summary`] is sent as user input. [`LlmRequest::purpose`] never
+///   changes the conversation sent; a provider may leave prompt-cache hints off a
+///   request that is not a turn of the session's own conversation (it is not
+///   repeated).
 #[async_trait]
 pub trait LlmProvider: Send + Sync {
     /// Part kinds this provider can deliver to its model.

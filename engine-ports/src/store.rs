@@ -41,6 +41,20 @@ pub struct SessionSnapshot {
     /// session whose engine had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// What the provider reported about the session's last answer, from which the
+    /// next request's size is estimated; absent when it reported nothing or the
+    /// conversation was compacted since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ReportedContext>,
+}
+
+/// The size of a conversation prefix as the provider counted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReportedContext {
+    /// Prompt plus answer tokens of the last answer.
+    pub tokens: u64,
+    /// How many conversation messages those tokens cover (the answer included).
+    pub messages: u64,
 }
 
 impl SessionSnapshot {
@@ -56,6 +70,7 @@ impl SessionSnapshot {
             tool_calls: 0,
             usage: Usage::default(),
             system_prompt: None,
+            context: None,
         }
     }
 }

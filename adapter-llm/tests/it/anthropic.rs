@@ -1,7 +1,9 @@
 //! `anthropic` against recorded SSE fixtures: request shape and assembly.
 
 use adapter_llm::{ANTHROPIC_MAX_TOKENS, AnthropicProvider, ProviderKind};
-use engine_ports::{Chunk, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolResult, Usage};
+use engine_ports::{
+    Chunk, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose, ToolCall, ToolResult, Usage,
+};
 use serde_json::{Value, json};
 
 use crate::support::fixture::{FixtureServer, Piece, Reply, event};
@@ -191,15 +193,21 @@ async fn tool_results_are_grouped_per_user_message() {
             },
         ],
         tools: request(&["add", "now"]).tools,
+        ..LlmRequest::default()
     };
     let items = collect(&provider_for(&server), request).await.unwrap();
     assert_eq!(items.last(), Some(&Ok(Chunk::Done)));
     let body = &server.requests()[0].body;
-    assert_eq!(body["system"], json!("be brief"));
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
+    );
     assert_eq!(
         body["messages"],
         json!([
-            {"role": "user", "content": [{"type": "text", "text": "two things"}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "two things", "cache_control": {"type": "ephemeral"}},
+            ]},
             {"role": "assistant", "content": [
                 {"type": "text", "text": "on it"},
                 {"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 1}},
@@ -207,10 +215,181 @@ async fn tool_results_are_grouped_per_user_message() {
             ]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t1", "content": "1"},
-                {"type": "tool_result", "tool_use_id": "t2", "content": "clock broken", "is_error": true},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "clock broken", "is_error": true,
+                 "cache_control": {"type": "ephemeral"}},
             ]},
         ])
     );
+}
+
+/// Every JSON pointer under `value` whose object carries `cache_control`.
+fn breakpoints(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if map.get("cache_control") == Some(&json!({"type": "ephemeral"})) {
+                found.push(at.to_owned());
+            }
+            for (key, inner) in map {
+                breakpoints(inner, &format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (index, inner) in items.iter().enumerate() {
+                breakpoints(inner, &format!("{at}/{index}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A conversation of three user turns, the last two answered with a tool call.
+fn long_conversation() -> Vec<Message> {
+    let mut messages = vec![
+        Message::User {
+            text: "first".to_owned(),
+        },
+        Message::Assistant {
+            text: "one".to_owned(),
+            tool_calls: Vec::new(),
+        },
+    ];
+    for (turn, id) in [(2, "t1"), (3, "t2")] {
+        messages.push(Message::User {
+            text: format!("turn {turn}"),
+        });
+        messages.push(Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![ToolCall::new(id, "add", r#"{"a":1}"#)],
+        });
+        messages.push(Message::Tool {
+            result: ToolResult::text(id, "1"),
+        });
+    }
+    messages
+}
+
+#[tokio::test]
+async fn prompt_cache_breakpoints_mark_tools_system_and_the_last_two_turns() {
+    let mut events = vec![start(1)];
+    events.extend(text_block(0, &["done"]));
+    events.extend(stop("end_turn", 1));
+    let server = FixtureServer::start(vec![Reply::sse(events)]).await;
+    let request = LlmRequest {
+        system: "stable system prompt".to_owned(),
+        messages: long_conversation(),
+        tools: request(&["add", "now", "zeta"]).tools,
+        ..LlmRequest::default()
+    };
+    collect(&provider_for(&server), request).await.unwrap();
+    let body = &server.requests()[0].body;
+    let mut found = Vec::new();
+    breakpoints(body, "", &mut found);
+    // Messages: 0 user "first", 1 assistant, 2 user "turn 2", 3 assistant call t1,
+    // 4 user (result t1 + "turn 3"), 5 assistant call t2, 6 user (result t2).
+    assert_eq!(
+        found,
+        [
+            "/messages/4/content/1",
+            "/messages/6/content/0",
+            "/system/0",
+            "/tools/2",
+        ],
+        "{body:#}"
+    );
+    assert_eq!(body["tools"][2]["name"], json!("zeta"));
+    assert_eq!(body["messages"][4]["content"][1]["text"], json!("turn 3"));
+    assert_eq!(body["messages"][6]["content"][0]["tool_use_id"], json!("t2"));
+}
+
+#[tokio::test]
+async fn a_compaction_request_carries_no_cache_breakpoints() {
+    let mut events = vec![start(1)];
+    events.extend(text_block(0, &["summary"]));
+    events.extend(stop("end_turn", 1));
+    let server = FixtureServer::start(vec![Reply::sse(events)]).await;
+    let request = LlmRequest {
+        messages: vec![Message::User {
+            text: "summarize this".to_owned(),
+        }],
+        purpose: RequestPurpose::Compaction,
+        ..LlmRequest::default()
+    };
+    collect(&provider_for(&server), request).await.unwrap();
+    let body = &server.requests()[0].body;
+    let mut found = Vec::new();
+    breakpoints(body, "", &mut found);
+    assert!(found.is_empty(), "{body:#}");
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "summarize this"}]}])
+    );
+    assert!(
+        body.get("tools").is_none() && body.get("system").is_none(),
+        "{body:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_summary_message_is_sent_as_user_text() {
+    let mut events = vec![start(1)];
+    events.extend(text_block(0, &["ok"]));
+    events.extend(stop("end_turn", 1));
+    let server = FixtureServer::start(vec![Reply::sse(events)]).await;
+    let request = LlmRequest {
+        messages: vec![
+            Message::Summary {
+                text: "what happened before".to_owned(),
+                replaced_turns: 4,
+            },
+            Message::User {
+                text: "go on".to_owned(),
+            },
+        ],
+        ..LlmRequest::default()
+    };
+    collect(&provider_for(&server), request).await.unwrap();
+    assert_eq!(
+        server.requests()[0].body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "what happened before"},
+            {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}},
+        ]}])
+    );
+}
+
+#[tokio::test]
+async fn cache_token_counts_reach_the_usage_chunk() {
+    let mut events = vec![event(&json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude",
+        "stop_reason": null, "usage": {"input_tokens": 12, "cache_creation_input_tokens": 2048,
+        "cache_read_input_tokens": 30000, "output_tokens": 1}}}))];
+    events.extend(text_block(0, &["hi"]));
+    events.extend(stop("end_turn", 7));
+    let server = FixtureServer::start(vec![Reply::sse(events)]).await;
+    let items = collect(&provider_for(&server), request(&[])).await.unwrap();
+    let usage: Vec<&Usage> = items
+        .iter()
+        .filter_map(|item| match item {
+            Ok(Chunk::Usage(usage)) => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [&Usage::new(32_060, 7).with_cache(30_000, 2048)]);
+}
+
+#[tokio::test]
+async fn a_prompt_too_long_refusal_is_a_typed_error_and_not_retried() {
+    let refusal = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "prompt is too long: 212345 tokens > 200000 maximum"}});
+    let server = FixtureServer::start(vec![Reply::json(400, &refusal), Reply::json(400, &refusal)]).await;
+    let error = collect(&provider_for(&server), request(&[])).await.unwrap_err();
+    assert!(error.is_context_too_long(), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "anthropic request for model claude-sonnet-4-6 does not fit the model's context window: \
+         invalid_request_error: prompt is too long: 212345 tokens > 200000 maximum"
+    );
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]

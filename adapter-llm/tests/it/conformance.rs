@@ -55,9 +55,17 @@ async fn the_mock_passes_the_stream_suite() {
 
 /// The SSE body an OpenAI-compatible server would send for a suite turn: text deltas,
 /// each call as one fragment, usage, then the ending (a finish marker, a dropped
-/// connection, or silence until cancelled). A start error becomes a 401.
+/// connection, or silence until cancelled). A start error becomes a 401, a context
+/// refusal OpenAI's 400 `context_length_exceeded`.
 fn openai_reply(turn: ScriptedTurn) -> Reply {
     if let Some(error) = turn.start_error {
+        if error.is_context_too_long() {
+            return Reply::json(
+                400,
+                &json!({"error": {"message": error.to_string(), "type": "invalid_request_error",
+                    "code": "context_length_exceeded"}}),
+            );
+        }
         return Reply::json(401, &json!({"error": {"message": error.to_string()}}));
     }
     let mut pieces = Vec::new();

@@ -53,6 +53,7 @@ fn d6_request() -> LlmRequest {
             .iter()
             .map(|name| ToolSpec::new(*name, "a tool"))
             .collect(),
+        ..LlmRequest::default()
     }
 }
 

@@ -127,3 +127,25 @@ async fn a_rejected_key_is_not_retried_against_fakellm() {
     let stats = fakellm.stats().await;
     assert_eq!(stats["by_rule"], json!({"bad-key": 2}));
 }
+
+#[tokio::test]
+async fn context_window_refusals_are_typed_against_fakellm() {
+    let Some(fakellm) = FakeLlm::start("context_window_refusals_are_typed_against_fakellm", "errors.yaml")
+    else {
+        return;
+    };
+    let anthropic = AnthropicProvider::new(model(config(fakellm.root()), "toolong-anthropic")).unwrap();
+    let error = collect(&anthropic, request(&[])).await.unwrap_err();
+    assert!(error.is_context_too_long(), "{error:?}");
+    assert!(error.to_string().contains("prompt is too long"), "{error}");
+    let openai = OpenAiChatProvider::new(model(config(fakellm.v1()), "toolong-openai")).unwrap();
+    let error = collect(&openai, request(&[])).await.unwrap_err();
+    assert!(error.is_context_too_long(), "{error:?}");
+    assert!(error.to_string().contains("maximum context length"), "{error}");
+    let stats = fakellm.stats().await;
+    assert_eq!(
+        stats["by_rule"],
+        json!({"prompt-too-long": 1, "context-length-exceeded": 1}),
+        "a refusal is never retried"
+    );
+}

@@ -9,7 +9,9 @@ use tokio::time::Instant;
 use adapter_llm::{
     MOCK_NOT_CONFIGURED_TEXT, MOCK_SCRIPT_EXHAUSTED_TEXT, MockProvider, MockScript, ScriptError,
 };
-use engine_ports::{CancellationToken, Chunk, LlmError, LlmProvider, LlmRequest, Message, ToolCall};
+use engine_ports::{
+    CancellationToken, Chunk, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose, ToolCall,
+};
 use futures::StreamExt as _;
 
 use crate::support::{calls, collect, text};
@@ -248,4 +250,151 @@ async fn delays_are_honoured_and_cancellable() {
         started.elapsed()
     );
     assert_eq!(rest, vec![Err(LlmError::Cancelled)]);
+}
+
+const SCRIPT_WITH_CHILDREN: &str = r#"{
+  "turns": [{"text": "main 1"}, {"text": "main 2"}, {"text": "main 3"}],
+  "children": [
+    {"match": "Summarize the conversation", "turns": [{"text": "summary 1"}, {"text": "summary 2"}]},
+    {"match": "review", "turns": [{"text": "review 1"}]}
+  ],
+  "default_child": {"turns": [{"text": "default 1"}]}
+}"#;
+
+/// A side request whose first prompt is `prompt`, after `assistant_turns` answers.
+fn side_request(prompt: &str, assistant_turns: usize) -> LlmRequest {
+    LlmRequest {
+        purpose: RequestPurpose::Compaction,
+        ..conversation(prompt, assistant_turns)
+    }
+}
+
+#[test]
+fn children_and_the_default_child_parse() {
+    let script = parse(SCRIPT_WITH_CHILDREN).unwrap();
+    assert_eq!(script.turns().len(), 3);
+    assert_eq!(script.children().len(), 2);
+    assert_eq!(script.children()[0].match_text, "Summarize the conversation");
+    assert_eq!(script.children()[0].turns[1].text, "summary 2");
+    assert_eq!(script.default_child().unwrap()[0].text, "default 1");
+    assert_eq!(
+        script.child_turns("please review this").unwrap()[0].text,
+        "review 1"
+    );
+    assert_eq!(script.child_turns("anything").unwrap()[0].text, "default 1");
+    assert!(parse(OVERVIEW_SCRIPT).unwrap().child_turns("anything").is_none());
+}
+
+#[test]
+fn child_errors_name_the_child_and_turn() {
+    let (text, error) = error_of(
+        r#"{"turns": [{"text": "a"}], "children": [{"match": "x", "turns": [{"text": "b"}]}, {"match": "y", "turns": [{"text": "c"}, {}]}]}"#,
+    );
+    assert!(
+        text.contains("children[1], turn 2") && text.contains("empty"),
+        "{text}"
+    );
+    assert_eq!((error.child(), error.turn()), (Some("children[1]"), Some(2)));
+
+    let (text, error) =
+        error_of(r#"{"turns": [{"text": "a"}], "children": [{"match": "", "turns": [{"text": "b"}]}]}"#);
+    assert!(
+        text.contains("children[0]") && text.contains("`match` is empty"),
+        "{text}"
+    );
+    assert_eq!(error.turn(), None);
+
+    let (text, _) = error_of(
+        r#"{"turns": [{"text": "a"}], "children": [{"match": "x", "turns": [{"text": "b"}], "model": "big"}]}"#,
+    );
+    assert!(
+        text.contains("children[0]") && text.contains("unknown field `model`"),
+        "{text}"
+    );
+
+    let (text, _) = error_of(r#"{"turns": [{"text": "a"}], "children": [{"turns": [{"text": "b"}]}]}"#);
+    assert!(
+        text.contains("children[0]") && text.contains("missing field `match`"),
+        "{text}"
+    );
+
+    let (text, error) = error_of(r#"{"turns": [{"text": "a"}], "default_child": {"turns": []}}"#);
+    assert!(
+        text.contains("default_child") && text.contains("`turns` is empty"),
+        "{text}"
+    );
+    assert_eq!(error.child(), Some("default_child"));
+
+    let (text, _) =
+        error_of(r#"{"turns": [{"text": "a"}], "default_child": {"turns": [{"text": "b"}], "match": "z"}}"#);
+    assert!(
+        text.contains("default_child") && text.contains("unknown field `match`"),
+        "{text}"
+    );
+
+    let (text, _) = error_of(r#"{"turns": [{"text": "a"}], "kids": []}"#);
+    assert!(text.contains("unknown field `kids`"), "{text}");
+}
+
+#[tokio::test]
+async fn side_requests_play_the_matching_child_from_its_own_first_turn() {
+    let provider = MockProvider::scripted(parse(SCRIPT_WITH_CHILDREN).unwrap());
+    let summary = collect(&provider, side_request("Summarize the conversation below", 0))
+        .await
+        .unwrap();
+    assert_eq!(text(&summary), "summary 1");
+    // Each side conversation plays its own copy: the next one starts over.
+    let again = collect(&provider, side_request("Summarize the conversation again", 0))
+        .await
+        .unwrap();
+    assert_eq!(text(&again), "summary 1");
+    let second_turn = collect(&provider, side_request("Summarize the conversation below", 1))
+        .await
+        .unwrap();
+    assert_eq!(text(&second_turn), "summary 2");
+    let exhausted = collect(&provider, side_request("Summarize the conversation below", 2))
+        .await
+        .unwrap();
+    assert_eq!(text(&exhausted), MOCK_SCRIPT_EXHAUSTED_TEXT);
+    let review = collect(&provider, side_request("a review of main.rs", 0))
+        .await
+        .unwrap();
+    assert_eq!(text(&review), "review 1");
+    let other = collect(&provider, side_request("something else", 0))
+        .await
+        .unwrap();
+    assert_eq!(text(&other), "default 1");
+    // The main conversation is untouched by side requests.
+    let main = collect(&provider, conversation("Summarize the conversation", 1))
+        .await
+        .unwrap();
+    assert_eq!(text(&main), "main 2");
+}
+
+#[tokio::test]
+async fn without_a_child_a_side_request_gets_the_canned_answer() {
+    let provider = MockProvider::scripted(parse(OVERVIEW_SCRIPT).unwrap());
+    let items = collect(&provider, side_request("Summarize the conversation", 0))
+        .await
+        .unwrap();
+    assert_eq!(text(&items), MOCK_NOT_CONFIGURED_TEXT);
+}
+
+#[tokio::test]
+async fn a_compacted_conversation_goes_on_where_the_summary_left_off() {
+    let provider = MockProvider::scripted(parse(SCRIPT_WITH_CHILDREN).unwrap());
+    let request = LlmRequest {
+        messages: vec![
+            Message::Summary {
+                text: "two answers happened".to_owned(),
+                replaced_turns: 2,
+            },
+            Message::User {
+                text: "go on".to_owned(),
+            },
+        ],
+        ..LlmRequest::default()
+    };
+    let items = collect(&provider, request).await.unwrap();
+    assert_eq!(text(&items), "main 3");
 }

@@ -1,5 +1,6 @@
-//! `openai-chat` against recorded SSE fixtures: request shape, assembly (scenario
-//! 19), verbatim arguments, incomplete streams, non-streamed answers.
+//! `openai-chat` against recorded SSE fixtures: request shape, assembly of streamed
+//! call fragments, verbatim arguments, incomplete streams, non-streamed answers,
+//! context-window refusals and cached-token counts.
 
 use adapter_llm::{OpenAiChatProvider, ProviderKind};
 use engine_ports::{Chunk, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolResult, Usage};
@@ -211,6 +212,7 @@ async fn history_maps_both_ways() {
             },
         ],
         tools: request(&["add"]).tools,
+        ..LlmRequest::default()
     };
     let items = collect(&provider, request).await.unwrap();
     assert_eq!(text(&items), "5");
@@ -287,4 +289,66 @@ async fn a_json_error_with_a_success_status_is_quoted() {
         error.to_string().contains("model overloaded, try later"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn context_length_exceeded_is_a_typed_error_and_not_retried() {
+    let refusal = json!({"error": {
+        "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    let server = FixtureServer::start(vec![Reply::json(400, &refusal), Reply::json(400, &refusal)]).await;
+    let provider = provider_for(&server).await;
+    let error = collect(&provider, request(&[])).await.unwrap_err();
+    assert!(error.is_context_too_long(), "{error:?}");
+    assert!(
+        error.to_string().starts_with(
+            "openai-chat request for model gpt-5 does not fit the model's context window: invalid_request_error: \
+             This model's maximum context length is 128000 tokens."
+        ),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn cached_prompt_tokens_reach_the_usage_chunk_and_summaries_go_as_user_text() {
+    let server = FixtureServer::start(vec![Reply::sse([
+        chunk(json!({"content": "ok"})),
+        finish("stop"),
+        data(
+            &json!({"id": "x", "choices": [], "usage": {"prompt_tokens": 3000, "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": 2816}}}),
+        ),
+        DONE.to_owned(),
+    ])])
+    .await;
+    let provider = provider_for(&server).await;
+    let request = LlmRequest {
+        system: "sys".to_owned(),
+        messages: vec![
+            Message::Summary {
+                text: "what happened before".to_owned(),
+                replaced_turns: 2,
+            },
+            Message::User {
+                text: "go on".to_owned(),
+            },
+        ],
+        ..LlmRequest::default()
+    };
+    let items = collect(&provider, request).await.unwrap();
+    assert!(
+        items.contains(&Ok(Chunk::Usage(Usage::new(3000, 2).with_cache(2816, 0)))),
+        "{items:?}"
+    );
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "what happened before"},
+            {"role": "user", "content": "go on"},
+        ])
+    );
+    assert!(!body.to_string().contains("cache_control"), "{body}");
 }

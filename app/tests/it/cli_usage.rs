@@ -103,6 +103,14 @@ async fn value_errors_name_the_flag_the_value_and_the_expected_form() {
             &["--max-turns", "'0'", "at least 1"],
         ),
         (
+            &["run", "--mock", "--context-window", "999", "x"],
+            &["--context-window", "'999'", "from 1000 to 100000000"],
+        ),
+        (
+            &["serve", "--mock", "--context-window", "big"],
+            &["--context-window", "'big'", "number of tokens"],
+        ),
+        (
             &["tools", "--toolhive=maybe"],
             &["--toolhive", "'maybe'", "true, false"],
         ),
@@ -264,6 +272,11 @@ async fn mock_script_errors_name_the_file_and_the_turn() {
             Some("turn 1"),
         ),
         (r#"{"turns":[], "extra": 1}"#, "top.json", None),
+        (
+            r#"{"turns":[{"text":"ok"}],"children":[{"match":"x","turns":[{"text":"a","colour":"red"}]}]}"#,
+            "child.json",
+            Some("children[0], turn 1"),
+        ),
     ];
     for (json, name, turn) in cases {
         let path = scratch.write(name, json).display().to_string();

@@ -12,6 +12,7 @@ mod cli_run;
 mod cli_serve;
 mod cli_tools;
 mod cli_usage;
+mod compaction;
 mod conformance;
 mod demo;
 mod fakellm;

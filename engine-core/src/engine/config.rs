@@ -52,6 +52,10 @@ pub struct EngineConfig {
     /// Whether a run fails when an audit record (a tool-call record or an event) cannot
     /// be written; by default it logs a WARN and goes on.
     pub audit_required: bool,
+    /// The model's context window in tokens; `None` looks `model` up in the table of
+    /// common models ([`context_window_for`](crate::context_window_for)). The engine
+    /// compacts a conversation whose next request would pass 80 % of it.
+    pub context_window: Option<u64>,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -72,6 +76,7 @@ impl Default for EngineConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             mcp_servers: Vec::new(),
             audit_required: false,
+            context_window: None,
         }
     }
 }

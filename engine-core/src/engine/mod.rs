@@ -1,6 +1,7 @@
 //! The agent loop: [`Engine`], built from [`Deps`], runs sessions turn by turn and
 //! streams D11 events through a [`Run`].
 
+mod compaction;
 mod config;
 mod live;
 mod run;
@@ -138,6 +139,8 @@ struct Inner {
     event_log: Option<Arc<dyn EventLog>>,
     commands: Option<Arc<dyn CommandExpander>>,
     config: EngineConfig,
+    /// The model's context window in tokens (the setting, else the table's).
+    context_window: u64,
     dispatcher: Dispatcher,
     live: Mutex<HashMap<SessionId, Arc<LiveRun>>>,
     closed: std::sync::atomic::AtomicBool,
@@ -179,9 +182,19 @@ impl Engine {
     ///
     /// # Errors
     /// [`EngineError::ReservedToolName`] when progressive tools are on and the catalog
-    /// holds `ToolSearch`; [`EngineError::InvalidConfig`] for `max_parallel_reads == 0`.
+    /// holds `ToolSearch`; [`EngineError::InvalidConfig`] for `max_parallel_reads == 0`
+    /// or a `context_window` of 0.
     pub fn new(deps: Deps) -> Result<Self, EngineError> {
         let config = deps.config;
+        let context_window = match config.context_window {
+            Some(0) => {
+                return Err(EngineError::InvalidConfig(
+                    "context_window must be at least 1 token".to_owned(),
+                ));
+            }
+            Some(window) => window,
+            None => crate::context::context_window_for(&config.model),
+        };
         let Some(max_parallel_reads) = std::num::NonZeroUsize::new(config.max_parallel_reads) else {
             return Err(EngineError::InvalidConfig(
                 "max_parallel_reads must be at least 1".to_owned(),
@@ -214,6 +227,7 @@ impl Engine {
                 event_log: deps.event_log,
                 commands: deps.commands,
                 config,
+                context_window,
                 dispatcher,
                 live: Mutex::default(),
                 closed: std::sync::atomic::AtomicBool::new(false),
@@ -235,6 +249,12 @@ impl Engine {
     /// The settings.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// The model's context window in tokens: `config.context_window`, else the
+    /// table's entry for `config.model`.
+    pub fn context_window(&self) -> u64 {
+        self.inner.context_window
     }
 
     /// The session store (the engine's own in-memory store when none was given).

@@ -1,20 +1,23 @@
 //! The turn loop of one run: run lease, load, `session.init`, command expansion, then
-//! turns of model stream → dispatch → save until a stop reason, then `result`.
+//! turns of (compaction when the request nears the context window) → model stream →
+//! dispatch → save until a stop reason, then `result`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_ports::{
-    Chunk, Event, EventKind, Expansion, LlmError, LlmRequest, Message, RunLease, SessionId, SessionSnapshot,
-    StopReason, ToolCall, Usage,
+    Chunk, CompactionTrigger, Event, EventKind, Expansion, LlmError, LlmRequest, Message, ReportedContext,
+    RequestPurpose, RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
 };
 use futures::StreamExt as _;
 use tokio::sync::{mpsc, oneshot};
 
+use super::compaction::Compacted;
 use super::live::LiveRun;
 use super::run::StartOutcome;
 use super::{EngineError, Inner};
 use crate::catalog::Catalog;
+use crate::context;
 use crate::disclosure::turn_specs;
 use crate::dispatch::{TurnContext, normalize_call_ids};
 use crate::emitter::EventEmitter;
@@ -30,25 +33,25 @@ pub(super) struct RunTask {
 
 /// Counters of this run (limits are per run).
 #[derive(Default)]
-struct RunCounters {
+pub(super) struct RunCounters {
     turns: u64,
     tool_calls: u64,
     consecutive_failures: u64,
-    usage: Usage,
+    pub(super) usage: Usage,
 }
 
 /// How the loop ended.
-struct Ending {
+pub(super) struct Ending {
     stop: StopReason,
     error: Option<String>,
 }
 
 impl Ending {
-    fn stop(stop: StopReason) -> Self {
+    pub(super) fn stop(stop: StopReason) -> Self {
         Self { stop, error: None }
     }
 
-    fn error(message: impl Into<String>) -> Self {
+    pub(super) fn error(message: impl Into<String>) -> Self {
         Self {
             stop: StopReason::Error,
             error: Some(message.into()),
@@ -69,6 +72,9 @@ struct Streamed {
     calls: Vec<ToolCall>,
     usage: Usage,
     failure: Option<Ending>,
+    /// The provider refused the request as longer than the context window before
+    /// anything of it streamed.
+    too_long: Option<LlmError>,
 }
 
 impl RunTask {
@@ -232,22 +238,81 @@ impl RunTask {
             if counters.turns > 0 {
                 self.switch_catalog(emitter, catalog).await;
             }
+            let tools = turn_specs(
+                &catalog.1,
+                snapshot.mode,
+                &snapshot.hydrated,
+                inner.config.disclosure,
+            );
+            let system = snapshot.system_prompt.clone().unwrap_or_default();
+            let fixed_bytes = context::fixed_bytes(&system, &tools);
+            let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+            if estimate > context::compaction_threshold(inner.context_window)
+                && let Err(ending) = self
+                    .compact(
+                        emitter,
+                        snapshot,
+                        counters,
+                        CompactionTrigger::Threshold,
+                        estimate,
+                        fixed_bytes,
+                    )
+                    .await
+            {
+                return ending;
+            }
             counters.turns += 1;
             snapshot.turns += 1;
             let turn = counters.turns;
             emitter.emit(EventKind::TurnStart { turn }).await;
-            let request = LlmRequest {
-                model: inner.config.model.clone(),
-                system: snapshot.system_prompt.clone().unwrap_or_default(),
-                messages: snapshot.conversation.clone(),
-                tools: turn_specs(
-                    &catalog.1,
-                    snapshot.mode,
-                    &snapshot.hydrated,
-                    inner.config.disclosure,
-                ),
+            // A request the provider refuses as too long gets one compaction and one
+            // retry; a second refusal ends the run.
+            let mut compacted_for_retry = false;
+            let streamed = loop {
+                let request = LlmRequest {
+                    model: inner.config.model.clone(),
+                    system: system.clone(),
+                    messages: snapshot.conversation.clone(),
+                    tools: tools.clone(),
+                    purpose: RequestPurpose::Conversation,
+                };
+                let mut streamed = self.stream(emitter, request).await;
+                let Some(error) = streamed.too_long.take() else {
+                    break streamed;
+                };
+                if compacted_for_retry {
+                    streamed.failure = Some(Ending::error(format!(
+                        "{error}; the conversation was already compacted and retried once for this request, so \
+                         the run stops (the configured context window may be larger than the model's)"
+                    )));
+                    break streamed;
+                }
+                compacted_for_retry = true;
+                let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+                match self
+                    .compact(
+                        emitter,
+                        snapshot,
+                        counters,
+                        CompactionTrigger::ContextTooLong,
+                        estimate,
+                        fixed_bytes,
+                    )
+                    .await
+                {
+                    Ok(Compacted::Yes) => {}
+                    Ok(Compacted::NothingToCompact) => {
+                        streamed.failure = Some(Ending::error(format!(
+                            "{error}; nothing in the conversation can be compacted to make it fit"
+                        )));
+                        break streamed;
+                    }
+                    Err(ending) => {
+                        streamed.failure = Some(ending);
+                        break streamed;
+                    }
+                }
             };
-            let streamed = self.stream(emitter, request).await;
             counters.usage += streamed.usage;
             snapshot.usage += streamed.usage;
             emitter
@@ -264,6 +329,15 @@ impl RunTask {
             snapshot.conversation.push(Message::Assistant {
                 text: streamed.text.clone(),
                 tool_calls: calls.clone(),
+            });
+            // The provider's count covers the request and its answer: the next
+            // request's estimate starts from it.
+            snapshot.context = (streamed.usage.input_tokens > 0).then(|| ReportedContext {
+                tokens: streamed
+                    .usage
+                    .input_tokens
+                    .saturating_add(streamed.usage.output_tokens),
+                messages: snapshot.conversation.len() as u64,
             });
             *final_text = streamed.text;
             if calls.is_empty() {
@@ -353,6 +427,7 @@ impl RunTask {
             calls: Vec::new(),
             usage: Usage::default(),
             failure: None,
+            too_long: None,
         };
         let failed = |error: LlmError| {
             if cancel.is_cancelled() || matches!(error, LlmError::Cancelled) {
@@ -363,6 +438,10 @@ impl RunTask {
         };
         let mut stream = match self.inner.llm.stream(request, cancel.child_token()).await {
             Ok(stream) => stream,
+            Err(error) if error.is_context_too_long() && !cancel.is_cancelled() => {
+                out.too_long = Some(error);
+                return out;
+            }
             Err(error) => {
                 out.failure = Some(failed(error));
                 return out;
@@ -388,6 +467,15 @@ impl RunTask {
                 }
                 Some(Ok(Chunk::ToolCall(call))) => out.calls.push(call),
                 Some(Ok(Chunk::Usage(usage))) => out.usage += usage,
+                Some(Err(error))
+                    if error.is_context_too_long()
+                        && out.text.is_empty()
+                        && out.calls.is_empty()
+                        && !cancel.is_cancelled() =>
+                {
+                    out.too_long = Some(error);
+                    return out;
+                }
                 Some(Err(error)) => {
                     out.failure = Some(failed(error));
                     return out;

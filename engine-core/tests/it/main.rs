@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod catalog;
+mod compaction;
 mod disclosure;
 mod dispatcher;
 mod engine_loop;

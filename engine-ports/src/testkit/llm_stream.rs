@@ -23,6 +23,7 @@ pub async fn run(make: impl Fn(ScriptedTurn) -> Arc<dyn LlmProvider>) {
     usage_passes_through(&make).await;
     error_item_ends_the_turn(&make).await;
     start_error_is_the_outer_err(&make).await;
+    a_context_too_long_refusal_stays_typed(&make).await;
     cancellation_ends_the_stream(&make).await;
 }
 
@@ -72,6 +73,7 @@ fn request() -> LlmRequest {
             text: "hello".to_owned(),
         }],
         tools: Vec::new(),
+        purpose: crate::llm::RequestPurpose::Conversation,
     }
 }
 
@@ -192,6 +194,23 @@ async fn start_error_is_the_outer_err(make: &impl Fn(ScriptedTurn) -> Arc<dyn Ll
     assert!(
         outcome.is_err(),
         "llm_stream::start_error_is_the_outer_err: the request must not start"
+    );
+}
+
+/// A provider that refuses the prompt as longer than the context window says so with
+/// [`LlmError::ContextTooLong`] (scriptable providers map the scripted start error
+/// onto their own refusal).
+async fn a_context_too_long_refusal_stays_typed(make: &impl Fn(ScriptedTurn) -> Arc<dyn LlmProvider>) {
+    let provider = make(ScriptedTurn::start_error(LlmError::ContextTooLong {
+        provider: "conformance".to_owned(),
+        model: "conformance".to_owned(),
+        message: "prompt is too long".to_owned(),
+    }));
+    let outcome = provider.stream(request(), CancellationToken::new()).await;
+    assert!(
+        matches!(&outcome, Err(error) if error.is_context_too_long()),
+        "llm_stream::a_context_too_long_refusal_stays_typed: got {:?}",
+        outcome.err()
     );
 }
 

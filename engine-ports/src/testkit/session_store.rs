@@ -11,7 +11,7 @@ use crate::ids::SessionId;
 use crate::llm::Message;
 use crate::mode::PermissionMode;
 use crate::result::ToolResult;
-use crate::store::{RunLease, SessionSnapshot, SessionStore, StoreError};
+use crate::store::{ReportedContext, RunLease, SessionSnapshot, SessionStore, StoreError};
 use crate::usage::Usage;
 
 /// Runs every session-store case, each against a fresh, empty store from `make`.
@@ -23,6 +23,7 @@ use crate::usage::Usage;
 /// When a case fails; the message names the case (`session_store::<case>`).
 pub async fn run(make: impl Fn() -> Arc<dyn SessionStore>) {
     round_trip_after_a_turn(make()).await;
+    compacted_session_round_trips(make()).await;
     invalid_argument_text_round_trips(make()).await;
     image_part_round_trips(make()).await;
     long_ids_round_trip(make()).await;
@@ -102,6 +103,37 @@ async fn round_trip_after_a_turn(store: Arc<dyn SessionStore>) {
     save_ok(store.as_ref(), &snapshot, case).await;
     assert_eq!(
         load_ok(store.as_ref(), "sess-1", case).await,
+        snapshot,
+        "session_store::{case}"
+    );
+}
+
+/// A compacted session: a summary first, cache counts in the usage, and the
+/// provider's last count.
+pub fn compacted_session(id: &str) -> SessionSnapshot {
+    let mut snapshot = session_after_a_turn(id);
+    snapshot.conversation.insert(
+        0,
+        Message::Summary {
+            text: "earlier: the user asked for TODOs in src/".into(),
+            replaced_turns: 7,
+        },
+    );
+    snapshot.usage = Usage::new(1234, 567).with_cache(1000, 200);
+    snapshot.system_prompt = Some("you are a test".into());
+    snapshot.context = Some(ReportedContext {
+        tokens: 3210,
+        messages: 5,
+    });
+    snapshot
+}
+
+async fn compacted_session_round_trips(store: Arc<dyn SessionStore>) {
+    let case = "compacted_session_round_trips";
+    let snapshot = compacted_session("sess-compacted");
+    save_ok(store.as_ref(), &snapshot, case).await;
+    assert_eq!(
+        load_ok(store.as_ref(), "sess-compacted", case).await,
         snapshot,
         "session_store::{case}"
     );

@@ -47,6 +47,7 @@ pub(crate) fn request(tools: &[&str]) -> LlmRequest {
                 }))
             })
             .collect(),
+        ..LlmRequest::default()
     }
 }
 

@@ -8,14 +8,14 @@ use app::{AcpServer, acp_stdio_transport, build};
 
 use crate::cli::AcpArgs;
 use crate::out;
-use crate::to_config::{common_config, model_config};
+use crate::to_config::{apply_model, common_config};
 
 /// Builds with an interactive engine (asks go to the client), serves ACP on stdio
 /// until stdin ends, then closes. Exit 0 after a clean EOF; 1 when the build or the
 /// transport fails.
 pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
     let cfg = common_config(&args.common).and_then(|mut cfg| {
-        cfg.model = model_config(&args.model)?;
+        apply_model(&mut cfg, &args.model)?;
         cfg.engine.interactive = true;
         Ok(cfg)
     });

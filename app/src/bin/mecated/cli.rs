@@ -190,6 +190,10 @@ pub(crate) struct ModelArgs {
     /// The model name.
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
+    /// The model's context window in tokens (default: known for common models, else
+    /// 128000). A conversation whose next request would pass 80 % of it is compacted.
+    #[arg(long, value_name = "N", value_parser = parse_context_window)]
+    pub(crate) context_window: Option<u64>,
 }
 
 /// `tools` flags.
@@ -343,6 +347,21 @@ fn parse_max_turns(value: &str) -> Result<u64, String> {
         _ => Err("expected a whole number of at least 1".to_owned()),
     }
 }
+
+fn parse_context_window(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if (MIN_CONTEXT_WINDOW..=MAX_CONTEXT_WINDOW).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number of tokens from {MIN_CONTEXT_WINDOW} to {MAX_CONTEXT_WINDOW}"
+        )),
+    }
+}
+
+/// The smallest `--context-window`: below it no system prompt and tool list fit.
+const MIN_CONTEXT_WINDOW: u64 = 1_000;
+
+/// The largest `--context-window` (no model comes near it).
+const MAX_CONTEXT_WINDOW: u64 = 100_000_000;
 
 fn parse_http_addr(value: &str) -> Result<std::net::SocketAddr, String> {
     value

@@ -9,13 +9,13 @@ use futures::StreamExt as _;
 
 use crate::cli::RunArgs;
 use crate::out;
-use crate::to_config::{common_config, model_config};
+use crate::to_config::{apply_model, common_config};
 
 /// Builds, runs the prompt, prints the events, closes. Exit 0 iff the run stops with
 /// `end_turn`.
 pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let cfg = common_config(&args.common).and_then(|mut cfg| {
-        cfg.model = model_config(&args.model)?;
+        apply_model(&mut cfg, &args.model)?;
         cfg.engine.approve = args.approve;
         if let Some(mode) = args.mode {
             cfg.engine.mode = mode;
@@ -139,6 +139,18 @@ impl TextPrinter {
             }
             EventKind::PermissionAsk { name, reason, .. } => {
                 out::stderr(&format!("[ask] {name}: {reason}"));
+            }
+            EventKind::ContextCompacted {
+                tokens_before,
+                tokens_after,
+                context_window,
+                messages_replaced,
+                ..
+            } => {
+                self.end_line();
+                out::stderr(&format!(
+                    "[context] compacted: {messages_replaced} messages summarized, about {tokens_before} → {tokens_after} tokens of a {context_window}-token window"
+                ));
             }
             EventKind::ToolResult {
                 name,

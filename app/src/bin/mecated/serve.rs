@@ -9,7 +9,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::ServeArgs;
 use crate::out;
-use crate::to_config::{common_config, env_var, model_config};
+use crate::to_config::{apply_model, common_config, env_var};
 use crate::usage::UsageError;
 
 /// The variable holding the API's bearer token (preferred over `--auth-token`).
@@ -24,7 +24,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         Err(error) => return error.exit(),
     };
     let cfg = common_config(&args.common).and_then(|mut cfg| {
-        cfg.model = model_config(&args.model)?;
+        apply_model(&mut cfg, &args.model)?;
         cfg.engine.interactive = true;
         Ok(cfg)
     });

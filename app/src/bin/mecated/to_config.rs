@@ -143,6 +143,17 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     Ok(cfg)
 }
 
+/// The model flags of `run`, `acp` and `serve` applied to `cfg`: the model
+/// ([`model_config`]) and `--context-window`.
+///
+/// # Errors
+/// [`model_config`]'s.
+pub(crate) fn apply_model(cfg: &mut AppConfig, model: &ModelArgs) -> Result<(), UsageError> {
+    cfg.model = model_config(model)?;
+    cfg.context_window = model.context_window;
+    Ok(())
+}
+
 /// The model of `run` (and later `acp`, `serve`): exactly one of `--mock`,
 /// `--mock-script FILE`, `--provider NAME`.
 ///

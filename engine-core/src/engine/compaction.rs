@@ -1,0 +1,142 @@
+//! Compaction inside a run: one tool-less summary request on the session's model
+//! replaces the older messages, the `context.compacted` event reports it, and the
+//! compacted conversation is saved before the run goes on.
+//!
+//! A failure changes nothing: the conversation stays as it was (and is saved so by
+//! the run's end), and the run ends with an error saying so.
+
+use engine_ports::{
+    Chunk, CompactionTrigger, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionSnapshot,
+    StopReason, Usage,
+};
+use futures::StreamExt as _;
+
+use super::turn_loop::{Ending, RunCounters, RunTask};
+use crate::context;
+use crate::emitter::EventEmitter;
+
+/// Most summary text collected; a longer answer is cut (and cut again to the window's
+/// keep share when framed).
+const MAX_SUMMARY_BYTES: usize = 1 << 20;
+
+/// What a compaction did.
+pub(super) enum Compacted {
+    /// The conversation was compacted and saved.
+    Yes,
+    /// Nothing but an earlier summary could have been replaced; nothing changed.
+    NothingToCompact,
+}
+
+impl RunTask {
+    /// Compacts the session's conversation: asks the model for a summary of the
+    /// messages before the cut, puts it in their place, emits `context.compacted`
+    /// (`tokens_before` is the estimate that made the engine compact; `fixed_bytes`
+    /// the system prompt and tool specs of the next request) and saves.
+    ///
+    /// # Errors
+    /// The run's ending when the summary request fails or is cancelled (the
+    /// conversation is unchanged) or the save fails.
+    pub(super) async fn compact(
+        &self,
+        emitter: &EventEmitter,
+        snapshot: &mut SessionSnapshot,
+        counters: &mut RunCounters,
+        trigger: CompactionTrigger,
+        tokens_before: u64,
+        fixed_bytes: u64,
+    ) -> Result<Compacted, Ending> {
+        let window = self.inner.context_window;
+        let Some(cut) = context::choose_cut(&snapshot.conversation, window) else {
+            return Ok(Compacted::NothingToCompact);
+        };
+        let replaced = &snapshot.conversation[..cut];
+        let request = LlmRequest {
+            model: self.inner.config.model.clone(),
+            system: String::new(),
+            messages: vec![Message::User {
+                text: context::summary_request_text(replaced, window),
+            }],
+            tools: Vec::new(),
+            purpose: RequestPurpose::Compaction,
+        };
+        let replaced_turns = replaced.iter().map(Message::model_turns).sum();
+        let (summary, usage) = self.summarize(request).await?;
+        counters.usage += usage;
+        snapshot.usage += usage;
+        let kept = snapshot.conversation.split_off(cut);
+        let messages_kept = kept.len() as u64;
+        snapshot.conversation = std::iter::once(Message::Summary {
+            text: context::summary_text(&summary, window),
+            replaced_turns,
+        })
+        .chain(kept)
+        .collect();
+        snapshot.context = None;
+        let tokens_after = context::estimate(&snapshot.conversation, None, fixed_bytes);
+        emitter
+            .emit(EventKind::ContextCompacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                context_window: window,
+                messages_replaced: cut as u64,
+                messages_kept,
+                usage,
+            })
+            .await;
+        snapshot.next_seq = emitter.next_seq();
+        if let Err(error) = self.inner.store.save(snapshot).await {
+            return Err(Ending::error(format!("saving the session failed: {error}")));
+        }
+        Ok(Compacted::Yes)
+    }
+
+    /// Streams the summary request to its end: its text and usage. Nothing of it is
+    /// streamed to the run's consumers.
+    async fn summarize(&self, request: LlmRequest) -> Result<(String, Usage), Ending> {
+        let cancel = &self.live.cancel;
+        let failed = |error: LlmError| {
+            if cancel.is_cancelled() || matches!(error, LlmError::Cancelled) {
+                Ending::stop(StopReason::Cancelled)
+            } else {
+                Ending::error(format!(
+                    "compacting the conversation failed: the summary request failed: {error}; the conversation was kept as it was"
+                ))
+            }
+        };
+        let mut stream = self
+            .inner
+            .llm
+            .stream(request, cancel.child_token())
+            .await
+            .map_err(failed)?;
+        let mut text = String::new();
+        let mut usage = Usage::default();
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(Ending::stop(StopReason::Cancelled)),
+                item = stream.next() => item,
+            };
+            match item {
+                None | Some(Ok(Chunk::Done)) => break,
+                Some(Ok(Chunk::Text(piece))) => {
+                    if text.len() < MAX_SUMMARY_BYTES {
+                        text.push_str(&piece);
+                    }
+                }
+                Some(Ok(Chunk::Usage(reported))) => usage += reported,
+                // A tool-less request: reasoning and any stray call are not part of
+                // the summary.
+                Some(Ok(Chunk::Reasoning(_) | Chunk::ToolCall(_))) => {}
+                Some(Err(error)) => return Err(failed(error)),
+            }
+        }
+        if text.trim().is_empty() {
+            return Err(Ending::error(
+                "compacting the conversation failed: the model answered the summary request without text; the conversation was kept as it was",
+            ));
+        }
+        Ok((text, usage))
+    }
+}
