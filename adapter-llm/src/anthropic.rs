@@ -638,7 +638,8 @@ mod tests {
                 Message::User {
                     text: "go on".to_owned(),
                 },
-            ],
+            ]
+            .into(),
             tools: Vec::new(),
             ..LlmRequest::default()
         };

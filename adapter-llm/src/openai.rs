@@ -569,7 +569,8 @@ mod tests {
                 Message::Tool {
                     result: ToolResult::error("c1", "nope"),
                 },
-            ],
+            ]
+            .into(),
             tools: vec![engine_ports::ToolSpec::new("mcp__x__a.b", "does a.b")],
             ..LlmRequest::default()
         };

@@ -98,7 +98,10 @@ pub use event::{
 };
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
-pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose};
+pub use llm::{
+    Capabilities, Chunk, ChunkStream, Conversation, LlmError, LlmProvider, LlmRequest, Message,
+    RequestPurpose,
+};
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
 use crate::ids::SessionId;
-use crate::llm::Message;
+use crate::llm::Conversation;
 use crate::mode::PermissionMode;
 use crate::usage::Usage;
 
@@ -21,7 +21,7 @@ pub struct SessionSnapshot {
     /// Current mode.
     pub mode: PermissionMode,
     /// The conversation, tool results included.
-    pub conversation: Vec<Message>,
+    pub conversation: Conversation,
     /// Disclosable tools whose full spec `ToolSearch` returned (D3), sorted.
     #[serde(default)]
     pub hydrated: BTreeSet<String>,
@@ -63,7 +63,7 @@ impl SessionSnapshot {
         Self {
             id: id.into(),
             mode,
-            conversation: Vec::new(),
+            conversation: Conversation::new(),
             hydrated: BTreeSet::new(),
             next_seq: 1,
             turns: 0,

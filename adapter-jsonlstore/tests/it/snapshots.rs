@@ -40,7 +40,8 @@ async fn plan_mode_hydrated_names_and_invalid_argument_text_survive() {
     snapshot.conversation = vec![Message::Assistant {
         text: String::new(),
         tool_calls: vec![ToolCall::new("c1", "Edit", r#"{"p":"#)],
-    }];
+    }]
+    .into();
     store.save(&snapshot).await.unwrap();
     let loaded = store.load(&sid("sess-plan")).await.unwrap();
     assert_eq!(loaded, snapshot);

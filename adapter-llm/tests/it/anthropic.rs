@@ -191,7 +191,8 @@ async fn tool_results_are_grouped_per_user_message() {
             Message::Tool {
                 result: ToolResult::error("t2", "clock broken"),
             },
-        ],
+        ]
+        .into(),
         tools: request(&["add", "now"]).tools,
         ..LlmRequest::default()
     };
@@ -276,7 +277,7 @@ async fn prompt_cache_breakpoints_mark_tools_system_and_the_last_two_turns() {
     let server = FixtureServer::start(vec![Reply::sse(events)]).await;
     let request = LlmRequest {
         system: "stable system prompt".to_owned(),
-        messages: long_conversation(),
+        messages: long_conversation().into(),
         tools: request(&["add", "now", "zeta"]).tools,
         ..LlmRequest::default()
     };
@@ -310,7 +311,8 @@ async fn a_compaction_request_carries_no_cache_breakpoints() {
     let request = LlmRequest {
         messages: vec![Message::User {
             text: "summarize this".to_owned(),
-        }],
+        }]
+        .into(),
         purpose: RequestPurpose::Compaction,
         ..LlmRequest::default()
     };
@@ -344,7 +346,8 @@ async fn a_summary_message_is_sent_as_user_text() {
             Message::User {
                 text: "go on".to_owned(),
             },
-        ],
+        ]
+        .into(),
         ..LlmRequest::default()
     };
     collect(&provider_for(&server), request).await.unwrap();

@@ -48,7 +48,8 @@ fn d6_request() -> LlmRequest {
             Message::Tool {
                 result: ToolResult::text("old", "earlier"),
             },
-        ],
+        ]
+        .into(),
         tools: [DOTTED, long.as_str(), "Read"]
             .iter()
             .map(|name| ToolSpec::new(*name, "a tool"))

@@ -54,7 +54,7 @@ fn conversation(first_prompt: &str, assistant_turns: usize) -> LlmRequest {
         });
     }
     LlmRequest {
-        messages,
+        messages: messages.into(),
         ..LlmRequest::default()
     }
 }
@@ -392,7 +392,8 @@ async fn a_compacted_conversation_goes_on_where_the_summary_left_off() {
             Message::User {
                 text: "go on".to_owned(),
             },
-        ],
+        ]
+        .into(),
         ..LlmRequest::default()
     };
     let items = collect(&provider, request).await.unwrap();

@@ -210,7 +210,8 @@ async fn history_maps_both_ways() {
             Message::Tool {
                 result: ToolResult::text("call_1", "5"),
             },
-        ],
+        ]
+        .into(),
         tools: request(&["add"]).tools,
         ..LlmRequest::default()
     };
@@ -333,7 +334,8 @@ async fn cached_prompt_tokens_reach_the_usage_chunk_and_summaries_go_as_user_tex
             Message::User {
                 text: "go on".to_owned(),
             },
-        ],
+        ]
+        .into(),
         ..LlmRequest::default()
     };
     let items = collect(&provider, request).await.unwrap();

@@ -55,7 +55,8 @@ impl RunTask {
             system: String::new(),
             messages: vec![Message::User {
                 text: context::summary_request_text(replaced, window),
-            }],
+            }]
+            .into(),
             tools: Vec::new(),
             purpose: RequestPurpose::Compaction,
         };

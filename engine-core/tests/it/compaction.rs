@@ -267,7 +267,8 @@ async fn an_unanswered_call_is_kept_verbatim() {
             text: "b".repeat(3_400),
             tool_calls: Vec::new(),
         },
-    ];
+    ]
+    .into();
     h.engine.store().save(&snapshot).await.unwrap();
     let events = run_to_end(&h.engine, "s", "three").await;
     assert_eq!(stop_of(&events).0, StopReason::EndTurn);

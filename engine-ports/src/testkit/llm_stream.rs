@@ -71,7 +71,8 @@ fn request() -> LlmRequest {
         system: String::new(),
         messages: vec![crate::llm::Message::User {
             text: "hello".to_owned(),
-        }],
+        }]
+        .into(),
         tools: Vec::new(),
         purpose: crate::llm::RequestPurpose::Conversation,
     }

@@ -68,7 +68,8 @@ pub fn session_after_a_turn(id: &str) -> SessionSnapshot {
             text: "one TODO".into(),
             tool_calls: Vec::new(),
         },
-    ];
+    ]
+    .into();
     snapshot.hydrated = BTreeSet::from(["mcp__a__b".to_owned(), "mcp__srv__search".to_owned()]);
     snapshot.next_seq = 42;
     snapshot.turns = 2;
@@ -157,7 +158,8 @@ async fn invalid_argument_text_round_trips(store: Arc<dyn SessionStore>) {
             .enumerate()
             .map(|(i, text)| ToolCall::new(format!("c{i}"), "Edit", *text))
             .collect(),
-    }];
+    }]
+    .into();
     save_ok(store.as_ref(), &snapshot, case).await;
     let loaded = load_ok(store.as_ref(), "sess-args", case).await;
     let Some(Message::Assistant { tool_calls, .. }) = loaded.conversation.first() else {
@@ -191,7 +193,7 @@ async fn image_part_round_trips(store: Arc<dyn SessionStore>) {
         Err(error) => panic!("session_store::{case}: building the result failed: {error}"),
     };
     let mut snapshot = SessionSnapshot::new("sess-image", PermissionMode::Default);
-    snapshot.conversation = vec![Message::Tool { result }];
+    snapshot.conversation = vec![Message::Tool { result }].into();
     save_ok(store.as_ref(), &snapshot, case).await;
     let loaded = load_ok(store.as_ref(), "sess-image", case).await;
     let Some(Message::Tool { result }) = loaded.conversation.first() else {
@@ -338,7 +340,7 @@ async fn mutating_after_save_changes_nothing(store: Arc<dyn SessionStore>) {
     let mut snapshot = session_after_a_turn("sess-mut");
     let saved = snapshot.clone();
     save_ok(store.as_ref(), &snapshot, case).await;
-    snapshot.conversation.clear();
+    snapshot.conversation.make_mut().clear();
     snapshot.hydrated.insert("Other".into());
     snapshot.next_seq = 999;
     assert_eq!(

@@ -264,7 +264,8 @@ pub(crate) fn version_snapshot(id: &str, v: u64) -> SessionSnapshot {
     };
     snapshot.conversation = vec![Message::User {
         text: format!("version {v} {}", "v".repeat(size)),
-    }];
+    }]
+    .into();
     snapshot
 }
 

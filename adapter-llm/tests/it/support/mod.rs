@@ -37,7 +37,8 @@ pub(crate) fn request(tools: &[&str]) -> LlmRequest {
         system: String::new(),
         messages: vec![Message::User {
             text: "add 2 and 3".to_owned(),
-        }],
+        }]
+        .into(),
         tools: tools
             .iter()
             .map(|name| {
