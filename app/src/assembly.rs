@@ -360,7 +360,7 @@ mod tests {
 
     use adapter_mcp::{McpManager, MountOptions};
     use async_trait::async_trait;
-    use engine_core::{Environment, MemoryStore, Tool, ToolError};
+    use engine_core::{Environment, InMemoryStore, Tool, ToolError};
     use engine_ports::{CancellationToken, Level, ToolCall, ToolResult, ToolSpec};
 
     use super::*;
@@ -399,7 +399,7 @@ mod tests {
             },
             skills: None,
             skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
-            store: AppStore::Memory(Arc::new(MemoryStore::new())),
+            store: AppStore::Memory(Arc::new(InMemoryStore::new())),
             mount: MountOptions::default(),
             disclosure: engine_core::Disclosure::Off,
         }
