@@ -121,7 +121,12 @@ impl MemoryDocument {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    fn check(&self) -> Result<(), String> {
+    /// Checks every rule a stored document must keep (what `from_json` checks after
+    /// decoding).
+    ///
+    /// # Errors
+    /// A reason naming the first problem.
+    pub fn check(&self) -> Result<(), String> {
         if self.live_keys() > MAX_MEMORY_KEYS {
             return Err(format!("it holds more than {MAX_MEMORY_KEYS} live keys"));
         }
