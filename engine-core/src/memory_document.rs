@@ -441,7 +441,7 @@ struct Saved {
 }
 
 /// The per-write checks that need no state: key grammar, value and description caps.
-fn check_write(write: &MemoryWrite) -> Result<(), MemoryError> {
+pub(crate) fn check_write(write: &MemoryWrite) -> Result<(), MemoryError> {
     check_memory_key(&write.key)?;
     if write.value.len() > MAX_MEMORY_VALUE_BYTES {
         return Err(MemoryError::ValueTooLarge {

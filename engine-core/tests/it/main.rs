@@ -9,6 +9,7 @@ mod catalog;
 mod disclosure;
 mod dispatcher;
 mod engine_loop;
+mod memory_tools;
 mod properties;
 mod search_quality;
 mod support;
