@@ -7,6 +7,7 @@ use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ProviderKind};
 use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 
+use crate::memory::MemoryConfig;
 use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits};
@@ -56,13 +57,16 @@ pub struct AppConfig {
     pub max_sessions: usize,
     /// How the sessions' system prompt is made.
     pub system_prompt: SystemPromptConfig,
+    /// Where project memory and the user model live (both off by default; the command
+    /// line turns them on at their default directories).
+    pub memory: MemoryConfig,
 }
 
 impl AppConfig {
     /// A configuration with the documented defaults: the workspace `workspace`, the
     /// in-memory store, the `--mock` model, `/bin/sh`, no MCP server and no ToolHive,
     /// no skills, resource tools and MCP prompts on, the default output cap,
-    /// `--max-turns 100`, headless `--approve read-only`.
+    /// `--max-turns 100`, headless `--approve read-only`, memory and user model off.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         Self {
             workspace: workspace.into(),
@@ -81,6 +85,7 @@ impl AppConfig {
             engine: EngineSettings::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             system_prompt: SystemPromptConfig::default(),
+            memory: MemoryConfig::default(),
         }
     }
 }
