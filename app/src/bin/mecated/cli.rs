@@ -226,7 +226,7 @@ pub(crate) struct CommonArgs {
 pub(crate) struct MemoryArgs {
     /// Keep project memory (Remember, Recall, SearchMemory, ForgetMemory) in this
     /// directory, outside the workspace (default:
-    /// $XDG_STATE_HOME/mecatl/memory/<workspace token>, else ~/.local/state/…).
+    /// `$XDG_STATE_HOME/mecatl/memory/<workspace token>`, else `~/.local/state/…`).
     #[arg(long, value_name = "DIR", conflicts_with = "no_memory")]
     pub(crate) memory_dir: Option<PathBuf>,
     /// Turn project memory off.
