@@ -30,8 +30,23 @@ pub const FORMAT: &str = "mecatl-memory/1";
 /// The envelope around the document: `{"format":FORMAT,"document":` … `}`.
 const ENVELOPE_HEAD: &str = "{\"format\":\"mecatl-memory/1\",\"document\":";
 const ENVELOPE_TAIL: &str = "}\n";
+/// How much of the file the cache check reads: the envelope's head and the `seq`.
+const HEAD_BYTES: u64 = 64;
 /// The largest file read: a full document and its envelope.
 const MAX_FILE_BYTES: u64 = MAX_MEMORY_DOCUMENT_BYTES as u64 + 1024;
+
+/// The document `seq` at the head of a file this store wrote
+/// (`{"format":"mecatl-memory/1","document":{"seq":N,`); `None` for any other head.
+fn head_seq(head: &[u8]) -> Option<u64> {
+    let rest = head
+        .strip_prefix(ENVELOPE_HEAD.as_bytes())?
+        .strip_prefix(b"{\"seq\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
 
 /// Options of [`MemoryFs::open`].
 #[derive(Clone)]
@@ -184,22 +199,18 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(loaded));
     }
 
-    /// The current document: the cached one while the file is the same, else read
-    /// and decoded (and cached).
+    /// The current document: the cached one while the file is the same one (its
+    /// identity and the `seq` at the head of the file both match), else read and
+    /// decoded (and cached). The head check covers a new file that reuses the old
+    /// one's inode number within the same timestamp tick.
     fn load(&self) -> Result<Arc<Loaded>, MemoryError> {
         let cached = self.cached();
-        let stat = match std::fs::symlink_metadata(&self.file) {
-            Ok(meta) => Some(meta),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-            Err(error) => return Err(self.io("stat", &self.file, error)),
-        };
-        if let Some(cached) = &cached
-            && cached.id == stat.as_ref().map(fsio::identity)
-        {
-            return Ok(Arc::clone(cached));
-        }
-        let Some((file, meta)) = fsio::open_read(&self.file).map_err(|e| self.io("open", &self.file, e))?
+        let Some((mut file, meta)) =
+            fsio::open_read(&self.file).map_err(|e| self.io("open", &self.file, e))?
         else {
+            if let Some(cached) = cached.filter(|c| c.id.is_none()) {
+                return Ok(cached);
+            }
             let loaded = Arc::new(Loaded {
                 id: None,
                 document: MemoryDocument::new(),
@@ -208,6 +219,7 @@ impl Inner {
             self.remember(&loaded);
             return Ok(loaded);
         };
+        let id = fsio::identity(&meta);
         if meta.len() > MAX_FILE_BYTES {
             return Err(self.corrupt(format!(
                 "it is {} bytes, more than a memory document can be ({MAX_FILE_BYTES})",
@@ -215,12 +227,22 @@ impl Inner {
             )));
         }
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or_default());
-        file.take(MAX_FILE_BYTES + 1)
+        (&mut file)
+            .take(HEAD_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.io("read", &self.file, e))?;
+        if let Some(cached) = cached
+            && cached.id == Some(id)
+            && head_seq(&bytes) == Some(cached.document.seq())
+        {
+            return Ok(cached);
+        }
+        file.take(MAX_FILE_BYTES + 1 - HEAD_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| self.io("read", &self.file, e))?;
         let document = self.decode(&bytes)?;
         let loaded = Arc::new(Loaded {
-            id: Some(fsio::identity(&meta)),
+            id: Some(id),
             document,
             search: OnceLock::new(),
         });
@@ -375,5 +397,27 @@ impl MemoryStore for MemoryFs {
         let key = key.to_owned();
         self.blocking(move |inner| Ok(inner.load()?.document.history(&key)))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_seq;
+
+    #[test]
+    fn the_head_names_the_seq_of_documents_this_store_wrote() {
+        assert_eq!(
+            head_seq(br#"{"format":"mecatl-memory/1","document":{"seq":42,"keys":{}}}"#),
+            Some(42)
+        );
+        assert_eq!(
+            head_seq(br#"{"format":"mecatl-memory/1","document":{"keys":{},"seq":42}}"#),
+            None
+        );
+        assert_eq!(
+            head_seq(br#"{"format":"mecatl-memory/1","document":{"seq":42"#),
+            None
+        );
+        assert_eq!(head_seq(b""), None);
     }
 }
