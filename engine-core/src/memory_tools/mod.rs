@@ -118,7 +118,7 @@ fn family(store: Arc<dyn MemoryStore>, scope: Scope) -> Vec<Arc<dyn Tool>> {
             kind,
             scope,
             store: Arc::clone(&store),
-            spec: spec(name, kind, scope),
+            spec: spec(name, kind, scope, recall),
         })
     };
     vec![
@@ -137,7 +137,8 @@ enum Kind {
     Forget,
 }
 
-fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
+/// The spec of one tool; `recall` names the family's `Recall` tool.
+fn spec(name: &'static str, kind: Kind, scope: Scope, recall: &str) -> ToolSpec {
     let key_rule = "lowercase segments joined by \"/\", each starting with a-z then a-z, 0-9, _ or - \
                     (e.g. build/test-command), at most 128 bytes";
     let (what, key_example) = match scope {
@@ -154,7 +155,7 @@ fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
     let version = json!({
         "type": "integer",
         "minimum": 1,
-        "description": "The key's current version, as Recall or the index shows it."
+        "description": format!("The key's current version, as {recall} or the system prompt shows it.")
     });
     match kind {
         Kind::Remember => ToolSpec::new(
@@ -173,7 +174,8 @@ fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
                 "description": {"type": "string", "description": "One line saying what the value is for; shown in the index (at most 64 KiB)."},
                 "expected_version": version,
             },
-            "required": ["key", "value"]
+            "required": ["key", "value"],
+            "additionalProperties": false
         })),
         Kind::Recall => ToolSpec::new(
             name,
@@ -185,12 +187,15 @@ fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
         .with_schema(json!({
             "type": "object",
             "properties": {"key": {"type": "string", "description": "A key, or the start of keys (e.g. build/)."}},
-            "required": ["key"]
+            "required": ["key"],
+            "additionalProperties": false
         })),
         Kind::Search => ToolSpec::new(
             name,
-            "Finds saved entries by words (ranked, best first) and returns their keys, descriptions and \
-             versions, never values: Recall a key to read it.",
+            format!(
+                "Finds saved entries by words (ranked, best first) and returns their keys, descriptions \
+                 and versions, never values: call {recall} with a key to read it."
+            ),
         )
         .with_schema(json!({
             "type": "object",
@@ -198,12 +203,15 @@ fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
                 "query": {"type": "string", "description": "Words to look for in keys, descriptions and values."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_MEMORY_SEARCH_LIMIT, "description": format!("Most results (default {DEFAULT_MEMORY_SEARCH_LIMIT}).")},
             },
-            "required": ["query"]
+            "required": ["query"],
+            "additionalProperties": false
         })),
         Kind::Forget => ToolSpec::new(
             name,
-            "Forgets a saved entry: Recall and the index no longer show it (its past versions are kept \
-             for the operator). Needs the key's current version.",
+            format!(
+                "Forgets a saved entry: {recall} and the system prompt no longer show it (its past \
+                 versions are kept for the operator). Needs the key's current version."
+            ),
         )
         .with_schema(json!({
             "type": "object",
@@ -211,7 +219,8 @@ fn spec(name: &'static str, kind: Kind, scope: Scope) -> ToolSpec {
                 "key": {"type": "string", "description": "The key to forget."},
                 "expected_version": version,
             },
-            "required": ["key", "expected_version"]
+            "required": ["key", "expected_version"],
+            "additionalProperties": false
         })),
     }
 }
