@@ -13,6 +13,11 @@ use engine_ports::{
 };
 use serde::{Deserialize, Serialize};
 
+/// The largest `seq` or version a stored document may hold (2^53, the integers JSON
+/// tools read exactly); far beyond any real count, it keeps `+ 1` from overflowing on
+/// an edited file.
+const MAX_COUNTER: u64 = 1 << 53;
+
 /// One scope's keys with their kept revisions (oldest first, the last one current).
 ///
 /// Serialized (`to_json`) it is the stored form of a scope; [`MemoryDocument::from_json`]
@@ -127,6 +132,9 @@ impl MemoryDocument {
     /// # Errors
     /// A reason naming the first problem.
     pub fn check(&self) -> Result<(), String> {
+        if self.seq > MAX_COUNTER {
+            return Err(format!("its seq {} is over {MAX_COUNTER}", self.seq));
+        }
         if self.live_keys() > MAX_MEMORY_KEYS {
             return Err(format!("it holds more than {MAX_MEMORY_KEYS} live keys"));
         }
@@ -140,6 +148,9 @@ impl MemoryDocument {
             }
             let mut previous = 0;
             for revision in revisions {
+                if revision.version > MAX_COUNTER {
+                    return Err(format!("key {key:?} has a version over {MAX_COUNTER}"));
+                }
                 if revision.version <= previous || revision.seq > self.seq {
                     return Err(format!("key {key:?} has revisions out of order"));
                 }
@@ -498,6 +509,14 @@ mod tests {
             MemoryDocument::from_json(unordered)
                 .unwrap_err()
                 .contains("out of order")
+        );
+        let huge = br#"{"seq":18446744073709551615,"keys":{}}"#;
+        assert!(MemoryDocument::from_json(huge).unwrap_err().contains("is over"));
+        let huge_version = br#"{"seq":1,"keys":{"a":[{"version":18446744073709551615,"seq":1,"updated_at":"2024-01-01T00:00:00Z","writer":"w"}]}}"#;
+        assert!(
+            MemoryDocument::from_json(huge_version)
+                .unwrap_err()
+                .contains("a version over")
         );
         let unknown = br#"{"seq":0,"keys":{},"extra":1}"#;
         assert!(MemoryDocument::from_json(unknown).is_err());
