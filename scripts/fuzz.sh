@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 AFL_VERSION=0.18.2 # keep equal to the `afl` dependency in fuzz/Cargo.toml
 SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-8}"
-TARGETS=(skill_md commands asset_name jsonl_store mock_script mcp_content http_body)
+TARGETS=(skill_md commands asset_name jsonl_store memory_document mock_script mcp_content http_body)
 
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${CARGO_BUILD_JOBS:-2}"

@@ -122,6 +122,8 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
         + global.tools().len()
         + assets.resources.tools.len()
         + client.as_ref().map_or(0, Vec::len)
+        + assets.memory.project.len()
+        + assets.memory.user.len()
         + 2;
     let mut run = Assembly::new(inputs.narrate, capacity);
 
@@ -173,11 +175,27 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 }
                 run.narrate(|| "client MCP tools: mounted per session only".to_owned());
             }
-            FamilySlot::Subagent
-            | FamilySlot::Parallel
-            | FamilySlot::Team
-            | FamilySlot::Memory
-            | FamilySlot::UserModel => {
+            FamilySlot::Memory => {
+                run.builtin(Family::Memory, &assets.memory.project);
+                run.narrate(|| match assets.memory.project.len() {
+                    0 => format!("memory tools disabled: {}", assets.memory.project_place),
+                    n => format!(
+                        "memory tools enabled: {n} tools, project memory {}",
+                        assets.memory.project_place
+                    ),
+                });
+            }
+            FamilySlot::UserModel => {
+                run.builtin(Family::Memory, &assets.memory.user);
+                run.narrate(|| match assets.memory.user.len() {
+                    0 => format!("user-model tools disabled: {}", assets.memory.user_place),
+                    n => format!(
+                        "user-model tools enabled: {n} tools, user model {}",
+                        assets.memory.user_place
+                    ),
+                });
+            }
+            FamilySlot::Subagent | FamilySlot::Parallel | FamilySlot::Team => {
                 run.narrate(|| format!("{} tools disabled: not built yet (reserved slot)", slot.as_str()));
             }
             FamilySlot::Skill => {
@@ -436,7 +454,7 @@ mod tests {
 
     use adapter_mcp::{McpManager, MountOptions};
     use async_trait::async_trait;
-    use engine_core::{Environment, MemoryStore, Tool, ToolError};
+    use engine_core::{Environment, InMemoryStore, Tool, ToolError};
     use engine_ports::{CancellationToken, Level, ToolCall, ToolResult, ToolSpec};
 
     use super::*;
@@ -476,7 +494,8 @@ mod tests {
             },
             skills: None,
             skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
-            store: AppStore::Memory(Arc::new(MemoryStore::new())),
+            memory: crate::assets::MemoryAssets::default(),
+            store: AppStore::Memory(Arc::new(InMemoryStore::new())),
             mount: MountOptions::default(),
             disclosure: engine_core::Disclosure::Off,
         }

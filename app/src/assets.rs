@@ -9,6 +9,7 @@ use engine_core::{Disclosure, Tool};
 use engine_ports::{SkillMeta, SkillSource};
 
 use crate::global_mcp::GlobalMcp;
+use crate::memory::{MemoryConfig, MemorySetting, MemoryStores};
 use crate::store::AppStore;
 
 /// The handles and prebuilt tools catalog assembly reads. Nothing here does I/O when
@@ -23,6 +24,7 @@ pub struct CatalogAssets {
     pub(crate) resources: ResourceAssets,
     pub(crate) skills: Option<SkillAssets>,
     pub(crate) skill_draft: Option<Arc<dyn Tool>>,
+    pub(crate) memory: MemoryAssets,
     pub(crate) store: AppStore,
     pub(crate) mount: MountOptions,
     pub(crate) disclosure: Disclosure,
@@ -33,6 +35,49 @@ pub struct CatalogAssets {
 pub(crate) struct ResourceAssets {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) note: String,
+}
+
+/// The memory and user-model tools (empty when a family is off) and where each store
+/// lives (or why it is off), for the narration.
+#[derive(Default)]
+pub(crate) struct MemoryAssets {
+    pub(crate) project: Vec<Arc<dyn Tool>>,
+    pub(crate) project_place: String,
+    pub(crate) user: Vec<Arc<dyn Tool>>,
+    pub(crate) user_place: String,
+}
+
+impl MemoryAssets {
+    pub(crate) fn new(config: &MemoryConfig, stores: &MemoryStores) -> Self {
+        let place = |dir: Option<&std::path::PathBuf>| match dir {
+            Some(dir) => dir.display().to_string(),
+            None => "in memory".to_owned(),
+        };
+        let off = |setting: &MemorySetting, flag: &str| match setting {
+            MemorySetting::Off => flag.to_owned(),
+            _ => "no usable directory (see the warning)".to_owned(),
+        };
+        Self {
+            project: stores
+                .project
+                .as_ref()
+                .map(|m| engine_core::memory_tools(Arc::clone(&m.store)))
+                .unwrap_or_default(),
+            project_place: stores
+                .project
+                .as_ref()
+                .map_or_else(|| off(&config.project, "--no-memory"), |m| place(m.dir.as_ref())),
+            user: stores
+                .user
+                .as_ref()
+                .map(|m| engine_core::user_model_tools(Arc::clone(&m.store)))
+                .unwrap_or_default(),
+            user_place: stores
+                .user
+                .as_ref()
+                .map_or_else(|| off(&config.user, "--no-user-model"), |m| place(m.dir.as_ref())),
+        }
+    }
 }
 
 /// The resolved skills and the `Skill` tool built over them (its description is
@@ -90,6 +135,8 @@ impl std::fmt::Debug for CatalogAssets {
             .field("resources", &self.resources.tools.len())
             .field("skills", &self.skills.as_ref().map(|s| s.metas.len()))
             .field("skill_draft", &self.skill_draft.is_some())
+            .field("memory", &self.memory.project.len())
+            .field("user_model", &self.memory.user.len())
             .field("disclosure", &self.disclosure)
             .finish()
     }

@@ -19,7 +19,7 @@ use engine_ports::{
 };
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
-use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
+use crate::assets::{CatalogAssets, MemoryAssets, ResourceAssets, SkillAssets};
 use crate::built::{Built, close_store};
 use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig, StoreConfig};
@@ -28,17 +28,20 @@ use crate::error::BuildError;
 use crate::factory::SessionEngineFactory;
 use crate::global_mcp::GlobalMcp;
 use crate::live_catalog::LiveCatalog;
+use crate::memory::{MemoryStores, open_memory};
 use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
 use crate::store::AppStore;
-use crate::system_prompt::{SystemPrompt, assemble_system_prompt};
+use crate::system_prompt::{SystemPrompt, add_memory_sections, assemble_system_prompt};
 
 /// The model name sent with every request of the mock provider.
 pub const MOCK_MODEL_NAME: &str = "mock";
 
 /// Composes one process, in this order (run it **once per process**):
 ///
-/// 1. resolve the config: canonicalize the workspace, resolve the provider (a missing
-///    key is fatal, naming the variable), check the skill draft directory;
+/// 1. resolve the config: canonicalize the workspace, place the memory stores (outside
+///    the workspace), assemble the system prompt (with the memory index and operator
+///    profile), resolve the provider (a missing key is fatal, naming the variable),
+///    check the skill draft directory;
 /// 2. connect the server-global MCP manager: static servers, then ToolHive workloads;
 ///    an unreachable server is a WARN and a `failed` entry, never fatal;
 /// 3. resolve skills once (tiers, trust gate); skips are WARNs;
@@ -60,7 +63,9 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     // 1. Resolve the config.
     let root = resolve_workspace(&cfg.workspace)?;
     diagnostics.extend(cfg.mcp.notes.iter().cloned());
-    let prompt = assemble_system_prompt(&cfg, &root)?;
+    let memory = open_memory(&cfg.memory, &root)?;
+    diagnostics.extend(memory.diagnostics.iter().cloned());
+    let prompt = session_prompt(&cfg, &root, &memory).await?;
     diagnostics.extend(prompt.diagnostics.iter().cloned());
     let (llm, model) = resolve_model(&cfg.model)?;
     let host = match &cfg.skills.host {
@@ -129,6 +134,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         mount,
         global,
         mcp_servers,
+        memory,
         manager: manager.clone(),
     };
     let mut store = None;
@@ -154,6 +160,7 @@ struct Started {
     mount: MountOptions,
     global: GlobalMcp,
     mcp_servers: Vec<McpServerEntry>,
+    memory: MemoryStores,
     manager: McpManager,
 }
 
@@ -172,6 +179,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         mount,
         global,
         mcp_servers,
+        memory,
         manager,
     } = started;
 
@@ -227,6 +235,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         },
         skills,
         skill_draft,
+        memory: MemoryAssets::new(&cfg.memory, &memory),
         store: store.clone(),
         mount,
         disclosure: cfg.disclosure,
@@ -343,9 +352,24 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
 /// (`mecated run --print-system-prompt`).
 ///
 /// # Errors
-/// [`BuildError::Workspace`] and [`BuildError::SystemPromptFile`].
-pub fn system_prompt(cfg: &AppConfig) -> Result<SystemPrompt, BuildError> {
-    assemble_system_prompt(cfg, &resolve_workspace(&cfg.workspace)?)
+/// [`BuildError::Workspace`], [`BuildError::SystemPromptFile`] and
+/// [`BuildError::MemoryDir`].
+pub async fn system_prompt(cfg: &AppConfig) -> Result<SystemPrompt, BuildError> {
+    let root = resolve_workspace(&cfg.workspace)?;
+    let memory = open_memory(&cfg.memory, &root)?;
+    let mut prompt = session_prompt(cfg, &root, &memory).await?;
+    prompt.diagnostics.splice(0..0, memory.diagnostics);
+    Ok(prompt)
+}
+
+async fn session_prompt(
+    cfg: &AppConfig,
+    root: &Path,
+    memory: &MemoryStores,
+) -> Result<SystemPrompt, BuildError> {
+    let mut prompt = assemble_system_prompt(cfg, root)?;
+    add_memory_sections(&mut prompt, memory).await;
+    Ok(prompt)
 }
 
 fn resolve_workspace(workspace: &Path) -> Result<PathBuf, BuildError> {

@@ -8,6 +8,7 @@ use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ProviderKind};
 use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 
+use crate::memory::MemoryConfig;
 use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{HostEnv, ProjectTrust};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits, Tool};
@@ -63,13 +64,16 @@ pub struct AppConfig {
     /// `--context-window`: the model's context window in tokens; `None` takes the
     /// engine's table of common models (128,000 for a model it does not know).
     pub context_window: Option<u64>,
+    /// Where project memory and the user model live (both off by default; the command
+    /// line turns them on at their default directories).
+    pub memory: MemoryConfig,
 }
 
 impl AppConfig {
     /// A configuration with the documented defaults: the workspace `workspace`, the
     /// in-memory store, the `--mock` model, `/bin/sh`, no MCP server and no ToolHive,
     /// no skills, resource tools and MCP prompts on, the default output cap,
-    /// `--max-turns 100`, headless `--approve read-only`.
+    /// `--max-turns 100`, headless `--approve read-only`, memory and user model off.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         Self {
             workspace: workspace.into(),
@@ -90,6 +94,7 @@ impl AppConfig {
             system_prompt: SystemPromptConfig::default(),
             extra_tools: ExtraTools::default(),
             context_window: None,
+            memory: MemoryConfig::default(),
         }
     }
 }

@@ -50,7 +50,14 @@ impl EngineTemplate {
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);
-        deps.policy = Some(Arc::new(DefaultPolicy::new(config.interactive, config.approve)));
+        // `acceptEdits` lets file edits and memory writes through without an ask.
+        let edit_tools = ["Edit", "Write"]
+            .into_iter()
+            .chain(engine_core::MEMORY_WRITE_TOOL_NAMES)
+            .map(str::to_owned);
+        deps.policy = Some(Arc::new(
+            DefaultPolicy::new(config.interactive, config.approve).with_edit_tools(edit_tools),
+        ));
         deps.store = Some(store.session_store());
         deps.event_log = Some(store.event_log());
         deps.recorder = Some(store.recorder());

@@ -59,6 +59,17 @@ pub enum BuildError {
         #[source]
         source: Box<StoreError>,
     },
+    /// `--memory-dir` / `--user-model-dir` cannot be used (inside the workspace, not a
+    /// directory).
+    #[error("{flag} {} cannot be used: {reason}", path.display())]
+    MemoryDir {
+        /// The flag.
+        flag: &'static str,
+        /// The directory as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Two non-MCP families registered the same tool name (a bug).
     #[error(
         "tool {name:?} is registered by both the {kept} and the {rejected} family; built-in tool names must be unique"

@@ -75,9 +75,9 @@ pub enum FamilySlot {
     Parallel,
     /// Team, InspectMember (`delegation`; reserved).
     Team,
-    /// Memory tools (`memory`; reserved).
+    /// Remember, Recall, SearchMemory, ForgetMemory (`memory`).
     Memory,
-    /// User-model tools (`memory`; reserved).
+    /// RememberUser, RecallUser, SearchUserModel, ForgetUser (`memory`).
     UserModel,
     /// `Skill` (`skill`).
     Skill,

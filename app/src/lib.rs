@@ -52,6 +52,7 @@ mod family;
 mod global_mcp;
 mod http;
 mod live_catalog;
+mod memory;
 mod report;
 mod session_id;
 mod store;
@@ -83,6 +84,9 @@ pub use http::fuzzing;
 pub use http::{
     AllowedHost, AllowedOrigin, AuthToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL,
     MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,
+};
+pub use memory::{
+    MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, workspace_token,
 };
 pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
 pub use session_id::new_session_id;

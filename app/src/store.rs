@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use adapter_jsonlstore::{JsonlStore, SessionPaths, StoreOptions};
-use engine_core::MemoryStore;
+use engine_core::InMemoryStore;
 use engine_ports::{EventLog, SessionId, SessionStore, StoreError, ToolCallRecorder};
 
 use crate::config::StoreConfig;
@@ -17,7 +17,7 @@ pub enum AppStore {
     /// `--store-dir`: the JSONL store.
     Jsonl(Arc<JsonlStore>),
     /// No `--store-dir`: sessions live in memory.
-    Memory(Arc<MemoryStore>),
+    Memory(Arc<InMemoryStore>),
 }
 
 impl AppStore {
@@ -27,7 +27,7 @@ impl AppStore {
     /// [`StoreError`] when the directory cannot be opened (it names the path).
     pub(crate) fn open(config: &StoreConfig) -> Result<Self, StoreError> {
         match config {
-            StoreConfig::Memory => Ok(Self::Memory(Arc::new(MemoryStore::new()))),
+            StoreConfig::Memory => Ok(Self::Memory(Arc::new(InMemoryStore::new()))),
             StoreConfig::Dir { path, sync } => {
                 let options = StoreOptions {
                     sync: *sync,

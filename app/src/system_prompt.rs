@@ -1,15 +1,18 @@
 //! The system prompt of every session of a build: the harness's base instructions (or
 //! the operator's `--system-prompt-file`), then the project's instructions (`AGENTS.md`,
-//! else `CLAUDE.md`, at the workspace root). Assembled once by [`build`](crate::build);
+//! else `CLAUDE.md`, at the workspace root), then the project memory index (keys and
+//! descriptions, most recently updated first) and the `<operator-profile>` block of the
+//! user model, when those families are on. Assembled once by [`build`](crate::build);
 //! the engine saves it in each session's snapshot at its first run and sends it
 //! unchanged on every later turn.
 
 use std::path::{Path, PathBuf};
 
-use engine_ports::{Diagnostic, Level};
+use engine_ports::{Diagnostic, Level, MemoryError};
 
 use crate::config::AppConfig;
 use crate::error::BuildError;
+use crate::memory::MemoryStores;
 
 /// The project instruction files, in the order tried (the first present wins).
 pub const PROJECT_INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
@@ -91,6 +94,56 @@ pub fn assemble_system_prompt(cfg: &AppConfig, root: &Path) -> Result<SystemProm
         project_file,
         diagnostics,
     })
+}
+
+/// Appends the project memory index and the operator profile of `stores` to `prompt`.
+/// A store that cannot be read leaves its section out with a warning (the tools then
+/// report the same error to the model).
+pub(crate) async fn add_memory_sections(prompt: &mut SystemPrompt, stores: &MemoryStores) {
+    let mut warn = |what: &str, error: MemoryError| {
+        let message = format!("{what} left out of the system prompt: {error}");
+        tracing::warn!("{message}");
+        prompt_diagnostic(&mut prompt.diagnostics, message);
+    };
+    let mut sections = Vec::new();
+    if let Some(project) = &stores.project {
+        match project.store.index().await {
+            Ok(index) => sections.extend(engine_core::render_memory_index(&index)),
+            Err(error) => warn("the project memory index", error),
+        }
+    }
+    if let Some(user) = &stores.user {
+        match operator_facts(user.store.as_ref()).await {
+            Ok(facts) => sections.extend(engine_core::render_operator_profile(&facts)),
+            Err(error) => warn("the operator profile", error),
+        }
+    }
+    for section in sections {
+        prompt.text.push_str("\n\n");
+        prompt.text.push_str(&section);
+    }
+}
+
+fn prompt_diagnostic(diagnostics: &mut Vec<Diagnostic>, message: String) {
+    diagnostics.push(Diagnostic {
+        level: Level::Warn,
+        message,
+    });
+}
+
+/// The user model's facts, most recently updated first.
+async fn operator_facts(
+    store: &dyn engine_ports::MemoryStore,
+) -> Result<Vec<engine_ports::MemoryEntry>, MemoryError> {
+    let index = store.index().await?;
+    let mut by_key: std::collections::HashMap<String, engine_ports::MemoryEntry> = store
+        .prefix("", engine_ports::MAX_MEMORY_KEYS)
+        .await?
+        .entries
+        .into_iter()
+        .map(|entry| (entry.key.clone(), entry))
+        .collect();
+    Ok(index.iter().filter_map(|row| by_key.remove(&row.key)).collect())
 }
 
 fn read_prompt_file(file: &Path) -> Result<String, BuildError> {

@@ -65,6 +65,10 @@ mod emitter;
 mod engine;
 mod environment;
 pub mod memory;
+mod memory_document;
+mod memory_search;
+mod memory_store;
+mod memory_tools;
 mod output_cap;
 mod permission;
 mod skill_draft_tool;
@@ -92,7 +96,18 @@ pub use dispatch::{
 pub use emitter::EventEmitter;
 pub use engine::{DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, Run};
 pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
-pub use memory::MemoryStore;
+pub use memory::InMemoryStore;
+pub use memory_document::{Applied, MemoryDocument};
+pub use memory_search::MemorySearch;
+pub use memory_store::InMemoryMemory;
+pub use memory_tools::{
+    DEFAULT_MEMORY_SEARCH_LIMIT, FORGET_MEMORY_TOOL_NAME, FORGET_USER_TOOL_NAME, MAX_MEMORY_QUERY_BYTES,
+    MAX_MEMORY_SEARCH_LIMIT, MEMORY_DATA_LINE, MEMORY_INDEX_MAX_BYTES, MEMORY_INDEX_MAX_ENTRIES,
+    MEMORY_WRITE_TOOL_NAMES, OPERATOR_PROFILE_MAX_BYTES, RECALL_PREFIX_LIMIT, RECALL_TOOL_NAME,
+    RECALL_USER_TOOL_NAME, REMEMBER_TOOL_NAME, REMEMBER_USER_TOOL_NAME, SEARCH_MEMORY_TOOL_NAME,
+    SEARCH_USER_MODEL_TOOL_NAME, USER_KEY_PREFIX, memory_tools, render_memory_index, render_operator_profile,
+    user_key, user_model_tools,
+};
 pub use output_cap::{DEFAULT_OUTPUT_CAP, OutputCap, floor_char_boundary, truncation_marker};
 pub use permission::{Approve, DefaultPolicy, ParseApproveError};
 pub use skill_draft_tool::{SKILL_DRAFT_TOOL_NAME, SkillDraftTool};

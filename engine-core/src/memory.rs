@@ -1,4 +1,4 @@
-//! [`MemoryStore`]: the in-memory session store, event log and recorder used when no
+//! [`InMemoryStore`]: the in-memory session store, event log and recorder used when no
 //! store directory is configured (and by tests).
 
 use std::collections::{HashMap, HashSet};
@@ -14,7 +14,7 @@ use engine_ports::{
 /// Sessions, events and audit records held in memory; nothing survives the process.
 /// Run leases are entries of a set shared by the store and its leases.
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct InMemoryStore {
     leased: Arc<Mutex<HashSet<SessionId>>>,
     sessions: Mutex<HashMap<SessionId, (SessionSnapshot, SystemTime)>>,
     events: Mutex<HashMap<SessionId, Vec<Event>>>,
@@ -34,7 +34,7 @@ fn check_id(id: &SessionId) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl MemoryStore {
+impl InMemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -59,7 +59,7 @@ impl Drop for LeaseEntry {
 }
 
 #[async_trait]
-impl SessionStore for MemoryStore {
+impl SessionStore for InMemoryStore {
     async fn create(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
         check_id(&snapshot.id)?;
         let mut sessions = lock(&self.sessions);
@@ -126,7 +126,7 @@ impl SessionStore for MemoryStore {
 }
 
 #[async_trait]
-impl EventLog for MemoryStore {
+impl EventLog for InMemoryStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
         check_id(session)?;
         lock(&self.events)
@@ -142,7 +142,7 @@ impl EventLog for MemoryStore {
 }
 
 #[async_trait]
-impl ToolCallRecorder for MemoryStore {
+impl ToolCallRecorder for InMemoryStore {
     async fn record(
         &self,
         session: &SessionId,

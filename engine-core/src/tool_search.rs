@@ -219,10 +219,10 @@ fn document(name: &str, spec: &ToolSpec) -> String {
 /// identifiers into words: on `__`, `_`, `-`, `.` and other punctuation, and at
 /// camelCase boundaries (`getTinyImage` → get tiny image, `HTTPServer` → http server).
 #[derive(Debug)]
-struct ToolTokenizer(bm25::DefaultTokenizer);
+pub(crate) struct ToolTokenizer(bm25::DefaultTokenizer);
 
 impl ToolTokenizer {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(bm25::DefaultTokenizer::new(bm25::Language::English))
     }
 }

@@ -37,3 +37,11 @@ pub fn format_rfc3339_micros(time: SystemTime) -> String {
 pub fn format_rfc3339_nanos(time: SystemTime) -> String {
     humantime::format_rfc3339_nanos(time).to_string()
 }
+
+/// Parses RFC 3339 UTC text as [`format_rfc3339_micros`] writes it (any fraction).
+///
+/// # Errors
+/// A short reason when the text is not an RFC 3339 UTC time.
+pub fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
+    humantime::parse_rfc3339(text).map_err(|error| format!("{text:?} is not an RFC 3339 UTC time: {error}"))
+}

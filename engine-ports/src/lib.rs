@@ -6,7 +6,7 @@
 //! the port traits adapters implement ([`LlmProvider`], [`ToolCallRecorder`],
 //! [`Clock`], [`EventSink`], [`EventLog`], [`SessionStore`], [`SkillSource`],
 //! [`SkillDrafter`], [`CommandSource`], [`CommandExpander`], [`PermissionPolicy`],
-//! [`ToolHooks`]). It depends on no workspace crate and on no transport (no `rmcp`,
+//! [`ToolHooks`], [`MemoryStore`]). It depends on no workspace crate and on no transport (no `rmcp`,
 //! `reqwest`, `axum` or `clap`); it is not the engine (that is `engine-core`).
 //!
 //! Start with [`ToolCall`] and [`ToolResult`], then the port you implement; its
@@ -68,6 +68,7 @@ mod event;
 mod hooks;
 mod ids;
 mod llm;
+mod memory;
 mod mode;
 mod permission;
 mod recorder;
@@ -84,7 +85,9 @@ pub mod testkit;
 // The whole public surface, in one place. Everything here is a stable part of the
 // port contract; modules stay private so paths never leak.
 pub use call::{ArgsError, ToolCall};
-pub use clock::{Clock, SystemClock, elapsed_between, format_rfc3339_micros, format_rfc3339_nanos};
+pub use clock::{
+    Clock, SystemClock, elapsed_between, format_rfc3339_micros, format_rfc3339_nanos, parse_rfc3339,
+};
 pub use commands::{
     CommandBody, CommandError, CommandExpander, CommandInfo, CommandSource, Expansion, valid_command_name,
 };
@@ -101,6 +104,11 @@ pub use ids::{SessionId, ToolCallId};
 pub use llm::{
     Capabilities, Chunk, ChunkStream, Conversation, LlmError, LlmProvider, LlmRequest, Message,
     RequestPurpose,
+};
+pub use memory::{
+    MAX_MEMORY_DESCRIPTION_BYTES, MAX_MEMORY_DOCUMENT_BYTES, MAX_MEMORY_KEY_BYTES, MAX_MEMORY_KEYS,
+    MAX_MEMORY_VALUE_BYTES, MEMORY_REVISIONS_KEPT, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry,
+    MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, check_memory_key,
 };
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Decision, PermissionPolicy, PermissionRequest};

@@ -44,6 +44,8 @@ CRITERION_BENCHES = [
     {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder",
      "env": {"JSONLSTORE_BENCH_SAVES": "10"}},
     {"package": "adapter-mcp", "bench": "mcp_overhead"},
+    # Its p50/p99 loops run the mode's number of calls (MEMORYFS_BENCH_CALLS).
+    {"package": "adapter-memoryfs", "bench": "memory", "calls_env": "MEMORYFS_BENCH_CALLS"},
     {"package": "app", "bench": "build"},
     {"package": "app", "bench": "assembly"},
     {"package": "app", "bench": "turn"},
@@ -128,6 +130,8 @@ def run_criterion(mode: dict, work: Path) -> dict:
         if "filter" in bench:
             cmd.append(bench["filter"])
         env = {**os.environ, "CRITERION_HOME": str(home), **bench.get("env", {})}
+        if "calls_env" in bench:
+            env[bench["calls_env"]] = str(mode["calls"])
         log(f"criterion {key}: {shlex.join(cmd)}")
         before = load()
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

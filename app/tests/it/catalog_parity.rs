@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use adapter_jsonlstore::SyncPolicy;
-use app::{Built, ExtraTools, FAMILY_ORDER, Family, FamilySlot, SessionRequest, StoreConfig, build};
+use app::{
+    Built, ExtraTools, FAMILY_ORDER, Family, FamilySlot, MemoryConfig, MemorySetting, SessionRequest,
+    StoreConfig, build,
+};
 use async_trait::async_trait;
 use engine_core::{Catalog, Disclosure, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
 use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, ToolSpec};
@@ -27,14 +30,26 @@ const REQUIRED: &[(Family, &[&str])] = &[
     (Family::McpGlobal, &["mcp__globe__echo"]),
     (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
     (Family::Delegation, &[]),
-    (Family::Memory, &[]),
+    (
+        Family::Memory,
+        &[
+            "Remember",
+            "Recall",
+            "SearchMemory",
+            "ForgetMemory",
+            "RememberUser",
+            "RecallUser",
+            "SearchUserModel",
+            "ForgetUser",
+        ],
+    ),
     (Family::Skill, &["Skill", "SkillDraft"]),
 ];
 
 /// The fully loaded setup: shell, an embedder's extra tool (`Extra`), one skill, a
 /// draft dir outside the workspace, resource tools, progressive tools, a JSONL store,
-/// the `globe` server (tool `echo`, one resource) and the client server `cli` (tools
-/// `echo`, `ping`).
+/// project memory in a directory and the user model in memory, the `globe` server
+/// (tool `echo`, one resource) and the client server `cli` (tools `echo`, `ping`).
 struct Loaded {
     _scratch: Scratch,
     _globe: McpFixture,
@@ -68,6 +83,10 @@ async fn fully_loaded() -> Loaded {
     cfg.store = StoreConfig::Dir {
         path: scratch.path("store"),
         sync: SyncPolicy::Never,
+    };
+    cfg.memory = MemoryConfig {
+        project: MemorySetting::Dir(scratch.path("memory")),
+        user: MemorySetting::InMemory,
     };
     let built = build(cfg).await.unwrap();
     Loaded {

@@ -48,6 +48,8 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
             "dead=http://127.0.0.1:1/mcp",
             "--mcp-server",
             &server_s_,
+            "--no-memory",
+            "--no-user-model",
         ],
         &[],
     )
@@ -189,6 +191,8 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
             "--progressive-tools",
             "--mcp-server",
             &server,
+            "--no-memory",
+            "--no-user-model",
         ],
         &[],
     )
@@ -226,7 +230,16 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
 
     let text = mecated(
         scratch.dir.path(),
-        &["tools", "--workspace", &ws, "--mode", "plan", "--toolhive=false"],
+        &[
+            "tools",
+            "--workspace",
+            &ws,
+            "--mode",
+            "plan",
+            "--toolhive=false",
+            "--no-memory",
+            "--no-user-model",
+        ],
         &[],
     )
     .await;
@@ -338,6 +351,8 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             "--mode",
             "plan",
             "--toolhive=false",
+            "--no-memory",
+            "--no-user-model",
         ],
         &[],
     )
@@ -372,8 +387,8 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             info("Subagent/InspectSubagent/SubagentStatus tools disabled: not built yet (reserved slot)"),
             info("Parallel tools disabled: not built yet (reserved slot)"),
             info("Team/InspectMember tools disabled: not built yet (reserved slot)"),
-            info("memory tools disabled: not built yet (reserved slot)"),
-            info("user-model tools disabled: not built yet (reserved slot)"),
+            info("memory tools disabled: --no-memory"),
+            info("user-model tools disabled: --no-user-model"),
             info("Skill tool disabled: no skill resolved"),
             info("SkillDraft tool disabled: no --skills-draft-dir"),
             info("MCP prompt commands disabled: no connected MCP server lists a prompt"),

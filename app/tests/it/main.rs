@@ -19,6 +19,7 @@ mod fakellm;
 mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
+mod memory;
 mod run_lease;
 mod skills_commands;
 mod support;

@@ -23,7 +23,7 @@ use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
 use crate::dispatch::{DispatchConfig, Dispatcher};
 use crate::environment::Environment;
-use crate::memory::MemoryStore;
+use crate::memory::InMemoryStore;
 use crate::permission::DefaultPolicy;
 use crate::tool_search::TOOL_SEARCH_NAME;
 
@@ -206,7 +206,7 @@ impl Engine {
         let policy = deps
             .policy
             .unwrap_or_else(|| Arc::new(DefaultPolicy::new(config.interactive, config.approve)));
-        let store = deps.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let store = deps.store.unwrap_or_else(|| Arc::new(InMemoryStore::new()));
         let dispatcher = Dispatcher::new(DispatchConfig {
             max_parallel_reads,
             cancel_grace: config.cancel_grace,

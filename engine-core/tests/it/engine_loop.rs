@@ -535,7 +535,7 @@ async fn a_second_run_on_a_busy_session_is_refused() {
 #[tokio::test]
 async fn a_session_running_in_another_engine_over_the_same_store_is_refused() {
     let probe = Probe::new();
-    let store = Arc::new(engine_core::MemoryStore::new());
+    let store = Arc::new(engine_core::InMemoryStore::new());
     let over_store = |deps: Deps| Deps {
         store: Some(store.clone()),
         event_log: Some(store.clone()),
@@ -718,7 +718,7 @@ async fn a_failed_save_ends_the_run_with_error() {
 #[tokio::test]
 async fn events_carry_time_with_a_clock_and_reach_the_event_log() {
     let probe = Probe::new();
-    let log = Arc::new(engine_core::MemoryStore::new());
+    let log = Arc::new(engine_core::InMemoryStore::new());
     let clock = Arc::new(engine_ports::testkit::ManualClock::at_epoch_2026());
     let h = harness_with(
         read_and_write(&probe),

@@ -10,6 +10,7 @@ mod compaction;
 mod disclosure;
 mod dispatcher;
 mod engine_loop;
+mod memory_tools;
 mod properties;
 mod search_quality;
 mod support;

@@ -3,7 +3,8 @@
 //! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`],
 //! [`MemorySkillSource`], [`MemoryCommandSource`].
 //! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
-//! [`skill_source`], [`command_source`], [`session_store`], [`event_log`]);
+//! [`skill_source`], [`command_source`], [`session_store`], [`event_log`],
+//! [`memory_store`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
 //! case name when the implementation breaks the contract. Adapters run the suites
 //! of the ports they implement from their own tests.
@@ -19,6 +20,7 @@ pub mod clock;
 pub mod command_source;
 pub mod event_log;
 pub mod llm_stream;
+pub mod memory_store;
 pub mod session_store;
 pub mod skill_source;
 pub mod tool_call_recorder;

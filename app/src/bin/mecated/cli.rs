@@ -38,6 +38,9 @@ pub(crate) enum Command {
     /// List skills, or promote a reviewed skill draft.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// See and prune what was remembered: project memory, or the user model with --user.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Run the offline demo: a scripted session on a temporary workspace.
     Demo(DemoArgs),
     /// MCP client utilities (for the MCP conformance suite).
@@ -52,6 +55,50 @@ pub(crate) enum SkillsCommand {
     List(SkillsListArgs),
     /// Move a reviewed draft from the quarantine into a skill directory.
     Promote(PromoteArgs),
+}
+
+/// `memory` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum MemoryCommand {
+    /// List the remembered keys, most recently updated first.
+    List(MemoryListArgs),
+    /// Show one key: its value, description and kept versions.
+    Show(MemoryKeyArgs),
+    /// Forget one key (a tombstone; past versions stay in the file).
+    Forget(MemoryKeyArgs),
+}
+
+/// The flags of every `memory` subcommand.
+#[derive(Debug, Args)]
+pub(crate) struct MemoryScopeArgs {
+    /// The workspace whose project memory is meant.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) workspace: PathBuf,
+    #[command(flatten)]
+    pub(crate) memory: MemoryArgs,
+    /// The user model instead of project memory (keys under user/, added when missing).
+    #[arg(long)]
+    pub(crate) user: bool,
+}
+
+/// `memory list` flags.
+#[derive(Debug, Args)]
+pub(crate) struct MemoryListArgs {
+    #[command(flatten)]
+    pub(crate) scope: MemoryScopeArgs,
+    /// Print one JSON object: {"dir","keys":[{"key","description","version","updated_at"}]}.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `memory show` / `memory forget` flags.
+#[derive(Debug, Args)]
+pub(crate) struct MemoryKeyArgs {
+    #[command(flatten)]
+    pub(crate) scope: MemoryScopeArgs,
+    /// The key.
+    #[arg(value_name = "KEY")]
+    pub(crate) key: String,
 }
 
 /// `mcp` subcommands.
@@ -170,6 +217,28 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
           default_value = "off", default_missing_value = "light", value_parser = disclosure_parser())]
     pub(crate) progressive_tools: Disclosure,
+    #[command(flatten)]
+    pub(crate) memory: MemoryArgs,
+}
+
+/// Where project memory and the user model live (COMMON, and `mecated memory`).
+#[derive(Debug, Args)]
+pub(crate) struct MemoryArgs {
+    /// Keep project memory (Remember, Recall, SearchMemory, ForgetMemory) in this
+    /// directory, outside the workspace (default:
+    /// `$XDG_STATE_HOME/mecatl/memory/<workspace token>`, else `~/.local/state/…`).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_memory")]
+    pub(crate) memory_dir: Option<PathBuf>,
+    /// Turn project memory off.
+    #[arg(long)]
+    pub(crate) no_memory: bool,
+    /// Keep the user model (RememberUser, RecallUser, SearchUserModel, ForgetUser) in
+    /// this directory (default: $XDG_CONFIG_HOME/mecatl/usermodel, else ~/.config/…).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_user_model")]
+    pub(crate) user_model_dir: Option<PathBuf>,
+    /// Turn the user model off.
+    #[arg(long)]
+    pub(crate) no_user_model: bool,
 }
 
 /// The model flags (exactly one of `--mock`, `--mock-script`, `--provider`).

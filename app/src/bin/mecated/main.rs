@@ -1,10 +1,12 @@
 //! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `serve`, `skills
-//! list|promote`, `demo`, and the hidden `mcp conformance-client`.
+//! list|promote`, `memory list|show|forget`, `demo`, and the hidden
+//! `mcp conformance-client`.
 
 mod acp;
 mod cli;
 mod conformance;
 mod demo;
+mod memory;
 mod out;
 mod run;
 mod serve;
@@ -59,6 +61,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve::serve(args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
+        Command::Memory(command) => memory::memory(command).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Mcp(McpCommand::ConformanceClient { url }) => conformance::conformance_client(&url).await,
     }

@@ -28,7 +28,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
         Err(error) => return error.exit(),
     };
     if args.print_system_prompt {
-        return match app::system_prompt(&cfg) {
+        return match app::system_prompt(&cfg).await {
             Ok(prompt) => {
                 out::stdout(&prompt.text);
                 ExitCode::SUCCESS

@@ -10,11 +10,55 @@ use adapter_mcp::{
     MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
 };
 use adapter_skillfs::ProjectTrust;
-use app::{AppConfig, ModelConfig, StoreConfig};
+use app::{AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, StoreConfig};
 use engine_ports::{Diagnostic, Level};
 
-use crate::cli::{CommonArgs, ModelArgs};
+use crate::cli::{CommonArgs, MemoryArgs, ModelArgs};
 use crate::usage::UsageError;
+
+/// Where memory and the user model live: a flag's directory, off, or the default
+/// directory from `env`. Whether a directory lies inside the workspace is the build's
+/// check (it needs the resolved workspace).
+///
+/// # Errors
+/// A [`UsageError`] for an empty path, or a path that exists but is not a directory.
+pub(crate) fn memory_config(
+    args: &MemoryArgs,
+    workspace: &Path,
+    env: &MemoryEnv,
+) -> Result<MemoryConfig, UsageError> {
+    let one = |flag: &str, dir: &Option<PathBuf>, off: bool, default: MemorySetting| {
+        if off {
+            return Ok(MemorySetting::Off);
+        }
+        match dir {
+            None => Ok(default),
+            Some(dir) if dir.as_os_str().is_empty() => {
+                Err(UsageError::value(flag, "", "expected a directory path"))
+            }
+            Some(dir) if dir.exists() && !dir.is_dir() => Err(UsageError::value(
+                flag,
+                dir.display(),
+                "it exists but is not a directory (expected a directory outside the workspace, created when missing)",
+            )),
+            Some(dir) => Ok(MemorySetting::Dir(dir.clone())),
+        }
+    };
+    Ok(MemoryConfig {
+        project: one(
+            "--memory-dir",
+            &args.memory_dir,
+            args.no_memory,
+            env.default_memory_dir(workspace),
+        )?,
+        user: one(
+            "--user-model-dir",
+            &args.user_model_dir,
+            args.no_user_model,
+            env.default_user_model_dir(),
+        )?,
+    })
+}
 
 /// Reads a process environment variable (empty counts as unset for keys).
 pub(crate) fn env_var(name: &str) -> Option<String> {
@@ -124,6 +168,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         group: common.toolhive_group.clone(),
     });
 
+    cfg.memory = memory_config(&common.memory, &workspace, &MemoryEnv::from_process())?;
     cfg.skills.dirs = common.skills_dir.clone();
     cfg.skills.conventional = common.skills_conventional;
     cfg.skills.trust = ProjectTrust::from_flag(common.trust_project);

@@ -86,6 +86,7 @@ impl AcpClient {
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
             .env("HOME", home)
             .env("MECATED_LOG", "warn")
             .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")

@@ -121,7 +121,7 @@ pub struct Output {
 }
 
 /// The `mecated` binary with a hermetic environment: no provider keys, no log filter,
-/// a home of its own, ToolHive pointed at a closed port.
+/// a home of its own (so memory and the user model default under it), ToolHive pointed at a closed port.
 pub fn mecated_command(home: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mecated"));
     command
@@ -130,6 +130,7 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
         .env_remove("MECATED_LOG")
         .env_remove("MECATED_AUTH_TOKEN")
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_STATE_HOME")
         .env("HOME", home)
         .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")
         .stdin(Stdio::null())

@@ -1,26 +1,26 @@
-//! The `engine-ports` conformance suites run against the in-memory store.
+//! The `engine-ports` conformance suites run against the in-memory stores (sessions and memory).
 
 use std::sync::Arc;
 
-use engine_core::MemoryStore;
+use engine_core::InMemoryStore;
 use engine_ports::testkit::tool_call_recorder::RecorderUnderTest;
 use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
 use engine_ports::{EventLog, SessionStore, ToolCallRecorder};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_store_is_a_session_store() {
-    session_store::run(|| Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>).await;
+async fn in_memory_store_is_a_session_store() {
+    session_store::run(|| Arc::new(InMemoryStore::new()) as Arc<dyn SessionStore>).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_store_is_an_event_log() {
-    event_log::run(|| Arc::new(MemoryStore::new()) as Arc<dyn EventLog>).await;
+async fn in_memory_store_is_an_event_log() {
+    event_log::run(|| Arc::new(InMemoryStore::new()) as Arc<dyn EventLog>).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_store_is_a_tool_call_recorder() {
+async fn in_memory_store_is_a_tool_call_recorder() {
     tool_call_recorder::run(|| {
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(InMemoryStore::new());
         let reader = Arc::clone(&store);
         RecorderUnderTest {
             recorder: store as Arc<dyn ToolCallRecorder>,
@@ -31,10 +31,10 @@ async fn memory_store_is_a_tool_call_recorder() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memory_store_refuses_records_of_an_empty_session_id() {
+async fn in_memory_store_refuses_records_of_an_empty_session_id() {
     // The in-memory store has no backing write that can fail; an invalid session id
     // is its one recorder failure, and it must be an error naming the call.
-    let store = MemoryStore::new();
+    let store = InMemoryStore::new();
     let call = engine_ports::ToolCall::new("call-9", "Write", "{}");
     let result = engine_ports::ToolResult::text("call-9", "ok");
     let error = store
@@ -48,4 +48,12 @@ async fn memory_store_refuses_records_of_an_empty_session_id() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("call-9") && error.to_string().contains("Write"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_memory_is_a_memory_store() {
+    engine_ports::testkit::memory_store::run(|| {
+        Arc::new(engine_core::InMemoryMemory::new()) as Arc<dyn engine_ports::MemoryStore>
+    })
+    .await;
 }

@@ -1,0 +1,78 @@
+//! [`MemorySearch`]: BM25 ranking over a memory scope's live entries (key words,
+//! description, value), built once per document state and reused by every search.
+
+use bm25::{Embedder, EmbedderBuilder, Scorer};
+use engine_ports::{MemoryEntry, MemoryHit};
+
+use crate::tool_search::ToolTokenizer;
+
+/// The keyword index of one document state.
+pub struct MemorySearch {
+    /// Document id → (key, description, version), ids in key order.
+    rows: Vec<(String, String, u64)>,
+    embedder: Embedder<u32, ToolTokenizer>,
+    scorer: Scorer<u32>,
+}
+
+impl std::fmt::Debug for MemorySearch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemorySearch")
+            .field("entries", &self.rows.len())
+            .finish()
+    }
+}
+
+impl MemorySearch {
+    /// Indexes `entries` (sorted by key, as a document lists them). A key's words count
+    /// twice: a word in the key says more about a note than one in its value.
+    pub fn build(entries: impl IntoIterator<Item = MemoryEntry>) -> Self {
+        let mut rows = Vec::new();
+        let mut documents = Vec::new();
+        for entry in entries {
+            documents.push(format!(
+                "{key} {key} {} {}",
+                entry.description,
+                entry.value,
+                key = entry.key
+            ));
+            rows.push((entry.key, entry.description, entry.version));
+        }
+        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
+        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
+            ToolTokenizer::new(),
+            &corpus,
+        )
+        .build();
+        let mut scorer = Scorer::<u32>::new();
+        for (id, text) in (0u32..).zip(&corpus) {
+            scorer.upsert(&id, embedder.embed(text));
+        }
+        Self {
+            rows,
+            embedder,
+            scorer,
+        }
+    }
+
+    /// The entries matching `query`'s words, best first, ties by key, zero scores left
+    /// out, at most `limit`.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<MemoryHit> {
+        let mut hits = self.scorer.matches(&self.embedder.embed(query));
+        hits.retain(|hit| hit.score > 0.0);
+        // Ids follow key order, so ordering ties by id orders them by key.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        hits.into_iter()
+            .take(limit)
+            .filter_map(|hit| {
+                self.rows
+                    .get(hit.id as usize)
+                    .map(|(key, description, version)| MemoryHit {
+                        key: key.clone(),
+                        description: description.clone(),
+                        version: *version,
+                        score: hit.score,
+                    })
+            })
+            .collect()
+    }
+}
