@@ -25,6 +25,14 @@ FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
 
 # Why a figure misses its target and what would fix it, shown only when it misses.
 MISS_NOTES = {
+    "long_session": "A session's messages are shared behind an `Arc` (`Conversation`), so building a request "
+                    "copies none; but the in-memory store keeps the saved snapshot, which shares them, so the "
+                    "first append after each save (a tool turn saves) copies the whole conversation, and the "
+                    "store frees the previous copy. A persistent vector (appends sharing the prefix) would make "
+                    "both O(1).",
+    "events": "The per-event path (sequence stamp, the event value handed to the stream's channel and to the "
+              "store's appender, one `String` per `message.delta`) was not reworked in this round; batching "
+              "deltas per channel send is the next step.",
     "dispatch": "Each call of a read batch runs on a tokio task of its own (parallel reads; D2 panic "
                 "containment), so a batch pays a spawn, a join and usually a wake-up of the other worker per "
                 "call, plus the `tool.call`/`tool.result` bookkeeping; a lone call already runs inline. Polling "
@@ -147,7 +155,9 @@ def dispatch(rep: Report) -> str:
             mean = e["mean"] / n if e else None
             ok, target = None, "—"
             if name == "read_only" and n == 8 and e:
-                target, ok = "mean ≤ 5 µs per call", mean <= 5_000
+                target, ok = "mean ≤ 2 µs per call", mean <= 2_000
+            elif name == "mutating" and n == 8 and e:
+                target, ok = "mean ≤ 1.5 µs per call", mean <= 1_500
             elif e:
                 target, ok = "well under 10 µs per call", mean < 10_000
             shown = f"{fmt_ns(median)} median, {fmt_ns(mean)} mean per call"
@@ -170,7 +180,17 @@ def dispatch(rep: Report) -> str:
     e = rep.crit("engine_events/run_streaming_1000_chunks")
     events = e.get("elements") if e else None
     rate = f"{events / (e['median'] / 1e9):,.0f} events/s ({events:,} events a run)" if events else "n/a"
-    rep.judge("Events through `run`", rate, None, "dispatch", summary=True)
+    rep.judge("Events through `run`", rate,
+              (events / (e["median"] / 1e9) >= 2_000_000) if events else None, "events", summary=True)
+    ls = rep.r.get("long_session")
+    if ls:
+        shown = (f"{ls['ratio']:.2f}× (run {ls['runs']}: {fmt_us(ls['last_median_us'])}, run 1–10: "
+                 f"{fmt_us(ls['first_median_us'])}; {ls['messages_at_end']:,} messages at the end)")
+        rep.judge(f"Engine time per run at run {ls['runs']} of one session / at its start", shown,
+                  ls["ratio"] <= 1.2, "long_session", summary=True)
+        turn_rows.append([f"engine-core loop, one session of {ls['runs']} runs (1 no-op tool turn + 1 text turn "
+                          f"each), median of {ls['repeats']} sessions per run index: last 10 runs / first 10 runs",
+                          shown, "—", "engine-core `long_session` example, in-memory store; target ≤ 1.2×"])
     turn_rows.append(["engine-core loop, scripted model: 1 text turn streamed as 1,000 chunks (events/s through "
                       "`run`)", f"{fmt_ns(e['median'] if e else None)}; {rate}", spread(e),
                       "engine-core `dispatch` bench, `ScriptedLlm`, no store"])

@@ -264,6 +264,12 @@ def run_disclosure(mode: dict, url: str) -> dict:
         return json_of(cmd)
 
 
+def run_long_session(mode: dict) -> dict:
+    """Engine time per run over one long session (engine-core's long_session example)."""
+    runs, repeats = (500, 5) if mode["profile"] == "release" else (40, 1)
+    return json_of([*cargo_example("long_session", mode["profile"]), str(runs), str(repeats)])
+
+
 def build(mode: dict) -> None:
     """Builds the drivers and bench targets first, so no compile runs inside a measurement."""
     # Workspace-wide, like `cargo test --workspace --all-features`: one feature set, so
@@ -292,6 +298,7 @@ def main() -> None:
                "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "steps": {}}
     run_step("build", results, lambda: build(mode))
     results["criterion"] = run_step("criterion", results, lambda: run_criterion(mode, args.work))
+    results["long_session"] = run_step("long_session", results, lambda: run_long_session(mode))
     with Everything() as everything:
         results["mcp"] = run_step("mcp", results, lambda: run_mcp(mode, everything.url))
         results["disclosure"] = run_step("disclosure", results, lambda: run_disclosure(mode, everything.url))
