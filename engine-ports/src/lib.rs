@@ -105,7 +105,9 @@ pub use skills::{
     SkillSource, SkillSourceError, truncate_with_ellipsis, valid_skill_asset_name, valid_skill_name,
 };
 pub use spec::ToolSpec;
-pub use store::{EventLog, RunLease, SessionListing, SessionSnapshot, SessionStore, StoreError};
+pub use store::{
+    EventLog, LeaseRelease, RunLease, SessionListing, SessionSnapshot, SessionStore, StoreError,
+};
 pub use usage::Usage;
 
 /// Re-exported so implementors name the same token type as the engine.
