@@ -55,7 +55,7 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
     match crate_name {
         "engine-ports" => Some(BTreeSet::new()),
         "engine-core" => Some(set(&["engine-ports"])),
-        "adapter-skillfs" | "adapter-jsonlstore" => Some(set(&["engine-ports"])),
+        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" => Some(set(&["engine-ports"])),
         name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core"])),
         "app" => Some(
             members
