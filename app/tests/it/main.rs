@@ -18,6 +18,7 @@ mod fakellm;
 mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
+mod pg_store;
 mod run_lease;
 mod skills_commands;
 mod support;
