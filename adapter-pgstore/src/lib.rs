@@ -13,9 +13,10 @@
 //! - **Time limits**: every call has one ([`PgStoreOptions::timeout`], the URL's
 //!   `connect_timeout`); a lost connection is retried within it, never longer, and a
 //!   write whose reply was lost recognises its own row instead of writing twice.
-//! - **Ids and bodies**: session ids are `text COLLATE "C"` (any id without a NUL
-//!   round-trips, listed in byte order); snapshots, events and records are stored as
-//!   their JSON text. Every value is a bound parameter; no SQL is built from data.
+//! - **Ids and bodies**: session ids are `text COLLATE "C"` (any id without a NUL and
+//!   of at most [`MAX_ID_BYTES`] round-trips, listed in byte order); snapshots, events
+//!   and records are stored as their JSON text. Every value is a bound parameter; no
+//!   SQL is built from data.
 //! - **TLS** through rustls as the URL's `sslmode` asks ([`StoreUrl`], libpq's
 //!   meanings); the URL is shown everywhere without its password.
 //!
@@ -41,5 +42,5 @@ mod tls;
 mod url;
 
 pub use options::PgStoreOptions;
-pub use store::{OpenError, PgStore};
+pub use store::{MAX_ID_BYTES, OpenError, PgStore};
 pub use url::{DEFAULT_CONNECT_TIMEOUT, RootCerts, SslMode, StoreUrl, UrlError, redact_raw};

@@ -281,12 +281,23 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Empty ids and ids with a NUL character (which PostgreSQL text cannot hold) are
-/// refused.
+/// The longest session id, in bytes (a btree index entry holds at most ~2.7 KB).
+pub const MAX_ID_BYTES: usize = 2048;
+
+/// Empty ids, ids over [`MAX_ID_BYTES`] and ids with a NUL character (which
+/// PostgreSQL text cannot hold) are refused.
 fn check_id(id: &SessionId) -> Result<(), StoreError> {
     if id.is_empty() {
         return Err(StoreError::InvalidId {
             reason: "the session id is empty".to_owned(),
+        });
+    }
+    if id.as_str().len() > MAX_ID_BYTES {
+        return Err(StoreError::InvalidId {
+            reason: format!(
+                "the session id is {} bytes long; this store holds ids of at most {MAX_ID_BYTES} bytes",
+                id.as_str().len()
+            ),
         });
     }
     if id.as_str().contains('\0') {

@@ -96,6 +96,35 @@ async fn odd_session_ids_round_trip_through_every_operation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_up_to_the_cap_round_trip_and_longer_ones_are_invalid() {
+    let Some(db) = TestDb::new("ids_up_to_the_cap_round_trip_and_longer_ones_are_invalid") else {
+        return;
+    };
+    let store = db.open().await;
+    let longest = format!("é{}", "/".repeat(adapter_pgstore::MAX_ID_BYTES - 2));
+    assert_eq!(longest.len(), adapter_pgstore::MAX_ID_BYTES);
+    store
+        .save(&SessionSnapshot::new(longest.as_str(), PermissionMode::Default))
+        .await
+        .unwrap();
+    assert_eq!(store.load(&sid(&longest)).await.unwrap().id.as_str(), longest);
+    store.acquire_run(&sid(&longest)).await.unwrap().release().await;
+    let too_long = format!("{longest}x");
+    match store
+        .save(&SessionSnapshot::new(too_long.as_str(), PermissionMode::Default))
+        .await
+    {
+        Err(StoreError::InvalidId { reason }) => {
+            assert_eq!(
+                reason,
+                "the session id is 2049 bytes long; this store holds ids of at most 2048 bytes"
+            );
+        }
+        other => panic!("expected InvalidId, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_id_with_a_nul_character_is_an_invalid_id() {
     let Some(db) = TestDb::new("an_id_with_a_nul_character_is_an_invalid_id") else {
         return;
