@@ -9,7 +9,9 @@
 //! `postgres` user (else `nobody`, else a system user `mecated-pg` created with
 //! `useradd`).
 //!
-//! Each cluster has one superuser `mecated` with a random password (SCRAM), listens
+//! Stopping kills the postmaster and every backend by PID (they are not in its process
+//! group) and waits for them. Each cluster has one superuser `mecated` with a random
+//! password (SCRAM), listens
 //! on `127.0.0.1` only (no Unix socket) and runs with `fsync=off`: a killed server
 //! loses nothing it acknowledged (the WAL is written before a commit returns; only an
 //! OS crash would need the fsync), and tests stay fast on a shared disk.
@@ -352,16 +354,26 @@ impl PgCluster {
             .unwrap_or_default()
     }
 
-    /// Kills the server's process group with SIGKILL (a crash) and waits until no
-    /// process of the group is left (backends included).
+    /// Kills the server with SIGKILL, postmaster and backends alike (a crash: the
+    /// backends run in sessions of their own, so the process group alone would leave
+    /// them serving their connections for a moment), and waits until every one of
+    /// them is gone.
     pub fn kill(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            let group = nix::unistd::Pid::from_raw(i32::try_from(server.pid()).unwrap_or(i32::MAX));
-            server.stop();
-            let deadline = Instant::now() + READY_DEADLINE;
-            while nix::sys::signal::killpg(group, None).is_ok() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+        let Some(mut server) = self.server.take() else {
+            return;
+        };
+        let postmaster = i32::try_from(server.pid()).unwrap_or(i32::MAX);
+        let family = children_of(postmaster);
+        server.stop();
+        for pid in &family {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let deadline = Instant::now() + READY_DEADLINE;
+        while family.iter().chain([&postmaster]).any(|pid| running(*pid)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -480,6 +492,32 @@ fn make_certificates(root: &Path, run_as: Option<(u32, u32)>) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The processes whose parent is `parent` (from `/proc`).
+fn children_of(parent: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| stat_fields(*pid).is_some_and(|(_, ppid)| ppid == parent))
+        .collect()
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn running(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// `(state, ppid)` of `pid` from `/proc/<pid>/stat` (the fields after the command
+/// name, which may hold spaces and parentheses).
+fn stat_fields(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((state, ppid))
 }
 
 /// `$TMPDIR/mecated-test-pg/<pid>`: the shared cluster's directory. Directories of
