@@ -124,10 +124,17 @@ pub struct RunLease {
     release: Box<dyn LeaseRelease>,
 }
 
-/// What gives a leased session back. Dropping it releases the session (in the
-/// background when that takes I/O); [`LeaseRelease::release`] returns once the
-/// storage has released it, so whatever the holder does next (announcing the end of
-/// its run) cannot make another process's `acquire_run` fail.
+/// What gives a leased session back, for stores whose release takes I/O.
+///
+/// # Contract
+/// - Dropping the value releases the session (in the background when that takes
+///   I/O), so a lease is never kept by a holder that forgot it.
+/// - [`LeaseRelease::release`] returns once the session is free for every store over
+///   the same storage, so whatever the holder does next (announcing the end of its
+///   run) cannot make another process's `acquire_run` fail; if it cannot release (the
+///   storage is unreachable), it returns anyway and the storage frees the session as
+///   it frees a dead holder's.
+/// - `testkit::session_store` checks both through [`RunLease`].
 #[async_trait]
 pub trait LeaseRelease: Send + Sync {
     /// Releases the session and returns once it is free for every store over the
