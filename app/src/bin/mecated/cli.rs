@@ -80,7 +80,7 @@ pub(crate) struct CommonArgs {
     pub(crate) store_sync: String,
     /// Keep sessions, events and the tool-call audit in this PostgreSQL database
     /// instead, shared by every mecated using it:
-    /// postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require|verify-full&sslrootcert=FILE]
+    /// `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require|verify-full&sslrootcert=FILE]`
     /// (the password from PGPASSWORD, else the URL).
     #[arg(long, value_name = "URL", conflicts_with = "store_dir")]
     pub(crate) store_url: Option<String>,
