@@ -142,7 +142,8 @@ impl Default for ShellRunner {
 }
 
 /// Whether the variable `name` is kept from shell children: `OPENAI_API_KEY`,
-/// `ANTHROPIC_API_KEY`, `MECATED_AUTH_TOKEN` and every `MCP_<NAME>_TOKEN`, compared
+/// `ANTHROPIC_API_KEY`, `MECATED_AUTH_TOKEN`, `PGPASSWORD` (the store's database
+/// password) and every `MCP_<NAME>_TOKEN`, compared
 /// ASCII case-insensitively (a lower-case copy of a credential is still one).
 pub fn is_stripped_variable(name: &OsStr) -> bool {
     let Some(name) = name.to_str() else {
@@ -153,7 +154,7 @@ pub fn is_stripped_variable(name: &OsStr) -> bool {
     const SUFFIX: &str = "_TOKEN";
     matches!(
         upper.as_str(),
-        "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" | "MECATED_AUTH_TOKEN"
+        "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" | "MECATED_AUTH_TOKEN" | "PGPASSWORD"
     ) || (upper.len() > PREFIX.len() + SUFFIX.len() && upper.starts_with(PREFIX) && upper.ends_with(SUFFIX))
 }
 
@@ -402,6 +403,8 @@ mod tests {
             "OPENAI_API_KEY",
             "ANTHROPIC_API_KEY",
             "MECATED_AUTH_TOKEN",
+            "PGPASSWORD",
+            "pgpassword",
             "MCP_GITHUB_TOKEN",
             "MCP_A_B_TOKEN",
             "mcp_vmcp_token",

@@ -26,7 +26,7 @@ pub(crate) const CLOSE_STEP: Duration = Duration::from_secs(2);
 pub(crate) fn is_credential_variable(name: &str) -> bool {
     matches!(
         name,
-        "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" | "MECATED_AUTH_TOKEN"
+        "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" | "MECATED_AUTH_TOKEN" | "PGPASSWORD"
     ) || (name.starts_with("MCP_") && name.ends_with("_TOKEN"))
 }
 

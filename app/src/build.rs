@@ -22,7 +22,7 @@ use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::{CatalogAssets, MemoryAssets, ResourceAssets, SkillAssets};
 use crate::built::{Built, close_store};
 use crate::commands::{ChainParts, command_chain};
-use crate::config::{AppConfig, ModelConfig, StoreConfig};
+use crate::config::{AppConfig, ModelConfig};
 use crate::engine_template::EngineTemplate;
 use crate::error::BuildError;
 use crate::factory::SessionEngineFactory;
@@ -45,7 +45,8 @@ pub const MOCK_MODEL_NAME: &str = "mock";
 /// 2. connect the server-global MCP manager: static servers, then ToolHive workloads;
 ///    an unreachable server is a WARN and a `failed` entry, never fatal;
 /// 3. resolve skills once (tiers, trust gate); skips are WARNs;
-/// 4. open the store (JSONL under `--store-dir`, else in memory);
+/// 4. open the store (JSONL under `--store-dir`, PostgreSQL under `--store-url`,
+///    else in memory);
 /// 5. build the catalog assets and the shared catalog (`assemble_catalog`, narrated);
 /// 6. build the shared engine and the session factory over the same assets.
 ///
@@ -201,13 +202,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
     });
 
     // 4. Open the store.
-    let store = AppStore::open(&cfg.store).map_err(|source| BuildError::Store {
-        path: match &cfg.store {
-            StoreConfig::Dir { path, .. } => path.clone(),
-            StoreConfig::Memory => PathBuf::new(),
-        },
-        source: Box::new(source),
-    })?;
+    let store = AppStore::open(&cfg.store).await?;
     *opened = Some(store.clone());
 
     // 5. The catalog assets and the shared catalog.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ProviderKind};
 use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
+use adapter_pgstore::{PgStoreOptions, StoreUrl};
 
 use crate::memory::MemoryConfig;
 use crate::system_prompt::SystemPromptConfig;
@@ -157,7 +158,15 @@ pub enum StoreConfig {
         /// `--store-sync`.
         sync: SyncPolicy,
     },
-    /// No `--store-dir`: sessions live in memory and die with the process.
+    /// `--store-url postgres://…`: the PostgreSQL store, shared by every process
+    /// (replica) using the same database.
+    Postgres {
+        /// The database (its `Debug` and `Display` never show the password).
+        url: Box<StoreUrl>,
+        /// Time limits and the run-lease TTL (`--store-lease-ttl`).
+        options: PgStoreOptions,
+    },
+    /// Neither: sessions live in memory and die with the process.
     Memory,
 }
 

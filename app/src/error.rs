@@ -70,6 +70,14 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// The PostgreSQL store cannot be opened (unreachable, refused, a newer schema).
+    #[error("the store at {url} (--store-url) cannot be opened: {reason}")]
+    Database {
+        /// The URL without its password.
+        url: String,
+        /// Why, naming the server.
+        reason: String,
+    },
     /// Two non-MCP families registered the same tool name (a bug).
     #[error(
         "tool {name:?} is registered by both the {kept} and the {rejected} family; built-in tool names must be unique"
@@ -121,6 +129,14 @@ pub enum FactoryError {
     /// The factory was closed (the process is shutting down).
     #[error("the session factory is closed")]
     Closed,
+    /// The PostgreSQL store cannot be opened (unreachable, refused, a newer schema).
+    #[error("the store at {url} (--store-url) cannot be opened: {reason}")]
+    Database {
+        /// The URL without its password.
+        url: String,
+        /// Why, naming the server.
+        reason: String,
+    },
     /// Two non-MCP families registered the same tool name (a bug).
     #[error("tool {name:?} is registered by two built-in families")]
     DuplicateTool {

@@ -1,14 +1,17 @@
-//! [`AppStore`]: the store of one process — the JSONL store under `--store-dir`, or
-//! the in-memory store — seen through the three ports the engines use.
+//! [`AppStore`]: the store of one process — the JSONL store under `--store-dir`, the
+//! PostgreSQL store under `--store-url`, or the in-memory store — seen through the
+//! three ports the engines use.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use adapter_jsonlstore::{JsonlStore, SessionPaths, StoreOptions};
+use adapter_pgstore::PgStore;
 use engine_core::InMemoryStore;
 use engine_ports::{EventLog, SessionId, SessionStore, StoreError, ToolCallRecorder};
 
 use crate::config::StoreConfig;
+use crate::error::BuildError;
 
 /// The session store, event log and tool-call recorder of one process (one value
 /// implementing all three ports). Cheap to clone.
@@ -16,16 +19,20 @@ use crate::config::StoreConfig;
 pub enum AppStore {
     /// `--store-dir`: the JSONL store.
     Jsonl(Arc<JsonlStore>),
-    /// No `--store-dir`: sessions live in memory.
+    /// `--store-url`: the PostgreSQL store.
+    Postgres(Arc<PgStore>),
+    /// Neither: sessions live in memory.
     Memory(Arc<InMemoryStore>),
 }
 
 impl AppStore {
-    /// Opens the store `config` describes.
+    /// Opens the store `config` describes (for PostgreSQL: connects, migrates the
+    /// schema and starts renewing leases on the current runtime).
     ///
     /// # Errors
-    /// [`StoreError`] when the directory cannot be opened (it names the path).
-    pub(crate) fn open(config: &StoreConfig) -> Result<Self, StoreError> {
+    /// [`BuildError::Store`] when the directory cannot be opened (it names the path),
+    /// [`BuildError::Database`] when the database cannot (it names the server).
+    pub(crate) async fn open(config: &StoreConfig) -> Result<Self, BuildError> {
         match config {
             StoreConfig::Memory => Ok(Self::Memory(Arc::new(InMemoryStore::new()))),
             StoreConfig::Dir { path, sync } => {
@@ -33,8 +40,20 @@ impl AppStore {
                     sync: *sync,
                     ..StoreOptions::default()
                 };
-                JsonlStore::open(path, options).map(|store| Self::Jsonl(Arc::new(store)))
+                JsonlStore::open(path, options)
+                    .map(|store| Self::Jsonl(Arc::new(store)))
+                    .map_err(|source| BuildError::Store {
+                        path: path.clone(),
+                        source: Box::new(source),
+                    })
             }
+            StoreConfig::Postgres { url, options } => PgStore::open(url, *options)
+                .await
+                .map(|store| Self::Postgres(Arc::new(store)))
+                .map_err(|error| BuildError::Database {
+                    url: url.to_string(),
+                    reason: error.to_string(),
+                }),
         }
     }
 
@@ -42,6 +61,7 @@ impl AppStore {
     pub fn session_store(&self) -> Arc<dyn SessionStore> {
         match self {
             Self::Jsonl(store) => Arc::clone(store) as Arc<dyn SessionStore>,
+            Self::Postgres(store) => Arc::clone(store) as Arc<dyn SessionStore>,
             Self::Memory(store) => Arc::clone(store) as Arc<dyn SessionStore>,
         }
     }
@@ -50,6 +70,7 @@ impl AppStore {
     pub fn event_log(&self) -> Arc<dyn EventLog> {
         match self {
             Self::Jsonl(store) => Arc::clone(store) as Arc<dyn EventLog>,
+            Self::Postgres(store) => Arc::clone(store) as Arc<dyn EventLog>,
             Self::Memory(store) => Arc::clone(store) as Arc<dyn EventLog>,
         }
     }
@@ -58,30 +79,41 @@ impl AppStore {
     pub fn recorder(&self) -> Arc<dyn ToolCallRecorder> {
         match self {
             Self::Jsonl(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
+            Self::Postgres(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
             Self::Memory(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
         }
     }
 
-    /// The store directory (`None` in memory).
+    /// Whether sessions outlive the process (a directory or a database).
+    pub fn is_persistent(&self) -> bool {
+        !matches!(self, Self::Memory(_))
+    }
+
+    /// The store directory (`None` unless JSONL).
     pub fn root(&self) -> Option<PathBuf> {
         match self {
             Self::Jsonl(store) => Some(store.root().to_path_buf()),
-            Self::Memory(_) => None,
+            Self::Postgres(_) | Self::Memory(_) => None,
         }
     }
 
-    /// The files of a session in the JSONL store (`None` in memory).
+    /// The files of a session in the JSONL store (`None` unless JSONL).
     pub fn paths(&self, session: &SessionId) -> Option<SessionPaths> {
         match self {
             Self::Jsonl(store) => Some(store.paths(session)),
-            Self::Memory(_) => None,
+            Self::Postgres(_) | Self::Memory(_) => None,
         }
     }
 
-    /// Flushes pending sidecar writes and stops the flusher (JSONL); idempotent.
+    /// Flushes pending sidecar writes and stops the flusher (JSONL), stops renewing
+    /// leases and closes the connections (PostgreSQL); idempotent.
     pub(crate) fn close(&self) -> Result<(), StoreError> {
         match self {
             Self::Jsonl(store) => store.close(),
+            Self::Postgres(store) => {
+                store.close();
+                Ok(())
+            }
             Self::Memory(_) => Ok(()),
         }
     }

@@ -104,8 +104,10 @@ pub struct SessionListing {
 /// - `acquire_run` never waits: while a lease on the id is held, it fails at once
 ///   with [`StoreError::Busy`] naming the id; otherwise it returns a [`RunLease`].
 ///   The id need not be stored yet (a run may create its session).
-/// - Dropping the lease releases it; a lease whose holder died (a killed process, a
-///   lost replica) is released too, by the storage, never held forever.
+/// - Dropping the lease releases it; [`RunLease::release`] returns once it is
+///   released for every store over the same storage (a holder awaits it before
+///   announcing that its run is over). A lease whose holder died (a killed process,
+///   a lost replica) is released too, by the storage, never held forever.
 /// - Leases of different ids are independent; the holder may `create`, `save`,
 ///   `load` and append events of its session as usual.
 /// - `delete` of a leased id fails with [`StoreError::Busy`] and changes nothing.
@@ -126,28 +128,70 @@ pub trait SessionStore: Send + Sync {
 }
 
 /// The exclusive right to run one session, from [`SessionStore::acquire_run`].
-/// Dropping it releases the session.
+/// Dropping it releases the session; [`RunLease::release`] also waits until the
+/// storage has released it.
 ///
 /// A store builds it from whatever releases its exclusivity on drop (a held file
-/// lock, an entry in a shared set, a database row lock).
+/// lock, an entry in a shared set) with [`RunLease::new`], or, when releasing takes
+/// I/O (a database row), from a [`LeaseRelease`] with [`RunLease::with_release`].
 pub struct RunLease {
     session: SessionId,
-    _release: Box<dyn Send + Sync>,
+    release: Box<dyn LeaseRelease>,
+}
+
+/// What gives a leased session back, for stores whose release takes I/O.
+///
+/// # Contract
+/// - Dropping the value releases the session (in the background when that takes
+///   I/O), so a lease is never kept by a holder that forgot it.
+/// - [`LeaseRelease::release`] returns once the session is free for every store over
+///   the same storage, so whatever the holder does next (announcing the end of its
+///   run) cannot make another process's `acquire_run` fail; if it cannot release (the
+///   storage is unreachable), it returns anyway and the storage frees the session as
+///   it frees a dead holder's.
+/// - `testkit::session_store` checks both through [`RunLease`].
+#[async_trait]
+pub trait LeaseRelease: Send + Sync {
+    /// Releases the session and returns once it is free for every store over the
+    /// same storage. If this future is dropped before it finishes, the value's drop
+    /// still releases the session.
+    async fn release(self: Box<Self>);
+}
+
+/// A guard whose drop is the release.
+struct DropRelease<T>(T);
+
+#[async_trait]
+impl<T: Send + Sync> LeaseRelease for DropRelease<T> {
+    async fn release(self: Box<Self>) {
+        drop(self);
+    }
 }
 
 impl RunLease {
     /// A lease on `session` that lasts as long as `release` lives: dropping the lease
-    /// drops `release`, whose `Drop` gives the session back.
+    /// drops `release`, whose `Drop` gives the session back at once.
     pub fn new(session: SessionId, release: impl Send + Sync + 'static) -> Self {
+        Self::with_release(session, DropRelease(release))
+    }
+
+    /// A lease on `session` given back by `release` (awaited by
+    /// [`RunLease::release`], dropped by a plain drop).
+    pub fn with_release(session: SessionId, release: impl LeaseRelease + 'static) -> Self {
         Self {
             session,
-            _release: Box::new(release),
+            release: Box::new(release),
         }
     }
 
     /// The leased session.
     pub fn session(&self) -> &SessionId {
         &self.session
+    }
+
+    /// Gives the session back and returns once the storage has released it.
+    pub async fn release(self) {
+        self.release.release().await;
     }
 }
 
@@ -269,6 +313,18 @@ pub enum StoreError {
         /// The OS error, when there is one.
         #[source]
         source: Option<std::io::Error>,
+    },
+    /// The storage service (a database server) failed the operation or did not
+    /// answer in time. The reason names the service (host and database, never a
+    /// credential) and what went wrong.
+    #[error("{}{op} failed: {reason}", id.as_ref().map(|id| format!("session {:?}: ", id.as_str())).unwrap_or_default())]
+    Backend {
+        /// The session, when the operation concerned one.
+        id: Option<SessionId>,
+        /// The operation (`save`, `append`, `acquire_run`, …).
+        op: &'static str,
+        /// What went wrong.
+        reason: String,
     },
 }
 

@@ -409,6 +409,18 @@ def store(rep: Report) -> str:
         rows.append(["append, 8 sessions from 8 threads, `Never` (aggregate)", f"{4000 * 1e9 / e['median']:,.0f} appends/s",
                      fmt_ns(e["median"]) + " per 4,000", spread(e), "≥ 3× one session on 4 cores (2 here)",
                      "no target on 2 cores"])
+    for label, full_id in (("with the run lease held (fenced, as a run appends)", "pg_append_512B/leased"),
+                           ("without a run lease", "pg_append_512B/unleased")):
+        e = rep.crit(full_id)
+        if e:
+            rows.append([f"append to PostgreSQL (loopback), 512-byte event, one session, {label}",
+                         f"{1e9 / e['median']:,.0f} appends/s", fmt_ns(e["median"]), spread(e), "no target",
+                         "for comparison"])
+    e = rep.crit("pg_append_512B_8_sessions/concurrent")
+    if e:
+        rows.append(["append to PostgreSQL (loopback), 8 sessions at once (aggregate)",
+                     f"{400 * 1e9 / e['median']:,.0f} appends/s", fmt_ns(e["median"]) + " per 400", spread(e),
+                     "no target", "for comparison"])
     line = rep.line("adapter-jsonlstore/store", r"^recorder/record")
     rec = rep.crit("recorder/record_1KiB_batched")
     if line:

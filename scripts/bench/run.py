@@ -43,6 +43,7 @@ CRITERION_BENCHES = [
     {"package": "engine-core", "bench": "dispatch"},
     {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder",
      "env": {"JSONLSTORE_BENCH_SAVES": "10"}},
+    {"package": "adapter-pgstore", "bench": "pg_store"},
     {"package": "adapter-mcp", "bench": "mcp_overhead"},
     # Its p50/p99 loops run the mode's number of calls (MEMORYFS_BENCH_CALLS).
     {"package": "adapter-memoryfs", "bench": "memory", "calls_env": "MEMORYFS_BENCH_CALLS"},

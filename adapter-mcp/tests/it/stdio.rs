@@ -190,6 +190,7 @@ fn the_child_gets_no_credentials_and_the_workspace() {
         .env("ANTHROPIC_API_KEY", "ak-should-not-leak")
         .env("MCP_X_TOKEN", "tok-should-not-leak")
         .env("MECATED_AUTH_TOKEN", "auth-should-not-leak")
+        .env("PGPASSWORD", "pg-should-not-leak")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -222,6 +223,7 @@ async fn child_env_probe() {
         "ANTHROPIC_API_KEY",
         "MCP_X_TOKEN",
         "MECATED_AUTH_TOKEN",
+        "PGPASSWORD",
     ] {
         assert!(!names.contains(&secret), "{secret} leaked: {names:?}");
     }

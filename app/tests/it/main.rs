@@ -20,6 +20,7 @@ mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
 mod memory;
+mod pg_store;
 mod run_lease;
 mod skills_commands;
 mod support;

@@ -352,7 +352,7 @@ impl Engine {
         if self.is_running(session) {
             return Err(EngineError::Busy(session.clone()));
         }
-        let _lease = self
+        let lease = self
             .inner
             .store
             .acquire_run(session)
@@ -365,6 +365,7 @@ impl Engine {
         };
         snapshot.mode = mode;
         self.inner.store.save(&snapshot).await?;
+        lease.release().await;
         Ok(())
     }
 

@@ -519,7 +519,7 @@ impl RunTask {
         // The run is over (lease released, no longer in progress) before its last
         // event goes out, so a host that starts the next run on seeing `result`
         // never gets `Busy`, in this process or another.
-        drop(lease);
+        lease.release().await;
         self.leave_live();
         if let Some(result) = result {
             emitter.deliver(result).await;

@@ -41,6 +41,7 @@ pub async fn run(make: impl Fn() -> Arc<dyn SessionStore>) {
     a_held_lease_refuses_a_second_until_dropped(make()).await;
     leases_of_other_sessions_are_independent(make()).await;
     racing_acquires_have_one_winner(make()).await;
+    a_released_lease_is_free_at_once(make()).await;
     a_lease_holder_creates_saves_and_loads(make()).await;
     delete_of_a_leased_session_is_refused(make()).await;
 }
@@ -636,6 +637,27 @@ async fn racing_acquires_have_one_winner(store: Arc<dyn SessionStore>) {
         }
         // Every lease of the round is dropped here: the id is free again.
         drop(acquire_ok(store.as_ref(), id.as_str(), case).await);
+    }
+}
+
+async fn a_released_lease_is_free_at_once(store: Arc<dyn SessionStore>) {
+    let case = "a_released_lease_is_free_at_once";
+    for round in 0..3 {
+        let lease = acquire_ok(store.as_ref(), "sess-release", case).await;
+        assert_busy(
+            store.acquire_run(&SessionId::from("sess-release")).await,
+            "sess-release",
+            case,
+        );
+        lease.release().await;
+        let again = store.acquire_run(&SessionId::from("sess-release")).await;
+        assert!(
+            again.is_ok(),
+            "session_store::{case}: round {round}: acquire after release: {again:?}"
+        );
+        if let Ok(lease) = again {
+            lease.release().await;
+        }
     }
 }
 

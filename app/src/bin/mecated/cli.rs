@@ -125,6 +125,16 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "POLICY", default_value = "batched",
           value_parser = PossibleValuesParser::new(["always", "batched", "never"]))]
     pub(crate) store_sync: String,
+    /// Keep sessions, events and the tool-call audit in this PostgreSQL database
+    /// instead, shared by every mecated using it:
+    /// `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=require|verify-full&sslrootcert=FILE]`
+    /// (the password from PGPASSWORD, else the URL).
+    #[arg(long, value_name = "URL", conflicts_with = "store_dir")]
+    pub(crate) store_url: Option<String>,
+    /// How long a session's run lease lasts in the database without renewal: a
+    /// crashed mecated frees its sessions after this (default 15).
+    #[arg(long, value_name = "SECS", requires = "store_url", value_parser = parse_seconds)]
+    pub(crate) store_lease_ttl: Option<u64>,
     /// The one output cap of tool results, in bytes.
     #[arg(long, value_name = "BYTES", value_parser = parse_output_cap)]
     pub(crate) output_cap: Option<usize>,

@@ -55,7 +55,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             None
         }
     };
-    if !jsonl && built.store().root().is_some() {
+    if !jsonl && built.store().is_persistent() {
         out::stderr(&format!(
             "[run] session {session} (continue it with --session {session})"
         ));

@@ -9,6 +9,7 @@ use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
     MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
 };
+use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
 use app::{AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, StoreConfig};
 use engine_ports::{Diagnostic, Level};
@@ -69,7 +70,8 @@ pub(crate) fn env_var(name: &str) -> Option<String> {
 ///
 /// # Errors
 /// A [`UsageError`] for a workspace that is not a directory, a store directory that
-/// exists but is not one, a bad `--mcp-*` flag.
+/// exists but is not one, a `--store-url` that is not a usable PostgreSQL URL (shown
+/// without its password), a bad `--mcp-*` flag.
 pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError> {
     let workspace = existing_dir("--workspace", &common.workspace)?;
     let mut cfg = AppConfig::new(&workspace);
@@ -93,6 +95,19 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         cfg.store = StoreConfig::Dir {
             path: dir.clone(),
             sync,
+        };
+    }
+    if let Some(raw) = &common.store_url {
+        let password = env_var("PGPASSWORD");
+        let url = StoreUrl::parse(raw, password.as_deref())
+            .map_err(|error| UsageError::value("--store-url", &error.url, &error.reason))?;
+        let mut options = PgStoreOptions::default();
+        if let Some(secs) = common.store_lease_ttl {
+            options.lease_ttl = Duration::from_secs(secs);
+        }
+        cfg.store = StoreConfig::Postgres {
+            url: Box::new(url),
+            options,
         };
     }
     if let Some(cap) = common.output_cap {

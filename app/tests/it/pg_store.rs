@@ -1,0 +1,478 @@
+//! `mecated` on PostgreSQL (`--store-url`), as separate processes on one database:
+//! a session created on one replica is listed, loaded and prompted on another; two
+//! replicas prompting one session at once give exactly one 409; a replica killed
+//! mid-prompt frees the session after the lease TTL; a run goes on through a
+//! database restart; an unreachable database is exit 1 naming the host, never the
+//! password. Every replica takes the password from `PGPASSWORD`.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use test_peers::PgCluster;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::Child;
+
+use crate::support::http::{Answer, SseReader, answer, client};
+use crate::support::{Scratch, mecated, mecated_command};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A `mecated serve --store-url` process.
+struct Replica {
+    child: Child,
+    base: String,
+    stderr: Arc<Mutex<String>>,
+    http: reqwest::Client,
+}
+
+impl Replica {
+    /// Starts a replica on `database` of `cluster` with the mock `script` and extra
+    /// flags; returns once it listens.
+    async fn start(
+        scratch: &Scratch,
+        cluster: &PgCluster,
+        database: &str,
+        script: &Value,
+        extra: &[&str],
+    ) -> Self {
+        let script = scratch.write(&format!("script-{}.json", fastrand::u64(..)), &script.to_string());
+        let mut command = mecated_command(scratch.dir.path());
+        command
+            .args([
+                "serve",
+                "--workspace",
+                &scratch.ws().display().to_string(),
+                "--toolhive=false",
+            ])
+            .args([
+                "--mock-script",
+                &script.display().to_string(),
+                "--http-addr",
+                "127.0.0.1:0",
+            ])
+            .args(["--store-url", &cluster.url_without_password(database)])
+            .args(extra)
+            .env("PGPASSWORD", cluster.password())
+            .env("MECATED_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let base = tokio::time::timeout(LIMIT, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                stderr.lock().unwrap().push_str(&format!("{line}\n"));
+                if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("mecated serve exited early: {}", stderr.lock().unwrap());
+        })
+        .await
+        .expect("mecated serve listens");
+        let drained = Arc::clone(&stderr);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                drained.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Self {
+            child,
+            base,
+            stderr,
+            http: client(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn create(&self) -> String {
+        let created = answer(
+            self.call(reqwest::Method::POST, "/v1/sessions", Some(json!({})))
+                .await,
+        )
+        .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+        created.body["session_id"].as_str().unwrap().to_owned()
+    }
+
+    async fn get(&self, path: &str) -> Answer {
+        answer(self.call(reqwest::Method::GET, path, None).await).await
+    }
+
+    async fn prompt(&self, id: &str, text: &str) -> reqwest::Response {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/v1/sessions/{id}/prompt"),
+            Some(json!({ "text": text })),
+        )
+        .await
+    }
+
+    /// SIGKILL.
+    async fn kill(&mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+/// A database of its own on the binary's shared cluster.
+fn database(test: &str) -> Option<(&'static PgCluster, String)> {
+    let cluster = PgCluster::shared(test)?;
+    let name = cluster.fresh_database("app");
+    Some((cluster, name))
+}
+
+/// The `seq`s the database holds for `session`, in append order.
+fn logged_seqs(cluster: &PgCluster, database: &str, session: &str) -> Vec<u64> {
+    let out = cluster.psql(
+        database,
+        &format!("SELECT seq FROM mecated_events WHERE session_id = '{session}' ORDER BY pos"),
+    );
+    out.lines().map(|line| line.parse().unwrap()).collect()
+}
+
+fn strictly_increasing(seqs: &[u64]) -> bool {
+    seqs.windows(2).all(|w| w[0] < w[1])
+}
+
+/// Reads a prompt's whole event stream; the last event is `result`.
+async fn finished(response: reqwest::Response) -> Vec<(u64, Value)> {
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = tokio::time::timeout(LIMIT, SseReader::new(response).rest())
+        .await
+        .expect("the run ended in time");
+    assert_eq!(events.last().unwrap().1["type"], "result", "{events:?}");
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_created_on_one_replica_is_listed_loaded_and_prompted_on_another() {
+    let Some((cluster, db)) =
+        database("a_session_created_on_one_replica_is_listed_loaded_and_prompted_on_another")
+    else {
+        return;
+    };
+    let scratch = Scratch::new();
+    // Each prompt reads the README and answers (the mock plays the turn after the
+    // session's earlier answers, so the two prompts use turns 0-1 and 2-3).
+    let read = json!({"id": "r", "name": "Read", "args": {"path": "README.md"}});
+    let script = json!({"turns": [
+        {"text": "reading", "tool_calls": [read]}, {"text": "first answer"},
+        {"text": "reading again", "tool_calls": [read]}, {"text": "second answer"},
+    ]});
+    let a = Replica::start(&scratch, cluster, &db, &script, &[]).await;
+    let b = Replica::start(&scratch, cluster, &db, &script, &[]).await;
+
+    let id = a.create().await;
+    let listed = b.get("/v1/sessions").await;
+    let ids: Vec<&str> = listed.body["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id.as_str()], "{listed:?}");
+    let summary = b.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(summary.status, StatusCode::OK, "{summary:?}");
+    assert_eq!(summary.body["state"], "idle");
+
+    let on_b = finished(b.prompt(&id, "read it").await).await;
+    assert_eq!(on_b.last().unwrap().1["stop"], "end_turn", "{on_b:?}");
+    assert_eq!(on_b.last().unwrap().1["text"], "first answer");
+    let on_a = finished(a.prompt(&id, "again").await).await;
+    assert_eq!(
+        on_a.last().unwrap().1["text"],
+        "second answer",
+        "A sees B's turns"
+    );
+    let summary = b.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(summary.body["turns"], 4, "{summary:?}");
+    assert_eq!(summary.body["tool_calls"], 2, "{summary:?}");
+
+    // One log of strictly increasing seqs holding exactly both streams; both
+    // replicas' audit records landed.
+    let seqs = logged_seqs(cluster, &db, &id);
+    let streamed: Vec<u64> = on_b.iter().chain(&on_a).map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, streamed);
+    assert!(strictly_increasing(&seqs), "{seqs:?}");
+    let records = cluster.psql(
+        &db,
+        &format!("SELECT record->>'tool' FROM mecated_tool_calls WHERE session_id = '{id}' ORDER BY pos"),
+    );
+    assert_eq!(records, "Read\nRead");
+    for replica in [&a, &b] {
+        assert!(
+            !replica.stderr().contains(cluster.password()),
+            "the password never shows"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_prompts_on_two_replicas_get_exactly_one_409() {
+    let Some((cluster, db)) = database("concurrent_prompts_on_two_replicas_get_exactly_one_409") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = json!({"turns": [{"delay_ms": 1500, "text": "slow answer"}]});
+    let a = Replica::start(&scratch, cluster, &db, &script, &[]).await;
+    let b = Replica::start(&scratch, cluster, &db, &script, &[]).await;
+    let id = a.create().await;
+
+    let (on_a, on_b) = tokio::join!(a.prompt(&id, "go"), b.prompt(&id, "go"));
+    let mut statuses = [on_a.status(), on_b.status()];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
+    let (winner, loser) = if on_a.status() == StatusCode::OK {
+        (on_a, on_b)
+    } else {
+        (on_b, on_a)
+    };
+    let refused = answer(loser).await;
+    assert_eq!(
+        refused.error(),
+        format!("session {id:?} already has a run in progress")
+    );
+    let events = finished(winner).await;
+    assert_eq!(events.last().unwrap().1["stop"], "end_turn");
+    assert_eq!(
+        logged_seqs(cluster, &db, &id),
+        events.iter().map(|(s, _)| *s).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_prompt_frees_the_session_after_the_lease_ttl() {
+    let Some((cluster, db)) = database("a_replica_killed_mid_prompt_frees_the_session_after_the_lease_ttl")
+    else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let hang = json!({"turns": [{"text": "thinking"}, {"delay_ms": 30000, "text": "never"}]});
+    let quick = json!({"turns": [{"text": "first"}, {"text": "after the crash"}]});
+    let ttl = ["--store-lease-ttl", "2"];
+    let mut a = Replica::start(&scratch, cluster, &db, &hang, &ttl).await;
+    let b = Replica::start(&scratch, cluster, &db, &quick, &ttl).await;
+    let id = a.create().await;
+    let first = finished(a.prompt(&id, "one").await).await;
+    assert_eq!(first.last().unwrap().1["text"], "thinking");
+
+    // A holds the session inside its slow turn (its client stays connected: leaving
+    // would cancel the run), then dies without a word.
+    let mut stream = SseReader::new(a.prompt(&id, "two").await);
+    stream.until("turn.start").await;
+    let busy = answer(b.prompt(&id, "too early").await).await;
+    assert_eq!(busy.status, StatusCode::CONFLICT, "{busy:?}");
+    a.kill().await;
+    let killed = Instant::now();
+    drop(stream);
+
+    let events = loop {
+        let response = b.prompt(&id, "after").await;
+        if response.status() == StatusCode::OK {
+            break finished(response).await;
+        }
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "the lease never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        killed.elapsed()
+    );
+    assert_eq!(events.last().unwrap().1["stop"], "end_turn", "{events:?}");
+    // B numbers after everything A logged, its crashed run included.
+    let seqs = logged_seqs(cluster, &db, &id);
+    assert!(strictly_increasing(&seqs), "{seqs:?}");
+    assert_eq!(seqs.last(), events.last().map(|(seq, _)| seq));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_goes_on_through_a_database_restart() {
+    let Some(mut cluster) = PgCluster::start("a_run_goes_on_through_a_database_restart") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = json!({"turns": [
+        {"text": "reading", "tool_calls": [{"id": "r", "name": "Read", "args": {"path": "README.md"}}]},
+        {"delay_ms": 2000, "text": "done after the restart"},
+    ]});
+    let script = scratch.write("restart.json", &script.to_string());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args([
+            "run",
+            "--workspace",
+            &scratch.ws().display().to_string(),
+            "--toolhive=false",
+        ])
+        .args([
+            "--mock-script",
+            &script.display().to_string(),
+            "--audit",
+            "required",
+        ])
+        .args(["--store-url", &cluster.url_without_password("postgres")])
+        .args(["--session", "through-a-restart", "--output", "jsonl", "read it"])
+        .env("PGPASSWORD", cluster.password())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = Vec::new();
+    // Restart the database while the model "thinks" after the tool result.
+    tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            let done = event["type"] == "tool.result";
+            printed.push(event);
+            if done {
+                return;
+            }
+        }
+        panic!("the run ended before its tool result: {printed:?}");
+    })
+    .await
+    .unwrap();
+    tokio::task::block_in_place(|| cluster.restart());
+    while let Some(line) = lines.next_line().await.unwrap() {
+        printed.push(serde_json::from_str(&line).unwrap());
+    }
+    let output = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let last = printed.last().unwrap();
+    assert_eq!(last["stop"], "end_turn", "{printed:?}");
+    let seqs: Vec<u64> = printed.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        logged_seqs(&cluster, "postgres", "through-a-restart"),
+        seqs,
+        "every event landed once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_exit_1_naming_the_host_without_the_password() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let port = test_peers::free_port();
+    for (url, env) in [
+        (format!("postgres://mecated:hunter2@127.0.0.1:{port}/app"), vec![]),
+        (
+            format!("postgres://mecated@127.0.0.1:{port}/app"),
+            vec![("PGPASSWORD", "hunter2")],
+        ),
+    ] {
+        for sub in ["run", "serve"] {
+            let mut args = vec![
+                sub,
+                "--workspace",
+                &ws,
+                "--toolhive=false",
+                "--mock",
+                "--store-url",
+                &url,
+            ];
+            if sub == "run" {
+                args.push("hello");
+            } else {
+                args.extend(["--http-addr", "127.0.0.1:0"]);
+            }
+            let output = mecated(scratch.dir.path(), &args, env.as_slice()).await;
+            assert_eq!(output.code, 1, "{sub}: {output:?}");
+            let expected = format!(
+                "error: the store at postgres://mecated@127.0.0.1:{port}/app (--store-url) cannot be opened: \
+                 PostgreSQL at 127.0.0.1:{port}/app: cannot connect"
+            );
+            assert!(output.stderr.contains(&expected), "{sub}: {}", output.stderr);
+            assert!(!output.stderr.contains("hunter2"), "{sub}: {}", output.stderr);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_flags_are_checked_before_anything_connects() {
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let both = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--mock",
+            "--store-dir",
+            "s",
+            "--store-url",
+            "postgres://u:hunter2@h/db",
+            "hi",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(both.code, 2, "{both:?}");
+    assert!(
+        both.stderr
+            .contains("'--store-dir <DIR>' cannot be used with '--store-url <URL>'"),
+        "{both:?}"
+    );
+    assert!(!both.stderr.contains("hunter2"));
+    let bad = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--mock",
+            "--store-url",
+            "postgres://u:hunter2@h/db?sslmode=strict",
+            "hi",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(
+        bad.stderr.contains(
+            "invalid value 'postgres://***@h/db?…' for '--store-url': sslmode=\"strict\" is not one of disable, allow, prefer, require, verify-ca, verify-full"
+        ),
+        "{bad:?}"
+    );
+    assert!(!bad.stderr.contains("hunter2"));
+    let ttl_alone = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--mock",
+            "--store-lease-ttl",
+            "5",
+            "hi",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(ttl_alone.code, 2, "{ttl_alone:?}");
+    assert!(ttl_alone.stderr.contains("--store-url"), "{ttl_alone:?}");
+}
