@@ -453,17 +453,23 @@ impl SessionStore for PgStore {
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError> {
         let rows = retrying!(self.shared.db, "list", None, |client, attempt| {
             let statement = client
-                .prepare_cached("SELECT id, modified_at FROM mecated_sessions ORDER BY id")
+                .prepare_cached(&format!("{LISTING_COLUMNS} ORDER BY id"))
                 .await?;
             client.query(&statement, &[]).await
         })?;
-        Ok(rows
-            .iter()
-            .map(|row| SessionListing {
-                id: SessionId::from(row.get::<_, String>(0)),
-                modified_at: row.get::<_, SystemTime>(1),
-            })
-            .collect())
+        Ok(rows.iter().map(listing_of).collect())
+    }
+
+    async fn listing(&self, id: &SessionId) -> Result<SessionListing, StoreError> {
+        check_id(id)?;
+        let sql = format!("{LISTING_COLUMNS} WHERE id = $1");
+        let rows = retrying!(self.shared.db, "list", Some(id), |client, attempt| {
+            let statement = client.prepare_cached(&sql).await?;
+            client.query(&statement, &[&id.as_str()]).await
+        })?;
+        rows.first()
+            .map(listing_of)
+            .ok_or_else(|| StoreError::NotFound { id: id.clone() })
     }
 
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
@@ -633,5 +639,25 @@ impl ToolCallRecorder for PgStore {
             return Err(failed(lost_lease(&self.shared, "record", session)));
         }
         Ok(())
+    }
+}
+
+/// What a listing reads of a stored session: its id, when it was written, and the
+/// counters of the snapshot (read by the server from the stored JSON).
+const LISTING_COLUMNS: &str = "SELECT id, modified_at, snapshot->>'mode', \
+     COALESCE((snapshot->>'turns')::bigint, 0), COALESCE((snapshot->>'tool_calls')::bigint, 0) \
+     FROM mecated_sessions";
+
+fn listing_of(row: &tokio_postgres::Row) -> SessionListing {
+    let count = |index: usize| u64::try_from(row.get::<_, i64>(index)).unwrap_or(0);
+    SessionListing {
+        id: SessionId::from(row.get::<_, String>(0)),
+        modified_at: row.get::<_, SystemTime>(1),
+        mode: row
+            .get::<_, Option<String>>(2)
+            .and_then(|mode| mode.parse().ok())
+            .unwrap_or_default(),
+        turns: count(3),
+        tool_calls: count(4),
     }
 }

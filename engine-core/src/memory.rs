@@ -86,13 +86,18 @@ impl SessionStore for InMemoryStore {
         Ok(())
     }
 
+    async fn listing(&self, id: &SessionId) -> Result<SessionListing, StoreError> {
+        check_id(id)?;
+        lock(&self.sessions)
+            .get(id)
+            .map(|(snapshot, modified_at)| SessionListing::of(snapshot, *modified_at))
+            .ok_or_else(|| StoreError::NotFound { id: id.clone() })
+    }
+
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError> {
         let mut out: Vec<SessionListing> = lock(&self.sessions)
             .iter()
-            .map(|(id, (_, modified_at))| SessionListing {
-                id: id.clone(),
-                modified_at: *modified_at,
-            })
+            .map(|(_, (snapshot, modified_at))| SessionListing::of(snapshot, *modified_at))
             .collect();
         out.sort_by(|a, b| a.id.as_str().as_bytes().cmp(b.id.as_str().as_bytes()));
         Ok(out)

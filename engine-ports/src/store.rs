@@ -75,13 +75,33 @@ impl SessionSnapshot {
     }
 }
 
-/// One entry of [`SessionStore::list`].
+/// One entry of [`SessionStore::list`]: what a session listing shows, without loading
+/// the conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionListing {
     /// The id as stored inside the snapshot.
     pub id: SessionId,
     /// When the snapshot was last written.
     pub modified_at: SystemTime,
+    /// The session's mode, as saved.
+    pub mode: PermissionMode,
+    /// Turns so far, as saved.
+    pub turns: u64,
+    /// Tool calls so far, as saved.
+    pub tool_calls: u64,
+}
+
+impl SessionListing {
+    /// The listing of `snapshot`, last written at `modified_at`.
+    pub fn of(snapshot: &SessionSnapshot, modified_at: SystemTime) -> Self {
+        Self {
+            id: snapshot.id.clone(),
+            modified_at,
+            mode: snapshot.mode,
+            turns: snapshot.turns,
+            tool_calls: snapshot.tool_calls,
+        }
+    }
 }
 
 /// Session snapshots.
@@ -95,7 +115,10 @@ pub struct SessionListing {
 ///   changes to the caller's value never show.
 /// - `load` is a pure reader; an unknown id is [`StoreError::NotFound`], whose message
 ///   contains the id Debug-quoted.
-/// - `list` returns the exact ids, sorted by id bytes, skipping undecodable entries.
+/// - `list` returns the exact ids, sorted by id bytes, skipping undecodable entries;
+///   each listing's mode, turns and tool calls are those of the last saved snapshot.
+/// - `listing` is the listing of one id ([`StoreError::NotFound`] when it is not
+///   stored); the provided method searches `list`, stores override it with a lookup.
 /// - `delete` is idempotent: an unknown id is `Ok(())`.
 /// - An empty id is [`StoreError::InvalidId`] for every operation.
 ///
@@ -121,6 +144,19 @@ pub trait SessionStore: Send + Sync {
     async fn save(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError>;
     /// Every stored session.
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError>;
+    /// The listing of one stored session.
+    async fn listing(&self, id: &SessionId) -> Result<SessionListing, StoreError> {
+        if id.is_empty() {
+            return Err(StoreError::InvalidId {
+                reason: "the session id is empty".to_owned(),
+            });
+        }
+        self.list()
+            .await?
+            .into_iter()
+            .find(|listing| listing.id == *id)
+            .ok_or_else(|| StoreError::NotFound { id: id.clone() })
+    }
     /// Removes a session with its sidecars.
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
     /// Takes the exclusive right to run the session, released when the lease drops.

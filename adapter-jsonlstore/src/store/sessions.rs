@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use engine_ports::PermissionMode;
 use engine_ports::{RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError};
-use serde::de::IgnoredAny;
+use serde::Deserialize;
 
 use super::{Inner, JsonlStore, SNAPSHOT_SUFFIX, TEMP_SUFFIX, check_id, lock_map};
 use crate::appender::{Appender, AppenderConfig};
@@ -252,7 +253,7 @@ impl Inner {
         file.take(limit.saturating_add(1))
             .read_to_end(buf)
             .map_err(|e| format!("read failed: {e}"))?;
-        let envelope = snapshot::decode::<IgnoredAny>(buf)?;
+        let envelope = snapshot::decode::<ListedFields>(buf)?;
         if envelope.id.is_empty() {
             return Err("the stored session id is empty".to_owned());
         }
@@ -265,6 +266,9 @@ impl Inner {
         Ok(Some(SessionListing {
             id: envelope.id,
             modified_at,
+            mode: envelope.snapshot.mode,
+            turns: envelope.snapshot.turns,
+            tool_calls: envelope.snapshot.tool_calls,
         }))
     }
 
@@ -398,4 +402,15 @@ impl SessionStore for JsonlStore {
         };
         Ok(RunLease::new(id.clone(), guard))
     }
+}
+
+/// What a listing reads of a snapshot (the conversation is skipped, not kept).
+#[derive(Deserialize)]
+struct ListedFields {
+    #[serde(default)]
+    mode: PermissionMode,
+    #[serde(default)]
+    turns: u64,
+    #[serde(default)]
+    tool_calls: u64,
 }

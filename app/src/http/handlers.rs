@@ -2,7 +2,6 @@
 //! every failure onto an [`ApiError`].
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -10,8 +9,7 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse as _, Response};
-use engine_ports::{SessionId, SessionSnapshot, format_rfc3339_micros};
-use futures::StreamExt as _;
+use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_micros};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -24,7 +22,6 @@ use super::sse;
 use crate::factory::SessionRequest;
 use crate::report::ToolEntry;
 use crate::session_id::new_session_id;
-use crate::store::AppStore;
 
 type AppState = State<Arc<ServerState>>;
 
@@ -86,33 +83,14 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
         .into_response())
 }
 
-/// `GET /v1/sessions` → every stored session, most recently modified first.
+/// `GET /v1/sessions` → every stored session, most recently modified first (from the
+/// store's listing: no snapshot is loaded).
 pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError> {
     let store = state.built.store().session_store();
     let mut listings = store.list().await.map_err(|e| ApiError::store(&e))?;
     listings.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then_with(|| a.id.cmp(&b.id)));
-    let summaries: Vec<Option<Value>> = futures::stream::iter(listings)
-        .map(|listing| {
-            let store = Arc::clone(&store);
-            let state = Arc::clone(&state);
-            async move {
-                match store.load(&listing.id).await {
-                    Ok(snapshot) => Some(summary(&state, &snapshot, Some(listing.modified_at))),
-                    // Deleted meanwhile.
-                    Err(error) if error.is_not_found() => None,
-                    Err(error) => {
-                        tracing::warn!(session_id = %listing.id, %error, "a stored session cannot be listed");
-                        None
-                    }
-                }
-            }
-        })
-        .buffered(8)
-        .collect()
-        .await;
-    Ok(Json(
-        json!({"sessions": summaries.into_iter().flatten().collect::<Vec<_>>()}),
-    ))
+    let sessions: Vec<Value> = listings.iter().map(|listing| summary(&state, listing)).collect();
+    Ok(Json(json!({"sessions": sessions})))
 }
 
 /// `GET /v1/sessions/{id}` → one summary.
@@ -120,9 +98,11 @@ pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Value>, ApiError> {
-    let snapshot = stored(&state, &id).await?;
-    let modified_at = modified_at(state.built.store(), &id).await;
-    Ok(Json(summary(&state, &snapshot, modified_at)))
+    match state.built.store().session_store().listing(&id).await {
+        Ok(listing) => Ok(Json(summary(&state, &listing))),
+        Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
+        Err(error) => Err(ApiError::store(&error)),
+    }
 }
 
 /// `DELETE /v1/sessions/{id}` → 204: cancels its run, closes its engine, deletes it.
@@ -305,31 +285,19 @@ fn no_run(id: &SessionId) -> ApiError {
 }
 
 /// `{session_id, state, mode, turns, tool_calls, modified_at}`.
-fn summary(state: &ServerState, snapshot: &SessionSnapshot, modified_at: Option<SystemTime>) -> Value {
+fn summary(state: &ServerState, listing: &SessionListing) -> Value {
     let run_state = state
         .sessions
-        .get(&snapshot.id)
+        .get(&listing.id)
         .map_or("idle", |session| session.state());
     json!({
-        "session_id": snapshot.id,
+        "session_id": listing.id,
         "state": run_state,
-        "mode": snapshot.mode,
-        "turns": snapshot.turns,
-        "tool_calls": snapshot.tool_calls,
-        "modified_at": modified_at.map(format_rfc3339_micros),
+        "mode": listing.mode,
+        "turns": listing.turns,
+        "tool_calls": listing.tool_calls,
+        "modified_at": format_rfc3339_micros(listing.modified_at),
     })
-}
-
-/// When the snapshot of `id` was last written.
-async fn modified_at(store: &AppStore, id: &SessionId) -> Option<SystemTime> {
-    if let Some(paths) = store.paths(id) {
-        return tokio::fs::metadata(&paths.snapshot).await.ok()?.modified().ok();
-    }
-    let listings = store.session_store().list().await.ok()?;
-    listings
-        .into_iter()
-        .find(|listing| listing.id == *id)
-        .map(|listing| listing.modified_at)
 }
 
 fn tool_json(tool: &ToolEntry) -> Value {

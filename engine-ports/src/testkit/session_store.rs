@@ -34,6 +34,7 @@ pub async fn run(make: impl Fn() -> Arc<dyn SessionStore>) {
     not_found_names_the_id(make()).await;
     list_of_an_empty_store_is_empty(make()).await;
     list_returns_exact_ids(make()).await;
+    a_listing_carries_the_saved_mode_and_counters(make()).await;
     delete_is_idempotent(make()).await;
     create_collision_leaves_the_winner(make()).await;
     racing_creates_have_one_winner(make()).await;
@@ -369,6 +370,38 @@ async fn list_of_an_empty_store_is_empty(store: Arc<dyn SessionStore>) {
         list_ids(store.as_ref(), case).await.is_empty(),
         "session_store::{case}"
     );
+}
+
+async fn a_listing_carries_the_saved_mode_and_counters(store: Arc<dyn SessionStore>) {
+    let case = "a_listing_carries_the_saved_mode_and_counters";
+    let mut snapshot = session_after_a_turn("sess-listed");
+    snapshot.mode = PermissionMode::Plan;
+    snapshot.turns = 3;
+    snapshot.tool_calls = 5;
+    save_ok(store.as_ref(), &snapshot, case).await;
+    let listed = match store.list().await {
+        Ok(listings) => listings.into_iter().find(|l| l.id == snapshot.id),
+        Err(error) => panic!("session_store::{case}: list failed: {error}"),
+    };
+    let Some(listed) = listed else {
+        panic!("session_store::{case}: the saved session is not listed");
+    };
+    assert_eq!(
+        (listed.mode, listed.turns, listed.tool_calls),
+        (PermissionMode::Plan, 3, 5),
+        "session_store::{case}: list"
+    );
+    match store.listing(&snapshot.id).await {
+        Ok(one) => assert_eq!(
+            one, listed,
+            "session_store::{case}: listing equals the list entry"
+        ),
+        Err(error) => panic!("session_store::{case}: listing failed: {error}"),
+    }
+    match store.listing(&SessionId::from("sess-never")).await {
+        Err(error) => assert!(error.is_not_found(), "session_store::{case}: {error}"),
+        Ok(listing) => panic!("session_store::{case}: an unknown id was listed: {listing:?}"),
+    }
 }
 
 async fn list_returns_exact_ids(store: Arc<dyn SessionStore>) {
