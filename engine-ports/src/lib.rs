@@ -97,7 +97,7 @@ pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
 pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message};
 pub use mode::{ParseModeError, PermissionMode};
-pub use permission::{Decision, PermissionPolicy, PermissionRequest};
+pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use skills::{
