@@ -41,6 +41,11 @@ pub struct SessionSnapshot {
     /// session whose engine had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// The absolute directory the session was opened for (an ACP client's `cwd`),
+    /// when its host said; listings use it to offer a session to the project it
+    /// belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
 }
 
 impl SessionSnapshot {
@@ -56,6 +61,7 @@ impl SessionSnapshot {
             tool_calls: 0,
             usage: Usage::default(),
             system_prompt: None,
+            cwd: None,
         }
     }
 }

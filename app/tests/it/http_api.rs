@@ -50,6 +50,22 @@ fn config_with(scratch: &Scratch, model: ModelConfig) -> AppConfig {
     cfg
 }
 
+/// As [`config_with`], over a JSONL store in the scratch directory.
+fn stored_config_with(scratch: &Scratch, model: ModelConfig) -> AppConfig {
+    let mut cfg = config_with(scratch, model);
+    cfg.store = StoreConfig::Dir {
+        path: scratch.path("store"),
+        sync: adapter_jsonlstore::SyncPolicy::default(),
+    };
+    cfg
+}
+
+/// The `.tools.jsonl` lines of session `id`.
+fn tool_records(server: &TestServer, id: &str) -> Vec<Value> {
+    let paths = server.built.store().paths(&SessionId::from(id)).unwrap();
+    crate::support::json_lines(&std::fs::read_to_string(paths.tools).unwrap_or_default())
+}
+
 /// The events the store logged for `id`, once its last one is `result`.
 async fn logged_result(server: &TestServer, id: &str) -> EventKind {
     let log = server.built.store().event_log();
@@ -204,7 +220,7 @@ async fn with_a_token_only_the_right_bearer_passes_and_healthz_stays_open() {
 #[tokio::test]
 async fn an_ask_is_answered_over_http_and_the_tool_runs() {
     let scratch = Scratch::new();
-    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let server = TestServer::start(stored_config_with(&scratch, write_model())).await;
     let id = server.create(json!({})).await;
     let mut stream = server.prompt(&id, "write it").await;
     let before = stream.until("permission.ask").await;
@@ -251,6 +267,12 @@ async fn an_ask_is_answered_over_http_and_the_tool_runs() {
         std::fs::read_to_string(scratch.ws().join("out.txt")).unwrap(),
         "hello"
     );
+    let records = tool_records(&server, &id);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        records[0]["approval"],
+        json!({"by": "user", "verdict": "allow_once"})
+    );
 
     let late = server
         .post(&approve, json!({"ask_id": ask_id, "verdict": "allow_once"}))
@@ -260,9 +282,9 @@ async fn an_ask_is_answered_over_http_and_the_tool_runs() {
 }
 
 #[tokio::test]
-async fn a_denied_ask_reaches_the_model_as_an_error_result() {
+async fn a_denied_ask_reaches_the_model_as_an_error_result_and_is_recorded_as_the_users() {
     let scratch = Scratch::new();
-    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let server = TestServer::start(stored_config_with(&scratch, write_model())).await;
     let id = server.create(json!({})).await;
     let mut stream = server.prompt(&id, "write it").await;
     let before = stream.until("permission.ask").await;
@@ -279,6 +301,10 @@ async fn a_denied_ask_reaches_the_model_as_an_error_result() {
     assert_eq!(result.1["is_error"], true, "{result:?}");
     assert_eq!(after.last().unwrap().1["stop"], "end_turn");
     assert!(!scratch.ws().join("out.txt").exists());
+    let records = tool_records(&server, &id);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["approval"], json!({"by": "user", "verdict": "deny"}));
+    assert_eq!(records[0]["result"], result.1["content"]);
     server.stop().await;
 }
 

@@ -377,9 +377,12 @@ async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: boo
             reason,
         })
         .await;
+    // An answer that arrived wins over a cancellation right behind it (a host that
+    // cancels a run denies its asks first): it is a decision, and recorded as one.
     let verdict = tokio::select! {
-        () = ctx.cancel.cancelled() => None,
+        biased;
         verdict = answer => verdict.ok(),
+        () = ctx.cancel.cancelled() => None,
     };
     asks.close(&ask_id);
     let Some(verdict) = verdict else {

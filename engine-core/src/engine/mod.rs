@@ -294,6 +294,23 @@ impl Engine {
         Ok(())
     }
 
+    /// Creates a session before its first prompt, remembering the directory it was
+    /// opened for (kept in the snapshot for listings).
+    ///
+    /// # Errors
+    /// The store's error ([`StoreError::AlreadyExists`] for a known id).
+    pub async fn create_session_in(
+        &self,
+        session: &SessionId,
+        mode: PermissionMode,
+        cwd: &std::path::Path,
+    ) -> Result<(), EngineError> {
+        let mut snapshot = SessionSnapshot::new(session.clone(), mode);
+        snapshot.cwd = Some(cwd.to_path_buf());
+        self.inner.store.create(&snapshot).await?;
+        Ok(())
+    }
+
     /// Cancels the session's run; `false` when none is in progress.
     pub fn cancel(&self, session: &SessionId) -> bool {
         match self.inner.lock_live().get(session) {
