@@ -50,6 +50,7 @@ mod listing;
 mod manager;
 mod mcp_config;
 mod naming;
+mod output_schema;
 mod prompts;
 mod redact;
 mod register;
@@ -83,6 +84,7 @@ pub use manager::{
 };
 pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
 pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
+pub use output_schema::MAX_OUTPUT_SCHEMA_BYTES;
 pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
 pub use register::{Registration, SkippedTool, Tier, ToolFamily, register};
 pub use resources::{

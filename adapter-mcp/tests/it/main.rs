@@ -26,4 +26,5 @@ mod perf;
 mod real_resilience;
 mod resilience;
 mod stdio;
+mod structured;
 mod toolhive;
