@@ -92,7 +92,9 @@ pub use content::{
     MAX_RESULT_INLINE_BYTES, MAX_TEXT_PART_BYTES, ResourceLink, encode_base64, validate_parts,
 };
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
-pub use event::{Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict};
+pub use event::{
+    ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict,
+};
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
 pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message};

@@ -12,6 +12,7 @@ use engine_ports::{
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::elicit::CallElicitor;
 use super::execution::{Execution, Failed};
 use super::segments::segments;
 use super::{DispatchConfig, TurnContext, TurnOutcome, normalize_call_ids};
@@ -115,7 +116,8 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
             running.push(match step {
                 Step::Stopped(result, approval) => Running::Stopped(result, approval),
                 Step::Ready { tool, call, approval } => {
-                    launch(ctx, &slots, tool, call, &calls[index], inline, approval).await
+                    let place = Place { index, inline };
+                    launch(ctx, config, &slots, tool, call, &calls[index], place, approval).await
                 }
             });
         }
@@ -418,13 +420,21 @@ async fn hook_event(ctx: &TurnContext, phase: HookPhase, call: &ToolCall, action
         .await;
 }
 
+/// Where a call runs: its position in the turn, and whether inline.
+struct Place {
+    index: usize,
+    inline: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn launch(
     ctx: &TurnContext,
+    config: DispatchConfig,
     slots: &Arc<Semaphore>,
     tool: Arc<dyn Tool>,
     call: ToolCall,
     original: &ToolCall,
-    inline: bool,
+    place: Place,
     approval: Approval,
 ) -> Running {
     if ctx.cancel.is_cancelled() {
@@ -441,7 +451,21 @@ async fn launch(
     let clock = ctx.clock.clone();
     let start = clock.as_ref().map(|c| c.now());
     let token = ctx.cancel.child_token();
-    let env = ctx.environment.clone();
+    let elicitor = Arc::new(CallElicitor {
+        session_id: ctx.session_id.clone(),
+        call_id: call.id().clone(),
+        tool: call.name().to_owned(),
+        id_prefix: format!("elicit-{}-{}", ctx.turn, place.index + 1),
+        events: Arc::clone(&ctx.events),
+        asks: ctx.asks.clone(),
+        cancel: ctx.cancel.clone(),
+        timeout: config.elicitation_timeout,
+        asked: std::sync::atomic::AtomicUsize::new(0),
+        notes: std::sync::Mutex::default(),
+    });
+    let env = ctx
+        .environment
+        .with_elicitor(Arc::clone(&elicitor) as Arc<dyn crate::elicitation::Elicitor>);
     let task_call = call.clone();
     let tool_name = call.name().to_owned();
     let work = async move {
@@ -453,7 +477,10 @@ async fn launch(
                 end: None,
             };
         }
-        let outcome = tool.execute(&token, &task_call, &env).await;
+        let outcome = tool
+            .execute(&token, &task_call, &env)
+            .await
+            .map(|result| with_notes(result, elicitor.notes()));
         let end = clock.as_ref().map(|c| c.now());
         drop(permit);
         Executed {
@@ -461,7 +488,7 @@ async fn launch(
             end,
         }
     };
-    let handle = Execution::start(work, inline);
+    let handle = Execution::start(work, place.inline);
     Running::Started {
         call,
         tool_name,
@@ -469,6 +496,22 @@ async fn launch(
         handle,
         approval,
     }
+}
+
+/// A result with the notes of the questions the harness answered without the user
+/// (each on its own line at the end, so the model knows why the server was refused).
+fn with_notes(result: ToolResult, notes: Vec<String>) -> ToolResult {
+    if notes.is_empty() {
+        return result;
+    }
+    let mut content = result.content().to_owned();
+    for note in notes {
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str(&note);
+    }
+    result.with_content(content)
 }
 
 /// Waits for one execution; once the turn is cancelled, waits at most until the

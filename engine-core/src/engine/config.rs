@@ -52,6 +52,9 @@ pub struct EngineConfig {
     /// Whether a run fails when an audit record (a tool-call record or an event) cannot
     /// be written; by default it logs a WARN and goes on.
     pub audit_required: bool,
+    /// How long a tool's question to the user (an MCP elicitation) waits for the
+    /// host's answer before it is declined.
+    pub elicitation_timeout: Duration,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -72,6 +75,7 @@ impl Default for EngineConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             mcp_servers: Vec::new(),
             audit_required: false,
+            elicitation_timeout: crate::elicitation::DEFAULT_ELICITATION_TIMEOUT,
         }
     }
 }

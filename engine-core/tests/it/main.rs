@@ -8,6 +8,7 @@
 mod catalog;
 mod disclosure;
 mod dispatcher;
+mod elicitation;
 mod engine_loop;
 mod properties;
 mod search_quality;

@@ -3,8 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use engine_ports::{
-    Approval, ContentPart, Event, EventKind, HookAction, HookPhase, PermissionMode, SessionId, StopReason,
-    ToolCall, ToolCallRecord, ToolResult, Usage, Verdict,
+    Approval, ContentPart, ElicitationAction, Event, EventKind, HookAction, HookPhase, PermissionMode,
+    SessionId, StopReason, ToolCall, ToolCallRecord, ToolResult, Usage, Verdict,
 };
 
 fn json(event: &Event) -> String {
@@ -94,6 +94,19 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             ask_id: "a".to_owned(),
             call_id: "c".into(),
             verdict: Verdict::Deny,
+        },
+        EventKind::ElicitationRequest {
+            elicitation_id: "elicit-1-1-1".to_owned(),
+            call_id: "c".into(),
+            name: "mcp__py__ask_name".to_owned(),
+            message: "What is your name?".to_owned(),
+            requested_schema: serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        },
+        EventKind::ElicitationResult {
+            elicitation_id: "elicit-1-1-1".to_owned(),
+            call_id: "c".into(),
+            action: ElicitationAction::Decline,
+            reason: Some("this run is headless".to_owned()),
         },
         EventKind::Hook {
             phase: HookPhase::PreToolUse,
