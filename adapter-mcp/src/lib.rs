@@ -36,6 +36,7 @@
 //! servers you trust. Likewise, tool descriptions and results come from the server
 //! and reach the model as they are.
 
+mod calls;
 mod client_servers;
 mod config;
 mod conformance;

@@ -143,7 +143,9 @@ impl Tool for McpTool {
             Ok(arguments) => arguments,
             Err(result) => return Ok(result),
         };
-        match crate::manager::call_tool_on(&self.server, &self.def.remote, arguments, cancel).await {
+        let elicitor = env.elicitor().cloned();
+        match crate::manager::call_tool_on(&self.server, &self.def.remote, arguments, cancel, elicitor).await
+        {
             Ok(result) => {
                 if !result.is_error
                     && let Some(validator) = &self.def.output_validator

@@ -19,6 +19,7 @@ mod catalog;
 mod client;
 mod conformance;
 mod connect;
+mod elicitation;
 mod execute;
 mod flags;
 mod peers;
