@@ -46,6 +46,7 @@ impl EngineTemplate {
             approve: cfg.engine.approve,
             command_timeout: cfg.mcp.limits.idle,
             audit_required: cfg.engine.audit_required,
+            elicitation_timeout: cfg.engine.elicitation_timeout,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);

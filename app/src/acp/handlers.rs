@@ -22,6 +22,7 @@ use engine_ports::{EventKind, PermissionMode, SessionId, StopReason};
 use futures::StreamExt as _;
 use serde_json::json;
 
+use super::elicitation::{Question, forward as forward_question};
 use super::history::replay;
 use super::listing::{list_sessions, session_cwd};
 use super::mcp_servers::client_server_spec;
@@ -36,8 +37,15 @@ use crate::session_id::new_session_id;
 /// `initialize`: protocol v1, `agentInfo` `mecated` and this crate's version, no
 /// auth methods, `session/load`, `session/list` and `session/close`, prompts of text
 /// and embedded context only, MCP servers over streamable HTTP (stdio is every
-/// agent's baseline), never SSE.
-pub(crate) fn initialize(_sessions: &Sessions, _request: &InitializeRequest) -> InitializeResponse {
+/// agent's baseline), never SSE. Remembers whether the client can answer form
+/// elicitations.
+pub(crate) fn initialize(sessions: &Sessions, request: &InitializeRequest) -> InitializeResponse {
+    let form = request
+        .client_capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.form.is_some());
+    sessions.set_client_elicitation(form);
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
@@ -324,11 +332,12 @@ pub(crate) fn prompt(
         }
     };
     let connection = cx.clone();
+    let client_elicitation = sessions.client_elicitation();
     let spawned = cx.spawn(async move {
         // The run holds the session only once the store's run lease is taken: a
         // session running in another process is refused like one running here.
         match run.started().await {
-            Ok(run) => stream_run(&session, run, responder, &connection).await,
+            Ok(run) => stream_run(&session, run, client_elicitation, responder, &connection).await,
             Err(error) => {
                 session.end_prompt();
                 let _ = responder.respond_with_error(start_error(session.id.as_str(), error));
@@ -342,11 +351,13 @@ pub(crate) fn prompt(
 }
 
 /// Streams a run's events as `session/update`s (asks as `session/request_permission`,
-/// answered in their own task so `session/cancel` is never stuck behind one), then
-/// answers the prompt with its stop reason.
+/// a server's questions as `elicitation/create`, each answered in its own task so
+/// `session/cancel` is never stuck behind one), then answers the prompt with its stop
+/// reason.
 async fn stream_run(
     session: &Arc<Session>,
     mut run: Run,
+    client_elicitation: bool,
     responder: Responder<PromptResponse>,
     cx: &ConnectionTo<Client>,
 ) {
@@ -377,6 +388,21 @@ async fn stream_run(
                 if spawned.is_err() {
                     run.cancel();
                 }
+            }
+            EventKind::ElicitationRequest {
+                elicitation_id,
+                call_id,
+                message,
+                requested_schema,
+                ..
+            } => {
+                let question = Question {
+                    elicitation_id,
+                    call_id: call_id.as_str().to_owned(),
+                    message,
+                    requested_schema,
+                };
+                forward_question(session, question, client_elicitation, cx);
             }
             EventKind::Result { stop, error, .. } => outcome = Some((stop, error)),
             kind => {

@@ -17,6 +17,7 @@
 //!
 //! [`SessionEngineFactory`]: crate::SessionEngineFactory
 
+mod elicitation;
 mod handlers;
 mod history;
 mod listing;

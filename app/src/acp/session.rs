@@ -1,5 +1,6 @@
 //! The sessions of one ACP connection: each with its engine, the handle that closes
-//! a private engine, and whether a prompt is in flight.
+//! a private engine, and whether a prompt is in flight; what the client said it can
+//! do in `initialize`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,8 @@ pub(crate) struct Sessions {
     pub(crate) store: Arc<dyn SessionStore>,
     workspace: PathBuf,
     open: Mutex<HashMap<String, Arc<Session>>>,
+    /// The client advertised form elicitation in `initialize`.
+    client_elicitation: AtomicBool,
 }
 
 impl Sessions {
@@ -98,12 +101,24 @@ impl Sessions {
             store,
             workspace,
             open: Mutex::default(),
+            client_elicitation: AtomicBool::new(false),
         }
     }
 
     /// The canonical workspace root.
     pub(crate) fn workspace(&self) -> &Path {
         &self.workspace
+    }
+
+    /// Remembers whether the client can answer form elicitations
+    /// (`clientCapabilities.elicitation.form` in `initialize`).
+    pub(crate) fn set_client_elicitation(&self, form: bool) {
+        self.client_elicitation.store(form, Ordering::SeqCst);
+    }
+
+    /// Whether the client can answer form elicitations.
+    pub(crate) fn client_elicitation(&self) -> bool {
+        self.client_elicitation.load(Ordering::SeqCst)
     }
 
     /// Registers a session created on `engine`; when `id` is open already (two loads

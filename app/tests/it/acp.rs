@@ -1153,3 +1153,71 @@ async fn session_close_cancels_a_running_prompt_first() {
     );
     exits_cleanly(client).await;
 }
+
+const ASK_NAME_THEN_DONE: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "q1", "name": "mcp__py__ask_name", "args": {}}]},
+  {"text": "done"}
+]}"#;
+
+fn with_elicit_server(peer: &test_peers::PeerProcess) -> Setup {
+    Setup::new(ASK_NAME_THEN_DONE)
+        .arg("--mcp-server")
+        .arg(&format!("py={}/mcp", peer.base_url()))
+}
+
+#[tokio::test]
+async fn a_servers_question_reaches_the_editor_as_an_elicitation_and_its_answer_the_server() {
+    const TEST: &str = "a_servers_question_reaches_the_editor_as_an_elicitation_and_its_answer_the_server";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let setup = with_elicit_server(&peer);
+    let mut client = AcpClient::start_eliciting(setup.scratch.dir.path(), &setup.args).await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "who am I?");
+    client.next_ask().await.select("allow_once");
+    let question = client.next_elicitation().await;
+    let request = question.json();
+    assert_eq!(request["sessionId"], session);
+    assert_eq!(request["toolCallId"], "q1");
+    assert_eq!(request["mode"], "form");
+    assert_eq!(request["message"], "What is your name?");
+    assert_eq!(request["requestedSchema"]["required"], json!(["name"]));
+    assert_eq!(request["requestedSchema"]["properties"]["name"]["type"], "string");
+    question.accept(json!({"name": "Ada", "age": 36}));
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let q1 = updates.iter().rfind(|u| u["toolCallId"] == "q1").unwrap();
+    assert_eq!(q1["status"], "completed", "{updates:#?}");
+    assert!(result_text(q1).contains("hello Ada, age 36"), "{q1}");
+    assert!(!result_text(q1).contains("[the server's question"), "{q1}");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn an_editor_without_elicitation_gets_the_question_declined_with_a_clear_text() {
+    const TEST: &str = "an_editor_without_elicitation_gets_the_question_declined_with_a_clear_text";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let setup = with_elicit_server(&peer);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "who am I?");
+    client.next_ask().await.select("allow_once");
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let q1 = updates.iter().rfind(|u| u["toolCallId"] == "q1").unwrap();
+    let text = result_text(q1);
+    assert!(text.contains("declined"), "{text}");
+    assert!(
+        text.contains(
+            "[the server's question was declined: the editor cannot show the server's question \
+             (its ACP client did not advertise clientCapabilities.elicitation.form)]"
+        ),
+        "{text}"
+    );
+    exits_cleanly(client).await;
+}

@@ -1208,3 +1208,144 @@ async fn sessions_already_in_the_store_are_listed_continued_and_deleted() {
     assert!(!paths.snapshot.exists() && !paths.events.exists());
     server.stop().await;
 }
+
+/// A config whose model calls the elicit peer's `ask_name` once, over the peer as a
+/// global MCP server.
+fn asking_config(scratch: &Scratch, peer: &test_peers::PeerProcess) -> AppConfig {
+    let mut cfg = stored_config_with(scratch, one_call_model("mcp__py__ask_name", "{}"));
+    cfg.mcp.servers = vec![crate::support::http_server(
+        "py",
+        &format!("{}/mcp", peer.base_url()),
+    )];
+    cfg
+}
+
+/// Approves the session's first ask and returns the events up to its first
+/// `elicitation.request`.
+async fn approve_then_question(
+    server: &TestServer,
+    id: &str,
+    stream: &mut crate::support::http::SseReader,
+) -> Value {
+    let ask = stream.until("permission.ask").await;
+    let ask_id = ask.last().unwrap().1["ask_id"].as_str().unwrap().to_owned();
+    let approved = server
+        .post(
+            &format!("/v1/sessions/{id}/approve"),
+            json!({"ask_id": ask_id, "verdict": "allow_once"}),
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::NO_CONTENT);
+    stream
+        .until("elicitation.request")
+        .await
+        .last()
+        .unwrap()
+        .1
+        .clone()
+}
+
+#[tokio::test]
+async fn a_servers_question_is_an_sse_event_answered_at_the_elicit_endpoint() {
+    const TEST: &str = "a_servers_question_is_an_sse_event_answered_at_the_elicit_endpoint";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let server = TestServer::start(asking_config(&scratch, &peer)).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "who am I?").await;
+    let question = approve_then_question(&server, &id, &mut stream).await;
+    assert_eq!(question["call_id"], "c1");
+    assert_eq!(question["name"], "mcp__py__ask_name");
+    assert_eq!(question["message"], "What is your name?");
+    assert_eq!(question["requested_schema"]["required"], json!(["name"]));
+    let elicitation_id = question["elicitation_id"].as_str().unwrap().to_owned();
+    let waiting = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(waiting.body["state"], "awaiting_input");
+
+    let elicit = format!("/v1/sessions/{id}/elicit");
+    let unknown = server
+        .post(&elicit, json!({"elicitation_id": "nope", "action": "decline"}))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.error().contains("\"nope\""), "{unknown:?}");
+    let misfit = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": 7}}),
+        )
+        .await;
+    assert_eq!(misfit.status, StatusCode::BAD_REQUEST);
+    assert!(
+        misfit.error().contains("content.name: expected a string, got 7"),
+        "{misfit:?}"
+    );
+    let extra = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": "Ada", "nick": "A"}}),
+        )
+        .await;
+    assert_eq!(extra.status, StatusCode::BAD_REQUEST);
+    assert!(extra.error().contains("content.nick"), "{extra:?}");
+
+    let accepted = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await;
+    assert_eq!(accepted.status, StatusCode::NO_CONTENT, "{accepted:?}");
+    let after = stream.rest().await;
+    let ended = after
+        .iter()
+        .find(|(_, e)| e["type"] == "elicitation.result")
+        .unwrap();
+    assert_eq!(ended.1["action"], "accept");
+    assert!(ended.1.get("reason").is_none(), "{ended:?}");
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert!(
+        result.1["content"].as_str().unwrap().contains("hello Ada"),
+        "{result:?}"
+    );
+    assert_eq!(after.last().unwrap().1["stop"], "end_turn");
+    let late = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "decline"}),
+        )
+        .await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{late:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_unanswered_question_is_declined_when_its_time_is_up() {
+    const TEST: &str = "an_unanswered_question_is_declined_when_its_time_is_up";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let mut cfg = asking_config(&scratch, &peer);
+    cfg.engine.elicitation_timeout = Duration::from_secs(1);
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "who am I?").await;
+    approve_then_question(&server, &id, &mut stream).await;
+    let after = stream.rest().await;
+    let ended = after
+        .iter()
+        .find(|(_, e)| e["type"] == "elicitation.result")
+        .unwrap();
+    assert_eq!(ended.1["action"], "decline");
+    assert_eq!(ended.1["reason"], "nobody answered within 1 s");
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    let text = result.1["content"].as_str().unwrap();
+    assert!(text.contains("declined"), "{text}");
+    assert!(
+        text.ends_with("[the server's question was declined: nobody answered within 1 s]"),
+        "{text}"
+    );
+    server.stop().await;
+}

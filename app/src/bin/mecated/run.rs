@@ -140,6 +140,16 @@ impl TextPrinter {
             EventKind::PermissionAsk { name, reason, .. } => {
                 out::stderr(&format!("[ask] {name}: {reason}"));
             }
+            EventKind::ElicitationRequest { name, message, .. } => {
+                out::stderr(&format!(
+                    "[question] {name} asks: {}",
+                    out::clip(out::first_line(message), 120)
+                ));
+            }
+            EventKind::ElicitationResult { action, reason, .. } => {
+                let why = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+                out::stderr(&format!("[question] {}{}", action.as_str(), out::clip(&why, 200)));
+            }
             EventKind::ToolResult {
                 name,
                 content,
