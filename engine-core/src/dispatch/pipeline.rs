@@ -116,8 +116,12 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
             running.push(match step {
                 Step::Stopped(result, approval) => Running::Stopped(result, approval),
                 Step::Ready { tool, call, approval } => {
-                    let place = Place { index, inline };
-                    launch(ctx, config, &slots, tool, call, &calls[index], place, approval).await
+                    let place = Place {
+                        index,
+                        inline,
+                        approval,
+                    };
+                    launch(ctx, config, &slots, tool, call, &calls[index], place).await
                 }
             });
         }
@@ -420,13 +424,14 @@ async fn hook_event(ctx: &TurnContext, phase: HookPhase, call: &ToolCall, action
         .await;
 }
 
-/// Where a call runs: its position in the turn, and whether inline.
+/// Where a prepared call runs — its position in the turn, whether inline — and the
+/// approval that let it run.
 struct Place {
     index: usize,
     inline: bool,
+    approval: Approval,
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn launch(
     ctx: &TurnContext,
     config: DispatchConfig,
@@ -435,7 +440,6 @@ async fn launch(
     call: ToolCall,
     original: &ToolCall,
     place: Place,
-    approval: Approval,
 ) -> Running {
     if ctx.cancel.is_cancelled() {
         return Running::Stopped(cancelled_result(original), None);
@@ -494,7 +498,7 @@ async fn launch(
         tool_name,
         start,
         handle,
-        approval,
+        approval: place.approval,
     }
 }
 
