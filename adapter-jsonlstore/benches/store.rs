@@ -155,8 +155,15 @@ fn recorder_overhead(c: &mut Criterion) {
     let mut samples: Vec<Duration> = (0..20_000)
         .map(|_| {
             let start = Instant::now();
-            rt.block_on(store.record(&id, &call, &result, Duration::ZERO, Duration::ZERO))
-                .unwrap();
+            rt.block_on(store.record(
+                &id,
+                &call,
+                &result,
+                &engine_ports::Approval::POLICY_ALLOW,
+                Duration::ZERO,
+                Duration::ZERO,
+            ))
+            .unwrap();
             start.elapsed()
         })
         .collect();
@@ -172,8 +179,15 @@ fn recorder_overhead(c: &mut Criterion) {
     );
     c.bench_function("recorder/record_1KiB_batched", |b| {
         b.iter(|| {
-            rt.block_on(store.record(&id, &call, &result, Duration::ZERO, Duration::ZERO))
-                .unwrap();
+            rt.block_on(store.record(
+                &id,
+                &call,
+                &result,
+                &engine_ports::Approval::POLICY_ALLOW,
+                Duration::ZERO,
+                Duration::ZERO,
+            ))
+            .unwrap();
         });
     });
     drop(lease);

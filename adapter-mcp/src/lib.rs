@@ -38,6 +38,7 @@
 //! servers you trust. Likewise, tool descriptions and results come from the server
 //! and reach the model as they are.
 
+mod calls;
 mod client_servers;
 mod config;
 mod conformance;
@@ -52,6 +53,7 @@ mod listing;
 mod manager;
 mod mcp_config;
 mod naming;
+mod output_schema;
 mod prompts;
 mod redact;
 mod resources;
@@ -84,6 +86,7 @@ pub use manager::{
 };
 pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
 pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
+pub use output_schema::MAX_OUTPUT_SCHEMA_BYTES;
 pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
 pub use resources::{
     LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,

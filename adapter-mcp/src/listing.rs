@@ -18,14 +18,47 @@ pub const MAX_LIST_ENTRIES: usize = 10_000;
 pub const MAX_LIST_PAGES: usize = 1_000;
 
 /// One advertised tool, as built once per listing.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub(crate) struct ToolDef {
     pub(crate) remote: String,
     pub(crate) full: Arc<str>,
     pub(crate) spec: ToolSpec,
     pub(crate) light: ToolSpec,
     pub(crate) read_only: bool,
-    pub(crate) has_output_schema: bool,
+    /// The advertised `outputSchema`, kept privately (never sent to the model).
+    pub(crate) output_schema: Option<Value>,
+    /// Its validator, compiled with the listing; `None` without a usable schema.
+    pub(crate) output_validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ToolDef {
+    /// Whether the tool declares an `outputSchema` (its results are structured).
+    pub(crate) fn has_output_schema(&self) -> bool {
+        self.output_schema.is_some()
+    }
+}
+
+/// Equal listings are equal tools: the validator is a function of the schema.
+impl PartialEq for ToolDef {
+    fn eq(&self, other: &Self) -> bool {
+        self.remote == other.remote
+            && self.full == other.full
+            && self.spec == other.spec
+            && self.light == other.light
+            && self.read_only == other.read_only
+            && self.output_schema == other.output_schema
+    }
+}
+
+impl std::fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("full", &self.full)
+            .field("read_only", &self.read_only)
+            .field("output_schema", &self.output_schema.is_some())
+            .field("validated", &self.output_validator.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One resource of a server's snapshot.
@@ -189,7 +222,10 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             .get("annotations")
             .and_then(|a| a.get("readOnlyHint"))
             .is_some_and(|hint| *hint == Value::Bool(true));
-        let has_output_schema = object.get("outputSchema").is_some_and(|s| !s.is_null());
+        let output_schema = object.get("outputSchema").filter(|s| !s.is_null()).cloned();
+        let output_validator = output_schema
+            .as_ref()
+            .and_then(|schema| crate::output_schema::compile(server, &remote, schema));
         let full: Arc<str> = Arc::from(full);
         let first_line = description.lines().next().unwrap_or("").to_owned();
         out.push(ToolDef {
@@ -198,7 +234,8 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             remote,
             full,
             read_only,
-            has_output_schema,
+            output_schema,
+            output_validator,
         });
     }
     Ok(out)

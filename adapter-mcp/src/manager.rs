@@ -428,7 +428,7 @@ impl McpManager {
         arguments: Option<JsonObject>,
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, McpError> {
-        call_tool_on(self.server(server)?, tool, arguments, cancel)
+        call_tool_on(self.server(server)?, tool, arguments, cancel, None)
             .await
             .map(CallReply::into_typed)
     }
@@ -469,19 +469,22 @@ impl McpManager {
 }
 
 /// `tools/call` on one server through the resilience wrapper, decoded leniently.
+/// The server's questions during the call go to `elicitor` (none: declined).
 pub(crate) async fn call_tool_on(
     state: &Arc<ServerState>,
     tool: &str,
     arguments: Option<JsonObject>,
     cancel: &CancellationToken,
+    elicitor: Option<Arc<dyn engine_core::Elicitor>>,
 ) -> Result<CallReply, McpError> {
     state
         .call(Operation::CallTool, cancel, |session| {
             let mut params = CallToolRequestParams::new(tool.to_owned());
             params.arguments = arguments.clone();
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let elicitor = elicitor.clone();
             async move {
-                let reply = session.request(request, cancel).await?;
+                let reply = session.request_asking(request, cancel, elicitor).await?;
                 match reply {
                     ServerResult::CallToolResult(result) => Ok(CallReply::from_typed(result)),
                     ServerResult::EmptyResult(_) => Ok(CallReply::default()),

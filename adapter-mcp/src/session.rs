@@ -1,23 +1,28 @@
 //! One MCP session: the connect handshake over either transport (`dial`), requests with
-//! caller cancellation, the typed drop classification, and close.
+//! caller cancellation and their time limits, the typed drop classification, the
+//! server's questions during a tool call (elicitation) routed to that call, and close.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use engine_core::{ElicitationRequest, Elicitor};
 use rmcp::ClientHandler;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientNotification,
-    ClientRequest, ErrorData, Implementation, ProtocolVersion, RequestId, ServerResult,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction as McpElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{
-    ClientCacheConfig, ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, RoleClient,
-    RunningService, ServiceError, ServiceExt as _,
+    ClientCacheConfig, ClientInitializeError, InboundStreamOrigin, NotificationContext, Peer,
+    PeerRequestOptions, RequestContext, RoleClient, RunningService, ServiceError, ServiceExt as _,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::{CallEntry, InFlightCalls};
 use crate::config::{ServerConfig, TransportConfig};
 use crate::stdio::{self, ChildProcess};
 
@@ -97,14 +102,33 @@ impl DirtyFlags {
     }
 }
 
-/// Our `ClientHandler`: it declares no optional capability and only turns
-/// `list_changed` notifications into dirty flags.
+/// Our `ClientHandler`: it turns `list_changed` notifications into dirty flags,
+/// progress notifications into liveness of the request they belong to, and a
+/// server's questions (form elicitation) into questions to the user of the tool call
+/// they belong to.
 pub(crate) struct Handler {
     server: Arc<str>,
     flags: Arc<DirtyFlags>,
+    calls: Arc<InFlightCalls>,
 }
 
 impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.calls.progress(&params.progress_token);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.elicit(request, &context).await)
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.flags.mark(ListKind::Tools, &self.server);
     }
@@ -122,15 +146,81 @@ impl ClientHandler for Handler {
     }
 }
 
-/// The `initialize` parameters: client `mecatl` + crate version, no optional
-/// capability (no roots, sampling or elicitation), the newest protocol version that
-/// still has the `initialize` handshake.
+impl Handler {
+    /// A server's question: routed to the tool call it belongs to, which asks its
+    /// user (or declines on their behalf); declined at once when no call can be
+    /// told apart (never shown to the user of another session).
+    async fn elicit(
+        &self,
+        request: ElicitRequestParams,
+        context: &RequestContext<RoleClient>,
+    ) -> ElicitResult {
+        let server = &*self.server;
+        let (message, requested_schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (message, requested_schema),
+            _ => {
+                tracing::warn!(
+                    server,
+                    "MCP server {server:?} asked for a URL (or other non-form) elicitation, which this client does not offer; declined"
+                );
+                return ElicitResult::new(McpElicitationAction::Decline);
+            }
+        };
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let entry = match self.calls.route(origin) {
+            Ok(entry) => entry,
+            Err(problem) => {
+                tracing::warn!(
+                    server,
+                    "MCP server {server:?} asked a question that belongs to no tool call of this client ({problem}); declined"
+                );
+                return ElicitResult::new(McpElicitationAction::Decline);
+            }
+        };
+        let Some(elicitor) = entry.elicitor.clone() else {
+            tracing::warn!(
+                server,
+                "MCP server {server:?} asked a question during a request that cannot ask the user; declined"
+            );
+            return ElicitResult::new(McpElicitationAction::Decline);
+        };
+        let requested_schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let _asking = entry.asking();
+        let response = elicitor
+            .elicit(
+                ElicitationRequest {
+                    message,
+                    requested_schema,
+                },
+                &context.ct,
+            )
+            .await;
+        let action = match response.action {
+            engine_ports::ElicitationAction::Accept => McpElicitationAction::Accept,
+            engine_ports::ElicitationAction::Decline => McpElicitationAction::Decline,
+            engine_ports::ElicitationAction::Cancel => McpElicitationAction::Cancel,
+        };
+        let result = ElicitResult::new(action);
+        match response.content {
+            Some(content) => result.with_content(serde_json::Value::Object(content)),
+            None => result,
+        }
+    }
+}
+
+/// The `initialize` parameters: client `mecatl` + crate version, form elicitation
+/// (a server may ask the user a question during a tool call; no roots, sampling or
+/// URL elicitation), the newest protocol version that still has the `initialize`
+/// handshake.
 pub fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new(CLIENT_NAME, CLIENT_VERSION),
-    )
-    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+    ClientConfig::new(capabilities, Implementation::new(CLIENT_NAME, CLIENT_VERSION))
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 /// What the server's `initialize` result advertised.
@@ -153,6 +243,8 @@ pub(crate) struct Session {
     /// Requests awaiting their reply, and a wake-up when that drops to zero.
     in_flight: AtomicUsize,
     idle: tokio::sync::Notify,
+    /// The requests awaiting their reply, by id: for progress and elicitation routing.
+    calls: Arc<InFlightCalls>,
     pub(crate) advertised: Advertised,
 }
 
@@ -182,16 +274,6 @@ impl Default for RequestLimits {
     }
 }
 
-impl RequestLimits {
-    fn options(self) -> PeerRequestOptions {
-        let mut options = PeerRequestOptions::with_timeout(self.idle).reset_timeout_on_progress();
-        if self.total > self.idle {
-            options = options.with_max_total_timeout(self.total);
-        }
-        options
-    }
-}
-
 /// Everything a dial needs besides the config.
 #[derive(Clone)]
 pub(crate) struct DialContext {
@@ -214,9 +296,11 @@ pub(crate) async fn dial(
     ctx: &DialContext,
     generation: u64,
 ) -> Result<Session, DialError> {
+    let calls = Arc::new(InFlightCalls::default());
     let handler = Handler {
         server: Arc::clone(&ctx.server),
         flags: Arc::clone(&ctx.flags),
+        calls: Arc::clone(&calls),
     };
     match &config.transport {
         TransportConfig::Http { url, headers, .. } => {
@@ -237,7 +321,7 @@ pub(crate) async fn dial(
                 cause: format!("initialize failed: {}", init_error_text(&e)),
                 stderr_tail: None,
             })?;
-            Ok(finish(service, None, Some(lost), ctx.limits, generation).await)
+            Ok(finish(service, None, Some(lost), ctx.limits, generation, calls).await)
         }
         TransportConfig::Stdio {
             program,
@@ -251,7 +335,7 @@ pub(crate) async fn dial(
             })?;
             let process = spawned.process;
             match handler.serve((spawned.stdout, spawned.stdin)).await {
-                Ok(service) => Ok(finish(service, Some(process), None, ctx.limits, generation).await),
+                Ok(service) => Ok(finish(service, Some(process), None, ctx.limits, generation, calls).await),
                 Err(e) => {
                     // A child that died at once has said why on stderr: let it finish.
                     let exited = process.wait_exit(Duration::from_millis(500)).await;
@@ -279,6 +363,7 @@ async fn finish(
     lost: Option<Arc<AtomicBool>>,
     limits: RequestLimits,
     generation: u64,
+    calls: Arc<InFlightCalls>,
 ) -> Session {
     let peer = service.peer().clone();
     peer.set_response_cache_config(ClientCacheConfig::disabled())
@@ -300,6 +385,7 @@ async fn finish(
         limits,
         in_flight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
+        calls,
         advertised,
     }
 }
@@ -363,6 +449,22 @@ impl Session {
         request: ClientRequest,
         cancel: &CancellationToken,
     ) -> Result<ServerResult, Failure> {
+        self.request_asking(request, cancel, None).await
+    }
+
+    /// [`Session::request`] for a request during which the server may ask the user
+    /// (a tool call): its questions go to `elicitor`.
+    ///
+    /// The limits are kept here rather than by rmcp: the idle time restarts with
+    /// every progress notification for the request and stops while a question of the
+    /// request waits for the user (the server is waiting for us, not hung); the total
+    /// time always applies.
+    pub(crate) async fn request_asking(
+        &self,
+        request: ClientRequest,
+        cancel: &CancellationToken,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Result<ServerResult, Failure> {
         if cancel.is_cancelled() {
             return Err(Failure::Cancelled);
         }
@@ -370,17 +472,29 @@ impl Session {
         let _in_flight = InFlight(self);
         let handle = self
             .peer
-            .send_request_with_option(request, self.limits.options())
+            .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| classify(e, Stage::Enqueue))?;
+        let entry = self
+            .calls
+            .register(handle.id.clone(), handle.progress_token.clone(), elicitor);
+        let _registered = Registered {
+            calls: &self.calls,
+            id: handle.id.clone(),
+        };
         let mut guard = CancelOnDrop {
             peer: self.peer.clone(),
             id: Some(handle.id.clone()),
+            reason: "request cancelled by the caller",
         };
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(Failure::Cancelled),
             result = handle.await_response() => result,
+            after = expiry(&entry, self.limits) => {
+                guard.reason = "request timeout";
+                return Err(Failure::TimedOut(after));
+            }
         };
         guard.id = None;
         result.map_err(|e| classify(e, Stage::Await))
@@ -441,10 +555,42 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// When a request's time is up: its idle time (restarted by its progress, stopped
+/// while it waits for the user) or its total time, whichever ends first; returns
+/// that limit.
+async fn expiry(entry: &CallEntry, limits: RequestLimits) -> Duration {
+    let total = tokio::time::sleep(limits.total);
+    tokio::pin!(total);
+    loop {
+        tokio::select! {
+            () = &mut total => return limits.total,
+            () = tokio::time::sleep(limits.idle) => {
+                if !entry.is_asking() {
+                    return limits.idle;
+                }
+            }
+            () = entry.activity() => {}
+        }
+    }
+}
+
+/// Takes a request out of the in-flight table however it ends.
+struct Registered<'a> {
+    calls: &'a InFlightCalls,
+    id: RequestId,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.calls.remove(&self.id);
+    }
+}
+
 /// Sends `notifications/cancelled` for a request whose future was dropped.
 struct CancelOnDrop {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    reason: &'static str,
 }
 
 impl Drop for CancelOnDrop {
@@ -456,10 +602,11 @@ impl Drop for CancelOnDrop {
             return;
         };
         let peer = self.peer.clone();
+        let reason = self.reason;
         runtime.spawn(async move {
             let notification = CancelledNotification::new(CancelledNotificationParam::new(
                 Some(id),
-                Some("request cancelled by the caller".to_owned()),
+                Some(reason.to_owned()),
             ));
             let _ = peer
                 .send_notification(ClientNotification::CancelledNotification(notification))

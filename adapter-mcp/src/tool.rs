@@ -143,17 +143,34 @@ impl Tool for McpTool {
             Ok(arguments) => arguments,
             Err(result) => return Ok(result),
         };
-        match crate::manager::call_tool_on(&self.server, &self.def.remote, arguments, cancel).await {
-            Ok(result) => Ok(tool_result(
-                &result,
-                &ResultContext {
-                    call_id: call.id(),
-                    tool: &self.def.full,
-                    server: &self.server.config.name,
-                    has_output_schema: self.def.has_output_schema,
-                    cap: env.output_cap(),
-                },
-            )),
+        let elicitor = env.elicitor().cloned();
+        match crate::manager::call_tool_on(&self.server, &self.def.remote, arguments, cancel, elicitor).await
+        {
+            Ok(result) => {
+                if !result.is_error
+                    && let Some(validator) = &self.def.output_validator
+                    && let Err(problem) = crate::output_schema::check(validator, result.structured.as_ref())
+                {
+                    let text = format!(
+                        "MCP tool {} (server {:?}) {problem}",
+                        self.def.full, self.server.config.name
+                    );
+                    return Ok(ToolResult::error(
+                        call.id().clone(),
+                        env.output_cap().truncate_owned(text),
+                    ));
+                }
+                Ok(tool_result(
+                    &result,
+                    &ResultContext {
+                        call_id: call.id(),
+                        tool: &self.def.full,
+                        server: &self.server.config.name,
+                        has_output_schema: self.def.has_output_schema(),
+                        cap: env.output_cap(),
+                    },
+                ))
+            }
             Err(McpError::Cancelled) => Err(ToolError::Cancelled),
             Err(error) => Ok(ToolResult::error(
                 call.id().clone(),

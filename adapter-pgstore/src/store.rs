@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use deadpool_postgres::Object;
 use engine_ports::{
-    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
-    StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Approval, Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot,
+    SessionStore, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 use tokio::runtime::Handle;
 use uuid::Uuid;
@@ -600,12 +600,14 @@ impl ToolCallRecorder for PgStore {
         session: &SessionId,
         call: &ToolCall,
         result: &ToolResult,
+        approval: &Approval,
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError> {
         let failed = |error: StoreError| RecorderError::failed(session, call, error.to_string());
         check_id(session).map_err(failed)?;
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
+            .with_approval(*approval);
         let body = encode(&record, session, "tool-call record").map_err(failed)?;
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)

@@ -266,6 +266,9 @@ pub struct EngineSettings {
     /// or an event) cannot be written; by default (`best-effort`) it logs a WARN and
     /// goes on.
     pub audit_required: bool,
+    /// How long a tool's question to the user (an MCP elicitation) waits for its
+    /// answer before it is declined (default 300 s).
+    pub elicitation_timeout: Duration,
 }
 
 impl Default for EngineSettings {
@@ -275,6 +278,7 @@ impl Default for EngineSettings {
             approve: Approve::ReadOnly,
             mode: PermissionMode::Default,
             audit_required: false,
+            elicitation_timeout: engine_core::DEFAULT_ELICITATION_TIMEOUT,
         }
     }
 }

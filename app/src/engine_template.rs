@@ -47,6 +47,7 @@ impl EngineTemplate {
             command_timeout: cfg.mcp.limits.idle,
             audit_required: cfg.engine.audit_required,
             context_window: cfg.context_window,
+            elicitation_timeout: cfg.engine.elicitation_timeout,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);

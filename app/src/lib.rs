@@ -62,7 +62,8 @@ mod system_prompt;
 // assembly, the factory, the report, the ACP server, and the demo's script and
 // workspace.
 pub use acp::{
-    ACP_AGENT_NAME, AcpError, AcpServer, MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_transport,
+    ACP_AGENT_NAME, ACP_LIST_PAGE, ACP_LIST_READS, AcpError, AcpServer, MAX_ACP_LINE_BYTES,
+    acp_line_transport, acp_stdio_transport,
 };
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,

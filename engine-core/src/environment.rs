@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::elicitation::Elicitor;
 use crate::output_cap::OutputCap;
 
 /// The per-session execution context: immutable and cheap to clone.
@@ -20,6 +21,7 @@ struct Inner {
     workspace_root: PathBuf,
     runner: Option<Arc<dyn CommandRunner>>,
     output_cap: OutputCap,
+    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 /// An environment that cannot be built.
@@ -47,6 +49,7 @@ impl Environment {
                 workspace_root,
                 runner: None,
                 output_cap: OutputCap::default(),
+                elicitor: None,
             }),
         })
     }
@@ -54,21 +57,34 @@ impl Environment {
     /// The same environment with a command runner.
     #[must_use]
     pub fn with_runner(&self, runner: Arc<dyn CommandRunner>) -> Self {
-        self.rebuild(Some(runner), self.inner.output_cap)
+        self.rebuild(Some(runner), self.inner.output_cap, self.inner.elicitor.clone())
     }
 
     /// The same environment with another output cap.
     #[must_use]
     pub fn with_output_cap(&self, cap: OutputCap) -> Self {
-        self.rebuild(self.inner.runner.clone(), cap)
+        self.rebuild(self.inner.runner.clone(), cap, self.inner.elicitor.clone())
     }
 
-    fn rebuild(&self, runner: Option<Arc<dyn CommandRunner>>, output_cap: OutputCap) -> Self {
+    /// The same environment for one call, whose tool may ask the user through
+    /// `elicitor` (the dispatcher gives every call its own).
+    #[must_use]
+    pub fn with_elicitor(&self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.rebuild(self.inner.runner.clone(), self.inner.output_cap, Some(elicitor))
+    }
+
+    fn rebuild(
+        &self,
+        runner: Option<Arc<dyn CommandRunner>>,
+        output_cap: OutputCap,
+        elicitor: Option<Arc<dyn Elicitor>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 workspace_root: self.inner.workspace_root.clone(),
                 runner,
                 output_cap,
+                elicitor,
             }),
         }
     }
@@ -87,6 +103,12 @@ impl Environment {
     pub fn output_cap(&self) -> OutputCap {
         self.inner.output_cap
     }
+
+    /// Where the current call's tool may ask the user (`None` outside a dispatched
+    /// call).
+    pub fn elicitor(&self) -> Option<&Arc<dyn Elicitor>> {
+        self.inner.elicitor.as_ref()
+    }
 }
 
 impl std::fmt::Debug for Environment {
@@ -95,6 +117,7 @@ impl std::fmt::Debug for Environment {
             .field("workspace_root", &self.inner.workspace_root)
             .field("runner", &self.inner.runner.is_some())
             .field("output_cap", &self.inner.output_cap)
+            .field("elicitor", &self.inner.elicitor.is_some())
             .finish()
     }
 }

@@ -61,6 +61,7 @@ mod commands;
 mod context;
 mod disclosure;
 mod dispatch;
+mod elicitation;
 mod emitter;
 mod engine;
 mod environment;
@@ -92,6 +93,11 @@ pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{
     AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher, TurnContext,
     TurnOutcome, normalize_call_ids,
+};
+pub use elicitation::{
+    DEFAULT_ELICITATION_TIMEOUT, ElicitationAnswerError, ElicitationRequest, ElicitationResponse, Elicitor,
+    MAX_ELICITATION_FIELDS, MAX_ELICITATION_MESSAGE_BYTES, MAX_ELICITATION_SCHEMA_BYTES,
+    MAX_ELICITATIONS_PER_CALL, check_content, check_form,
 };
 pub use emitter::EventEmitter;
 pub use engine::{DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, Run};

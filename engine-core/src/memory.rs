@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
-    StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Approval, Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot,
+    SessionStore, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
@@ -153,13 +153,15 @@ impl ToolCallRecorder for InMemoryStore {
         session: &SessionId,
         call: &ToolCall,
         result: &ToolResult,
+        approval: &Approval,
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError> {
         if session.is_empty() {
             return Err(RecorderError::failed(session, call, "the session id is empty"));
         }
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
+            .with_approval(*approval);
         lock(&self.records)
             .entry(session.clone())
             .or_default()

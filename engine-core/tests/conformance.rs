@@ -42,6 +42,7 @@ async fn in_memory_store_refuses_records_of_an_empty_session_id() {
             &engine_ports::SessionId::from(""),
             &call,
             &result,
+            &engine_ports::Approval::POLICY_ALLOW,
             std::time::Duration::ZERO,
             std::time::Duration::ZERO,
         )

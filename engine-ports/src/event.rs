@@ -137,6 +137,35 @@ pub enum EventKind {
         /// The answer.
         verdict: Verdict,
     },
+    /// A tool's server asks the user for input during a call (MCP elicitation, form
+    /// mode): the host shows the form and answers with the elicitation id.
+    #[serde(rename = "elicitation.request")]
+    ElicitationRequest {
+        /// Opaque, unique within the session.
+        elicitation_id: String,
+        /// The call during which the server asked.
+        call_id: ToolCallId,
+        /// Tool name.
+        name: String,
+        /// What the server asks, for the user.
+        message: String,
+        /// The form: a JSON Schema object of primitive properties.
+        requested_schema: serde_json::Value,
+    },
+    /// How an elicitation ended.
+    #[serde(rename = "elicitation.result")]
+    ElicitationResult {
+        /// The elicitation.
+        elicitation_id: String,
+        /// The call.
+        call_id: ToolCallId,
+        /// The answer the server got.
+        action: ElicitationAction,
+        /// Why the harness declined or cancelled it without the user (headless run,
+        /// timeout, a request over the limits, …); absent for the user's answers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// A hook did something other than a plain allow/keep.
     #[serde(rename = "hook")]
     Hook {
@@ -210,6 +239,8 @@ impl EventKind {
             Self::ToolCall { .. } => "tool.call",
             Self::PermissionAsk { .. } => "permission.ask",
             Self::PermissionVerdict { .. } => "permission.verdict",
+            Self::ElicitationRequest { .. } => "elicitation.request",
+            Self::ElicitationResult { .. } => "elicitation.result",
             Self::Hook { .. } => "hook",
             Self::ToolResult { .. } => "tool.result",
             Self::Result { .. } => "result",
@@ -285,6 +316,29 @@ impl Verdict {
     /// Whether the call may run.
     pub fn allows(self) -> bool {
         !matches!(self, Self::Deny)
+    }
+}
+
+/// The answer to an elicitation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAction {
+    /// The user filled in the form.
+    Accept,
+    /// The user (or the harness on their behalf) refused to answer.
+    Decline,
+    /// The question was dismissed (the user closed it, or the run was cancelled).
+    Cancel,
+}
+
+impl ElicitationAction {
+    /// `accept`, `decline` or `cancel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
     }
 }
 

@@ -97,7 +97,8 @@ pub use content::{
 };
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
-    CompactionTrigger, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict,
+    CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin,
+    StopReason, Verdict,
 };
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
@@ -111,7 +112,7 @@ pub use memory::{
     MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, check_memory_key,
 };
 pub use mode::{ParseModeError, PermissionMode};
-pub use permission::{Decision, PermissionPolicy, PermissionRequest};
+pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use skills::{

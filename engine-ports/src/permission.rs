@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::call::ToolCall;
+use crate::event::Verdict;
 use crate::ids::SessionId;
 use crate::mode::PermissionMode;
 
@@ -50,4 +51,80 @@ pub trait PermissionPolicy: Send + Sync {
     async fn evaluate(&self, request: &PermissionRequest) -> Decision;
     /// Remembers an `allow_always` answer for the session.
     fn learn(&self, session: &SessionId, call: &ToolCall);
+}
+
+/// Who made a call's permission decision, as the audit record keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decider {
+    /// The permission policy, by one of its rules (read-only tools, `acceptEdits`, a
+    /// tool learned through `allow_always`, `--approve`, a headless run's refusal of
+    /// an ask).
+    Policy,
+    /// The person answering the session's asks (an ACP client's
+    /// `session/request_permission`, HTTP `/approve`).
+    User,
+    /// A PreToolUse hook that blocked the call (or failed, which blocks it).
+    Hook,
+}
+
+/// What the decider decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalVerdict {
+    /// The policy let the call run.
+    Allow,
+    /// The user allowed this call.
+    AllowOnce,
+    /// The user allowed this call and every later call of the tool in the session.
+    AllowAlways,
+    /// The call did not run.
+    Deny,
+}
+
+/// Who decided whether a call runs, and what: the `approval` of a `.tools.jsonl`
+/// record (`{"by":"policy"|"user"|"hook","verdict":…}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Approval {
+    /// Who decided.
+    pub by: Decider,
+    /// What was decided.
+    pub verdict: ApprovalVerdict,
+}
+
+impl Approval {
+    /// The policy let the call run.
+    pub const POLICY_ALLOW: Self = Self {
+        by: Decider::Policy,
+        verdict: ApprovalVerdict::Allow,
+    };
+
+    /// The policy refused the call.
+    pub const POLICY_DENY: Self = Self {
+        by: Decider::Policy,
+        verdict: ApprovalVerdict::Deny,
+    };
+
+    /// A hook blocked the call.
+    pub const HOOK_DENY: Self = Self {
+        by: Decider::Hook,
+        verdict: ApprovalVerdict::Deny,
+    };
+
+    /// The user's answer to an ask.
+    pub fn user(verdict: Verdict) -> Self {
+        Self {
+            by: Decider::User,
+            verdict: match verdict {
+                Verdict::AllowOnce => ApprovalVerdict::AllowOnce,
+                Verdict::AllowAlways => ApprovalVerdict::AllowAlways,
+                Verdict::Deny => ApprovalVerdict::Deny,
+            },
+        }
+    }
+
+    /// Whether the call may run.
+    pub fn allows(self) -> bool {
+        self.verdict != ApprovalVerdict::Deny
+    }
 }

@@ -8,14 +8,22 @@ use serde::{Deserialize, Serialize};
 use crate::call::ToolCall;
 use crate::clock::format_rfc3339_micros;
 use crate::ids::{SessionId, ToolCallId};
+use crate::permission::Approval;
 use crate::result::ToolResult;
 
 /// The per-call audit seam, distinct from events and diagnostics.
 ///
-/// The engine calls `record` once per **executed** call, after the PostToolUse hook,
-/// with the effective call (rewritten arguments included), the final result and the
-/// queue and execution times. It never records unknown, plan-refused, denied or
-/// hook-blocked calls.
+/// The engine calls `record` once per **decided** call, with who decided
+/// ([`Approval`]):
+/// - an executed call after the PostToolUse hook, with the effective call (rewritten
+///   arguments included), the final result, the queue and execution times and the
+///   approval that let it run;
+/// - a call the policy, the user or a hook refused, with the refusal the model saw as
+///   an error result, zero times and an approval whose verdict is `deny` (so a
+///   record with a `deny` verdict is a call that never ran).
+///
+/// It never records unknown or plan-refused calls (no permission decision was
+/// made), nor calls cancelled before they were decided or started.
 ///
 /// # Contract
 /// - Records of one session keep the order of `record` calls; sessions never mix.
@@ -28,12 +36,13 @@ use crate::result::ToolResult;
 ///   Engines that require audit call it at every turn boundary.
 #[async_trait]
 pub trait ToolCallRecorder: Send + Sync {
-    /// Records one executed call.
+    /// Records one decided call.
     async fn record(
         &self,
         session: &SessionId,
         call: &ToolCall,
         result: &ToolResult,
+        approval: &Approval,
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError>;
@@ -94,7 +103,9 @@ impl RecorderError {
 
 /// One audit record, in the field order of a `.tools.jsonl` line:
 /// `{"type":"tool_call","time","session_id","call_id","tool","args","result",
-/// "is_error","queued_micros","took_micros"}`.
+/// "is_error","queued_micros","took_micros","approval":{"by","verdict"}}`.
+///
+/// `approval` is optional for readers: lines written before it existed have none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     /// Always `tool_call`.
@@ -118,6 +129,9 @@ pub struct ToolCallRecord {
     pub queued_micros: u64,
     /// Execution time.
     pub took_micros: u64,
+    /// Who decided whether the call runs, and what (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
 }
 
 impl ToolCallRecord {
@@ -141,7 +155,15 @@ impl ToolCallRecord {
             is_error: result.is_error(),
             queued_micros: micros(queued),
             took_micros: micros(took),
+            approval: None,
         }
+    }
+
+    /// The same record with who decided.
+    #[must_use]
+    pub fn with_approval(mut self, approval: Approval) -> Self {
+        self.approval = Some(approval);
+        self
     }
 }
 

@@ -46,6 +46,11 @@ pub struct SessionSnapshot {
     /// conversation was compacted since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ReportedContext>,
+    /// The absolute directory the session was opened for (an ACP client's `cwd`),
+    /// when its host said; listings use it to offer a session to the project it
+    /// belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
 }
 
 /// The size of a conversation prefix as the provider counted it.
@@ -71,6 +76,7 @@ impl SessionSnapshot {
             usage: Usage::default(),
             system_prompt: None,
             context: None,
+            cwd: None,
         }
     }
 }

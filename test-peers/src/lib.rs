@@ -305,3 +305,36 @@ pub fn bearer_server(test: &str, token: &str) -> Option<PeerProcess> {
     .unwrap_or_else(|error| panic!("bearer_server.py did not start: {error}"));
     Some(peer)
 }
+
+/// The command that starts `tests/peers/py/elicit_server.py` (Python MCP SDK:
+/// `ask_name` elicits, `measure` and `loose` return structured output) serving
+/// streamable HTTP on `port`; `None` when the venv is missing and skipping is allowed.
+pub fn elicit_server_command(test: &str, port: u16) -> Option<Command> {
+    let python = venv_bin(test, "python3")?;
+    let mut command = Command::new(python);
+    command
+        .arg(repo_root().join("tests/peers/py/elicit_server.py"))
+        .arg(port.to_string());
+    Some(command)
+}
+
+/// The program and arguments that run `tests/peers/py/elicit_server.py` over stdio
+/// (for an MCP client that spawns it); `None` when the venv is missing and skipping
+/// is allowed.
+pub fn elicit_server_stdio(test: &str) -> Option<(PathBuf, Vec<String>)> {
+    let python = venv_bin(test, "python3")?;
+    let script = repo_root().join("tests/peers/py/elicit_server.py");
+    Some((python, vec![script.display().to_string(), "stdio".to_owned()]))
+}
+
+/// Starts `tests/peers/py/elicit_server.py` on a free port; it serves
+/// `http://127.0.0.1:<port>/mcp`.
+///
+/// # Panics
+/// When the venv is missing (and skipping is not allowed) or the server never listens.
+pub fn elicit_server(test: &str) -> Option<PeerProcess> {
+    elicit_server_command(test, 0)?;
+    let peer = PeerProcess::start(|port| elicit_server_command(test, port).expect("venv checked above"))
+        .unwrap_or_else(|error| panic!("elicit_server.py did not start: {error}"));
+    Some(peer)
+}

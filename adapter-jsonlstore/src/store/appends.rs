@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Event, EventLog, RecorderError, SessionId, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder,
-    ToolResult,
+    Approval, Event, EventLog, RecorderError, SessionId, StoreError, ToolCall, ToolCallRecord,
+    ToolCallRecorder, ToolResult,
 };
 
 use super::{Inner, JsonlStore, SessionPaths, check_id};
@@ -274,12 +274,14 @@ impl ToolCallRecorder for JsonlStore {
         session: &SessionId,
         call: &ToolCall,
         result: &ToolResult,
+        approval: &Approval,
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError> {
         let written = async {
             check_id(session)?;
-            let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+            let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
+                .with_approval(*approval);
             let buf = self.record_buffer(session, &record)?;
             let timeout = self.inner.opts.recorder_lock_timeout;
             let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {

@@ -59,6 +59,7 @@ async fn leased_appends_are_read_back_at_once_and_land_in_order_under_every_poli
                 &id,
                 &call,
                 &ToolResult::text("c1", "ok"),
+                &engine_ports::Approval::POLICY_ALLOW,
                 Duration::ZERO,
                 Duration::ZERO,
             )
@@ -211,6 +212,7 @@ async fn a_leased_record_that_cannot_be_written_is_counted_and_logged() {
             &id,
             &call,
             &ToolResult::text("c1", "ok"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

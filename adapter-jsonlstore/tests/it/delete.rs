@@ -24,6 +24,7 @@ async fn delete_removes_every_file_and_is_idempotent() {
             &id,
             &call,
             &ToolResult::text("c1", "ok"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

@@ -98,6 +98,7 @@ async fn an_escaping_id_stays_inside_sid_v1() {
             &id,
             &call,
             &ToolResult::text("c1", "ok"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

@@ -40,6 +40,7 @@ async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
             &id,
             &call,
             &ToolResult::text("c1", "ok"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

@@ -26,6 +26,7 @@ async fn two_records_give_two_lines_with_every_field() {
             &id,
             &shell,
             &ToolResult::text("call-7", "file.txt"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::from_micros(800),
             Duration::from_micros(1500),
         )
@@ -37,6 +38,7 @@ async fn two_records_give_two_lines_with_every_field() {
             &id,
             &read,
             &ToolResult::error("call-8", "nope"),
+            &engine_ports::Approval::user(engine_ports::Verdict::Deny),
             Duration::ZERO,
             Duration::from_micros(42),
         )
@@ -64,7 +66,8 @@ async fn two_records_give_two_lines_with_every_field() {
             "result",
             "is_error",
             "queued_micros",
-            "took_micros"
+            "took_micros",
+            "approval"
         ]
     );
     let records = lines(&path);
@@ -82,6 +85,14 @@ async fn two_records_give_two_lines_with_every_field() {
     assert_eq!(records[1]["is_error"], true);
     assert_eq!(records[1]["result"], "nope");
     assert_eq!(records[1]["took_micros"], 42);
+    assert_eq!(
+        line1["approval"],
+        serde_json::json!({"by": "policy", "verdict": "allow"})
+    );
+    assert_eq!(
+        records[1]["approval"],
+        serde_json::json!({"by": "user", "verdict": "deny"})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,6 +111,7 @@ async fn args_are_embedded_compactly_and_equal_the_tool_call_event() {
                 &id,
                 call,
                 &ToolResult::text(call.id().clone(), "ok"),
+                &engine_ports::Approval::POLICY_ALLOW,
                 Duration::ZERO,
                 Duration::ZERO,
             )
@@ -154,6 +166,7 @@ async fn an_oversized_record_is_dropped_and_counted() {
             &id,
             &call,
             &ToolResult::text("c1", "x".repeat(1000)),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )
@@ -170,6 +183,7 @@ async fn an_oversized_record_is_dropped_and_counted() {
             &id,
             &call,
             &ToolResult::text("c1", "ok"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

@@ -40,6 +40,7 @@ async fn odd_session_ids_round_trip_through_every_operation() {
                 &sid(id),
                 &call,
                 &ToolResult::text("c1", *id),
+                &engine_ports::Approval::POLICY_ALLOW,
                 Duration::ZERO,
                 Duration::ZERO,
             )

@@ -158,6 +158,7 @@ async fn a_holder_whose_lease_was_taken_over_writes_nothing() {
             &id,
             &call,
             &ToolResult::text("c1", "x"),
+            &engine_ports::Approval::POLICY_ALLOW,
             Duration::ZERO,
             Duration::ZERO,
         )

@@ -1,42 +1,62 @@
-//! What each ACP method does: `initialize`, `session/new`, `session/prompt` (and the
-//! run that streams its events), `session/set_mode`.
+//! What each ACP method does: `initialize`, `session/new`, `session/load`,
+//! `session/list`, `session/close`, `session/prompt` (and the run that streams its
+//! events), `session/set_mode`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CurrentModeUpdate, Implementation,
-    InitializeRequest, InitializeResponse, McpCapabilities, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionNotification,
-    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CloseSessionRequest, CloseSessionResponse,
+    CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use engine_core::{EngineError, Run};
-use engine_ports::{EventKind, PermissionMode, StopReason};
+use engine_ports::{EventKind, PermissionMode, SessionId, StopReason};
 use futures::StreamExt as _;
 use serde_json::json;
 
+use super::elicitation::{Question, forward as forward_question};
+use super::history::replay;
+use super::listing::{list_sessions, session_cwd};
 use super::mcp_servers::client_server_spec;
 use super::permission::{permission_request, verdict};
 use super::prompt_text::prompt_text;
 use super::session::{Session, Sessions};
 use super::updates::session_update;
 use crate::error::FactoryError;
-use crate::factory::SessionRequest;
+use crate::factory::{SessionEngine, SessionRequest};
 use crate::session_id::new_session_id;
 
 /// `initialize`: protocol v1, `agentInfo` `mecated` and this crate's version, no
-/// auth methods, no `session/load`, prompts of text and embedded context only, MCP
-/// servers over streamable HTTP (stdio is every agent's baseline), never SSE.
-pub(crate) fn initialize_response(_request: &InitializeRequest) -> InitializeResponse {
+/// auth methods, `session/load`, `session/list` and `session/close`, prompts of text
+/// and embedded context only, MCP servers over streamable HTTP (stdio is every
+/// agent's baseline), never SSE. Remembers whether the client can answer form
+/// elicitations.
+pub(crate) fn initialize(sessions: &Sessions, request: &InitializeRequest) -> InitializeResponse {
+    let form = request
+        .client_capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.form.is_some());
+    sessions.set_client_elicitation(form);
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
-                .load_session(false)
+                .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-                .mcp_capabilities(McpCapabilities::new().http(true).sse(false)),
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
+                .session_capabilities(
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .close(SessionCloseCapabilities::new()),
+                ),
         )
         .auth_methods(Vec::new())
         .agent_info(Implementation::new(
@@ -66,6 +86,12 @@ pub(crate) async fn new_session(
     if responder.respond(response).is_err() {
         return;
     }
+    send_palette(&session, cx).await;
+}
+
+/// Sends the command palette as `available_commands_update`.
+async fn send_palette(session: &Session, cx: &ConnectionTo<Client>) {
+    let id = session.id.as_str();
     let palette = match session.engine.commands() {
         Some(commands) => commands.list().await.unwrap_or_else(|error| {
             tracing::warn!(session_id = %id, %error, "listing the command palette failed");
@@ -78,24 +104,16 @@ pub(crate) async fn new_session(
         .map(|command| AvailableCommand::new(command.name, command.description))
         .collect();
     let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
-    let _ = cx.send_notification(SessionNotification::new(id, update));
+    let _ = cx.send_notification(SessionNotification::new(id.to_owned(), update));
 }
 
 async fn create_session(sessions: &Sessions, request: &NewSessionRequest) -> Result<Arc<Session>, Error> {
-    check_cwd(&request.cwd, sessions.workspace())?;
-    let client_servers = request.mcp_servers.iter().map(client_server_spec).collect();
-    let engine = sessions
-        .factory
-        .create(SessionRequest {
-            client_servers,
-            allow_stdio: true,
-        })
-        .await
-        .map_err(factory_error)?;
+    let cwd = check_cwd(&request.cwd, sessions.workspace())?;
+    let engine = session_engine(sessions, &request.mcp_servers).await?;
     let id = new_session_id();
     if let Err(error) = engine
         .engine()
-        .create_session(&id.as_str().into(), PermissionMode::Default)
+        .create_session_in(&id.as_str().into(), PermissionMode::Default, &cwd)
         .await
     {
         if let Err(close) = engine.close().await {
@@ -112,12 +130,136 @@ async fn create_session(sessions: &Sessions, request: &NewSessionRequest) -> Res
         client_tools = engine.client_tool_names().len(),
         "ACP session created"
     );
-    Ok(sessions.insert(&id, engine))
+    registered(sessions, &id, engine).await
+}
+
+/// The engine a session runs on: the shared one, or a private one with the client's
+/// MCP servers, connected all or nothing.
+async fn session_engine(sessions: &Sessions, servers: &[McpServer]) -> Result<SessionEngine, Error> {
+    let client_servers = servers.iter().map(client_server_spec).collect();
+    sessions
+        .factory
+        .create(SessionRequest {
+            client_servers,
+            allow_stdio: true,
+        })
+        .await
+        .map_err(factory_error)
+}
+
+/// Registers the session `id` on `engine`; refused (and the engine closed) when the
+/// session became open meanwhile.
+async fn registered(sessions: &Sessions, id: &str, engine: SessionEngine) -> Result<Arc<Session>, Error> {
+    match sessions.insert(id, engine) {
+        Ok(session) => Ok(session),
+        Err(engine) => {
+            if let Err(error) = engine.close().await {
+                tracing::warn!(session_id = %id, %error, "closing the engine of a session opened twice failed");
+            }
+            Err(already_open(id))
+        }
+    }
+}
+
+/// `session/load`: checks `cwd`, reads the stored session, connects the client's MCP
+/// servers (all or nothing), replays the conversation as `session/update`s, answers
+/// with the session's modes, then sends the command palette. The next
+/// `session/prompt` continues the conversation.
+pub(crate) async fn load_session(
+    sessions: &Sessions,
+    request: LoadSessionRequest,
+    responder: Responder<LoadSessionResponse>,
+    cx: &ConnectionTo<Client>,
+) {
+    let (session, snapshot) = match open_stored(sessions, &request).await {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            let _ = responder.respond_with_error(error);
+            return;
+        }
+    };
+    let id = session.id.as_str().to_owned();
+    let updates = replay(&snapshot.conversation);
+    let replayed = updates.len();
+    for update in updates {
+        if cx
+            .send_notification(SessionNotification::new(id.clone(), update))
+            .is_err()
+        {
+            return;
+        }
+    }
+    tracing::info!(session_id = %id, replayed, "ACP session loaded");
+    if responder
+        .respond(LoadSessionResponse::new().modes(mode_state(snapshot.mode)))
+        .is_err()
+    {
+        return;
+    }
+    send_palette(&session, cx).await;
+}
+
+async fn open_stored(
+    sessions: &Sessions,
+    request: &LoadSessionRequest,
+) -> Result<(Arc<Session>, engine_ports::SessionSnapshot), Error> {
+    check_cwd(&request.cwd, sessions.workspace())?;
+    let id = request.session_id.0.as_ref();
+    if sessions.is_open(id) {
+        return Err(already_open(id));
+    }
+    let snapshot = match sessions.store.load(&SessionId::from(id)).await {
+        Ok(snapshot) => snapshot,
+        Err(error) if error.is_not_found() => return Err(unknown_stored_session(id)),
+        Err(error) => {
+            return Err(Error::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("session {id:?} cannot be loaded: {error}"),
+            ));
+        }
+    };
+    let stored_cwd = session_cwd(&snapshot, sessions.workspace());
+    if !stored_cwd.starts_with(sessions.workspace()) {
+        return Err(invalid_params(format!(
+            "session {id:?} belongs to {}, outside the workspace {} (mecated acp --workspace): load it with an agent serving that directory",
+            stored_cwd.display(),
+            sessions.workspace().display()
+        )));
+    }
+    let engine = session_engine(sessions, &request.mcp_servers).await?;
+    let session = registered(sessions, id, engine).await?;
+    Ok((session, snapshot))
+}
+
+/// `session/list`: the stored sessions this agent can load (see [`list_sessions`]).
+pub(crate) async fn list(
+    sessions: &Sessions,
+    request: ListSessionsRequest,
+    responder: Responder<ListSessionsResponse>,
+) {
+    let answer = list_sessions(sessions.store.as_ref(), sessions.workspace(), &request).await;
+    let _ = responder.respond_with_result(answer);
+}
+
+/// `session/close`: cancels the session's work and frees its engine, its client MCP
+/// servers and its slot before answering; the stored session stays (loadable).
+pub(crate) async fn close(
+    sessions: &Sessions,
+    request: CloseSessionRequest,
+    responder: Responder<CloseSessionResponse>,
+) {
+    let id = request.session_id.0.as_ref();
+    if sessions.close(id).await {
+        tracing::info!(session_id = %id, "ACP session closed");
+        let _ = responder.respond(CloseSessionResponse::new());
+    } else {
+        let _ = responder.respond_with_error(unknown_session(id));
+    }
 }
 
 /// `cwd` must be absolute, exist and lie inside the workspace root (tools stay
-/// rooted at the workspace whatever the `cwd`).
-fn check_cwd(cwd: &Path, workspace: &Path) -> Result<(), Error> {
+/// rooted at the workspace whatever the `cwd`); its canonical form.
+fn check_cwd(cwd: &Path, workspace: &Path) -> Result<PathBuf, Error> {
     let shown = cwd.display();
     if !cwd.is_absolute() {
         return Err(invalid_params(format!(
@@ -140,7 +282,7 @@ fn check_cwd(cwd: &Path, workspace: &Path) -> Result<(), Error> {
             workspace.display()
         )));
     }
-    Ok(())
+    Ok(canonical)
 }
 
 fn factory_error(error: FactoryError) -> Error {
@@ -190,11 +332,12 @@ pub(crate) fn prompt(
         }
     };
     let connection = cx.clone();
+    let client_elicitation = sessions.client_elicitation();
     let spawned = cx.spawn(async move {
         // The run holds the session only once the store's run lease is taken: a
         // session running in another process is refused like one running here.
         match run.started().await {
-            Ok(run) => stream_run(&session, run, responder, &connection).await,
+            Ok(run) => stream_run(&session, run, client_elicitation, responder, &connection).await,
             Err(error) => {
                 session.end_prompt();
                 let _ = responder.respond_with_error(start_error(session.id.as_str(), error));
@@ -208,11 +351,13 @@ pub(crate) fn prompt(
 }
 
 /// Streams a run's events as `session/update`s (asks as `session/request_permission`,
-/// answered in their own task so `session/cancel` is never stuck behind one), then
-/// answers the prompt with its stop reason.
+/// a server's questions as `elicitation/create`, each answered in its own task so
+/// `session/cancel` is never stuck behind one), then answers the prompt with its stop
+/// reason.
 async fn stream_run(
     session: &Arc<Session>,
     mut run: Run,
+    client_elicitation: bool,
     responder: Responder<PromptResponse>,
     cx: &ConnectionTo<Client>,
 ) {
@@ -243,6 +388,21 @@ async fn stream_run(
                 if spawned.is_err() {
                     run.cancel();
                 }
+            }
+            EventKind::ElicitationRequest {
+                elicitation_id,
+                call_id,
+                message,
+                requested_schema,
+                ..
+            } => {
+                let question = Question {
+                    elicitation_id,
+                    call_id: call_id.as_str().to_owned(),
+                    message,
+                    requested_schema,
+                };
+                forward_question(session, question, client_elicitation, cx);
             }
             EventKind::Result { stop, error, .. } => outcome = Some((stop, error)),
             kind => {
@@ -349,7 +509,23 @@ fn invalid_params(message: impl Into<String>) -> Error {
 fn unknown_session(id: &str) -> Error {
     Error::new(
         ErrorCode::RESOURCE_NOT_FOUND,
-        format!("unknown session {id:?}: create it with session/new on this connection"),
+        format!("unknown session {id:?}: create it with session/new or open it with session/load on this connection"),
+    )
+    .data(json!({"sessionId": id}))
+}
+
+fn unknown_stored_session(id: &str) -> Error {
+    Error::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("no stored session {id:?}: session/list names the sessions that can be loaded"),
+    )
+    .data(json!({"sessionId": id}))
+}
+
+fn already_open(id: &str) -> Error {
+    Error::new(
+        ErrorCode::INVALID_REQUEST,
+        format!("session {id:?} is already open on this connection: prompt it, or session/close it first"),
     )
     .data(json!({"sessionId": id}))
 }

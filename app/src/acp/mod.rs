@@ -4,8 +4,11 @@
 //!
 //! Each `session/new` gets an engine from the [`SessionEngineFactory`] (the shared
 //! engine, or a private one when the client names MCP servers: D5, D7), a 32-hex id
-//! and a session created before its first prompt; the prompt's D11 events stream
-//! back as `session/update` notifications, asks become `session/request_permission`
+//! and a session created before its first prompt; `session/load` reopens a stored
+//! session (replaying its conversation as `session/update`s), `session/list` pages
+//! through the stored ones, `session/close` frees a session's engine, client MCP
+//! servers and slot at once. The prompt's D11 events stream back as
+//! `session/update` notifications, asks become `session/request_permission`
 //! requests. [`acp_stdio_transport`] is the binary's transport: lines of at most
 //! [`MAX_ACP_LINE_BYTES`], where a line that is too long, not UTF-8 or not JSON is
 //! answered with a parse error and the connection goes on. When the connection
@@ -14,7 +17,10 @@
 //!
 //! [`SessionEngineFactory`]: crate::SessionEngineFactory
 
+mod elicitation;
 mod handlers;
+mod history;
+mod listing;
 mod mcp_servers;
 mod permission;
 mod prompt_text;
@@ -25,20 +31,23 @@ mod updates;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    CancelNotification, InitializeRequest, NewSessionRequest, PromptRequest, SetSessionModeRequest,
+    CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
+    NewSessionRequest, PromptRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, ConnectTo};
 
 use crate::built::Built;
 
+pub use self::listing::{LIST_PAGE as ACP_LIST_PAGE, LIST_READS as ACP_LIST_READS};
 use self::session::Sessions;
 pub use self::transport::{MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_transport};
 
 /// The name the server gives in `initialize`'s `agentInfo`.
 pub const ACP_AGENT_NAME: &str = "mecated";
 
-/// An ACP v1 agent over one [`Built`]: `initialize`, `session/new`,
-/// `session/prompt`, `session/cancel` and `session/set_mode`.
+/// An ACP v1 agent over one [`Built`]: `initialize`, `session/new`, `session/load`,
+/// `session/list`, `session/close`, `session/prompt`, `session/cancel` and
+/// `session/set_mode`.
 ///
 /// Build the app with `engine.interactive = true` so that asks reach the client as
 /// `session/request_permission` (a headless engine turns them into denials).
@@ -59,6 +68,7 @@ impl AcpServer {
         Self {
             sessions: Arc::new(Sessions::new(
                 built.factory().clone(),
+                built.store().session_store(),
                 built.workspace_root().to_path_buf(),
             )),
         }
@@ -81,7 +91,11 @@ impl AcpServer {
         &self,
         transport: impl ConnectTo<Agent> + 'static,
     ) -> Result<(), agent_client_protocol::Error> {
+        let on_init = Arc::clone(&self.sessions);
         let on_new = Arc::clone(&self.sessions);
+        let on_load = Arc::clone(&self.sessions);
+        let on_list = Arc::clone(&self.sessions);
+        let on_close = Arc::clone(&self.sessions);
         let on_prompt = Arc::clone(&self.sessions);
         let on_mode = Arc::clone(&self.sessions);
         let on_cancel = Arc::clone(&self.sessions);
@@ -90,7 +104,7 @@ impl AcpServer {
             .name(ACP_AGENT_NAME)
             .on_receive_request(
                 async move |request: InitializeRequest, responder, _cx| {
-                    responder.respond(handlers::initialize_response(&request))
+                    responder.respond(handlers::initialize(&on_init, &request))
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -101,6 +115,39 @@ impl AcpServer {
                     let connection = cx.clone();
                     cx.spawn(async move {
                         handlers::new_session(&sessions, request, responder, &connection).await;
+                        Ok(())
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: LoadSessionRequest, responder, cx| {
+                    // Connecting client servers and reading the store: off the loop.
+                    let sessions = Arc::clone(&on_load);
+                    let connection = cx.clone();
+                    cx.spawn(async move {
+                        handlers::load_session(&sessions, request, responder, &connection).await;
+                        Ok(())
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ListSessionsRequest, responder, cx| {
+                    let sessions = Arc::clone(&on_list);
+                    cx.spawn(async move {
+                        handlers::list(&sessions, request, responder).await;
+                        Ok(())
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: CloseSessionRequest, responder, cx| {
+                    // Waiting for a cancelled prompt and closing client servers: off the loop.
+                    let sessions = Arc::clone(&on_close);
+                    cx.spawn(async move {
+                        handlers::close(&sessions, request, responder).await;
                         Ok(())
                     })
                 },

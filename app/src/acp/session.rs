@@ -1,15 +1,22 @@
 //! The sessions of one ACP connection: each with its engine, the handle that closes
-//! a private engine, and whether a prompt is in flight.
+//! a private engine, and whether a prompt is in flight; what the client said it can
+//! do in `initialize`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use engine_core::Engine;
-use engine_ports::{SessionId, Verdict};
+use engine_ports::{SessionId, SessionStore, Verdict};
+use tokio::sync::Notify;
 
 use crate::factory::{SessionEngine, SessionEngineFactory};
+
+/// How long `session/close` waits for a cancelled prompt to finish its bookkeeping
+/// (last save, `result` logged) before it closes the engine anyway.
+const CLOSE_DRAIN: Duration = Duration::from_secs(10);
 
 /// One ACP session.
 pub(crate) struct Session {
@@ -22,6 +29,8 @@ pub(crate) struct Session {
     /// A `session/prompt` is in flight (set before its run starts, cleared before its
     /// response goes out).
     prompting: AtomicBool,
+    /// Woken when a prompt ends.
+    idle: Notify,
 }
 
 impl Session {
@@ -35,6 +44,21 @@ impl Session {
     /// Marks the prompt as finished.
     pub(crate) fn end_prompt(&self) {
         self.prompting.store(false, Ordering::SeqCst);
+        self.idle.notify_waiters();
+    }
+
+    /// Waits (at most `limit`) until no prompt is in flight; `false` on expiry.
+    async fn wait_idle(&self, limit: Duration) -> bool {
+        let wait = async {
+            loop {
+                let woken = self.idle.notified();
+                if !self.is_prompting() {
+                    return;
+                }
+                woken.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await.is_ok()
     }
 
     /// Whether a prompt is in flight.
@@ -58,16 +82,26 @@ impl Session {
 /// Every session of one connection, and what creating one needs.
 pub(crate) struct Sessions {
     pub(crate) factory: SessionEngineFactory,
+    /// Where sessions are stored (`session/load`, `session/list`).
+    pub(crate) store: Arc<dyn SessionStore>,
     workspace: PathBuf,
     open: Mutex<HashMap<String, Arc<Session>>>,
+    /// The client advertised form elicitation in `initialize`.
+    client_elicitation: AtomicBool,
 }
 
 impl Sessions {
-    pub(crate) fn new(factory: SessionEngineFactory, workspace: PathBuf) -> Self {
+    pub(crate) fn new(
+        factory: SessionEngineFactory,
+        store: Arc<dyn SessionStore>,
+        workspace: PathBuf,
+    ) -> Self {
         Self {
             factory,
+            store,
             workspace,
             open: Mutex::default(),
+            client_elicitation: AtomicBool::new(false),
         }
     }
 
@@ -76,16 +110,58 @@ impl Sessions {
         &self.workspace
     }
 
-    /// Registers a session created on `engine`.
-    pub(crate) fn insert(&self, id: &str, engine: SessionEngine) -> Arc<Session> {
+    /// Remembers whether the client can answer form elicitations
+    /// (`clientCapabilities.elicitation.form` in `initialize`).
+    pub(crate) fn set_client_elicitation(&self, form: bool) {
+        self.client_elicitation.store(form, Ordering::SeqCst);
+    }
+
+    /// Whether the client can answer form elicitations.
+    pub(crate) fn client_elicitation(&self) -> bool {
+        self.client_elicitation.load(Ordering::SeqCst)
+    }
+
+    /// Registers a session created on `engine`; when `id` is open already (two loads
+    /// racing), `engine` is handed back to be closed.
+    pub(crate) fn insert(&self, id: &str, engine: SessionEngine) -> Result<Arc<Session>, SessionEngine> {
+        let mut open = self.lock();
+        if open.contains_key(id) {
+            return Err(engine);
+        }
         let session = Arc::new(Session {
             id: SessionId::from(id),
             engine: Arc::clone(engine.engine()),
             handle: Mutex::new(Some(engine)),
             prompting: AtomicBool::new(false),
+            idle: Notify::new(),
         });
-        self.lock().insert(id.to_owned(), Arc::clone(&session));
-        session
+        open.insert(id.to_owned(), Arc::clone(&session));
+        Ok(session)
+    }
+
+    /// Whether `id` is open on this connection.
+    pub(crate) fn is_open(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    /// `session/close`: takes the session out (no request reaches it any more),
+    /// denies its asks and cancels its prompt, waits (bounded) for the prompt to
+    /// finish, then closes its engine — a private engine with its client MCP servers
+    /// and stdio children, giving its slot back. `false` for an unknown session.
+    pub(crate) async fn close(&self, id: &str) -> bool {
+        let Some(session) = self.lock().remove(id) else {
+            return false;
+        };
+        session.cancel();
+        if !session.wait_idle(CLOSE_DRAIN).await {
+            tracing::warn!(session_id = %id, "the prompt did not finish within {CLOSE_DRAIN:?} of its cancellation; closing the session anyway");
+        }
+        if let Some(handle) = session.take_handle()
+            && let Err(error) = handle.close().await
+        {
+            tracing::warn!(session_id = %id, %error, "closing an ACP session's engine failed");
+        }
+        true
     }
 
     /// The session `id`, if open.

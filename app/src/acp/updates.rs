@@ -46,23 +46,27 @@ pub(crate) fn session_update(event: &EventKind) -> Option<SessionUpdate> {
             content,
             is_error,
             ..
-        } => {
-            let status = if *is_error {
-                ToolCallStatus::Failed
-            } else {
-                ToolCallStatus::Completed
-            };
-            Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                call_id.as_str().to_owned(),
-                ToolCallUpdateFields::new()
-                    .status(status)
-                    .content(vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
-                        content.clone(),
-                    )))]),
-            )))
-        }
+        } => Some(tool_result_update(call_id.as_str(), content, *is_error)),
         _ => None,
     }
+}
+
+/// The `tool_call_update` carrying a call's final status (`completed`, or `failed`
+/// for an error result) and its result text.
+pub(crate) fn tool_result_update(call_id: &str, content: &str, is_error: bool) -> SessionUpdate {
+    let status = if is_error {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        call_id.to_owned(),
+        ToolCallUpdateFields::new()
+            .status(status)
+            .content(vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
+                content.to_owned(),
+            )))]),
+    ))
 }
 
 /// The `tool_call` announcing a call: id = call id, a title, the kind, status
@@ -126,7 +130,7 @@ fn args_summary(args: &Value) -> String {
     }
 }
 
-fn text_chunk(text: &str) -> ContentChunk {
+pub(crate) fn text_chunk(text: &str) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 

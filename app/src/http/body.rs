@@ -5,7 +5,8 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use engine_ports::{PermissionMode, Verdict};
+use engine_core::ElicitationResponse;
+use engine_ports::{ElicitationAction, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
 use adapter_mcp::ClientServerSpec;
@@ -134,6 +135,69 @@ pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verd
     Ok((ask_id, verdict))
 }
 
+/// `POST /v1/sessions/{id}/elicit`: `{elicitation_id, action, content?}`; `content`
+/// (a JSON object) only with `accept`. Whether the content fits the form is the
+/// engine's check.
+pub(crate) fn elicitation_answer(
+    body: Option<Map<String, Value>>,
+) -> Result<(String, ElicitationResponse), ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["elicitation_id", "action", "content"])?;
+    let id = match map.get("elicitation_id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(
+                "missing field \"elicitation_id\": send the elicitation_id of an elicitation.request event",
+            ));
+        }
+        Some(other) => {
+            return Err(invalid(
+                "elicitation_id",
+                other,
+                "expected the elicitation_id of an elicitation.request event",
+            ));
+        }
+    };
+    const ACTIONS: &str = "expected one of accept, decline, cancel";
+    let action = match map.get("action") {
+        Some(Value::String(value)) => match value.as_str() {
+            "accept" => ElicitationAction::Accept,
+            "decline" => ElicitationAction::Decline,
+            "cancel" => ElicitationAction::Cancel,
+            _ => return Err(invalid("action", &Value::String(value.clone()), ACTIONS)),
+        },
+        None | Some(Value::Null) => {
+            return Err(ApiError::bad_request(format!(
+                "missing field \"action\": {ACTIONS}"
+            )));
+        }
+        Some(other) => return Err(invalid("action", other, ACTIONS)),
+    };
+    let content = match map.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(content)) if action == ElicitationAction::Accept => Some(content.clone()),
+        Some(Value::Object(_)) => {
+            return Err(ApiError::bad_request(format!(
+                "field \"content\" is sent only with action accept, not {}",
+                action.as_str()
+            )));
+        }
+        Some(other) => {
+            return Err(invalid(
+                "content",
+                other,
+                "expected a JSON object with the form's fields",
+            ));
+        }
+    };
+    let response = match action {
+        ElicitationAction::Accept => ElicitationResponse::accept(content.unwrap_or_default()),
+        ElicitationAction::Decline => ElicitationResponse::decline(),
+        ElicitationAction::Cancel => ElicitationResponse::cancel(),
+    };
+    Ok((id, response))
+}
+
 /// A mode name from `field`, or 400 naming the field, the value and the three modes.
 pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, ApiError> {
     value.parse::<PermissionMode>().map_err(|_| {
@@ -205,5 +269,44 @@ mod tests {
         );
         let error = approval(object(r#"{"ask_id":"a1","verdict":"maybe"}"#)).unwrap_err();
         assert!(error.message().contains("maybe") && error.message().contains("verdict"));
+    }
+
+    #[test]
+    fn elicitation_answers_name_the_field_and_take_content_only_when_accepting() {
+        let (id, response) = elicitation_answer(object(
+            r#"{"elicitation_id":"e1","action":"accept","content":{"name":"Ada"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(id, "e1");
+        assert_eq!(response.action, ElicitationAction::Accept);
+        assert_eq!(response.content.unwrap()["name"], "Ada");
+        let (_, declined) =
+            elicitation_answer(object(r#"{"elicitation_id":"e1","action":"decline"}"#)).unwrap();
+        assert_eq!(declined, ElicitationResponse::decline());
+        let cases = [
+            (r#"{"action":"accept"}"#, "elicitation_id"),
+            (
+                r#"{"elicitation_id":"e1","action":"maybe"}"#,
+                "accept, decline, cancel",
+            ),
+            (r#"{"elicitation_id":"e1"}"#, "missing field \"action\""),
+            (
+                r#"{"elicitation_id":"e1","action":"accept","content":[1]}"#,
+                "\"content\"",
+            ),
+            (
+                r#"{"elicitation_id":"e1","action":"decline","content":{}}"#,
+                "only with action accept",
+            ),
+            (
+                r#"{"elicitation_id":"e1","action":"accept","extra":1}"#,
+                "unknown field \"extra\"",
+            ),
+        ];
+        for (body, needle) in cases {
+            let error = elicitation_answer(object(body)).unwrap_err();
+            assert_eq!(error.status(), StatusCode::BAD_REQUEST, "{body}");
+            assert!(error.message().contains(needle), "{body}: {}", error.message());
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! `fuzzing` feature: the request-body decoding of the HTTP API exactly as the
 //! handlers run it, from raw body bytes to the parsed fields or the error answer.
 
-use super::body::{approval, create_body, decode_json_body, prompt_text};
+use super::body::{approval, create_body, decode_json_body, elicitation_answer, prompt_text};
 use super::error::ApiError;
 use super::mcp_servers::reject_stdio;
 
@@ -41,4 +41,28 @@ pub fn approve_body(bytes: &[u8]) -> Result<String, Rejection> {
     approval(decode_json_body(bytes).map_err(rejection)?)
         .map(|(ask_id, _verdict)| ask_id)
         .map_err(rejection)
+}
+
+/// `POST /v1/sessions/{id}/elicit`: the body bytes to the elicitation id, and an
+/// accept's content checked against a fixed form (a string `name` required, an
+/// integer `age`, a choice `color`) as the engine checks it.
+///
+/// # Errors
+/// The 4xx answer the handler would send (a content that does not fit is a 400).
+pub fn elicit_body(bytes: &[u8]) -> Result<String, Rejection> {
+    let (id, response) =
+        elicitation_answer(decode_json_body(bytes).map_err(rejection)?).map_err(rejection)?;
+    if let Some(content) = &response.content {
+        let form = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "maxLength": 40},
+                "age": {"type": "integer", "minimum": 0},
+                "color": {"type": "string", "enum": ["red", "green"]}
+            },
+            "required": ["name"]
+        });
+        engine_core::check_content(&form, content).map_err(|problem| (400, problem))?;
+    }
+    Ok(id)
 }

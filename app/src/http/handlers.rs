@@ -9,11 +9,12 @@ use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse as _, Response};
+use engine_core::ElicitationAnswerError;
 use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_micros};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::{JsonBody, approval, create_body, mode_value, prompt_text};
+use super::body::{JsonBody, approval, create_body, elicitation_answer, mode_value, prompt_text};
 use super::error::ApiError;
 use super::mcp_servers::reject_stdio;
 use super::server::ServerState;
@@ -169,6 +170,41 @@ pub(crate) async fn approve(
         ));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/sessions/{id}/elicit {elicitation_id, action, content?}` → 204 once the
+/// answer reached the tool; 400 when the content does not fit the form (naming the
+/// field; the question stays open), 404 for an elicitation that is not open, 409
+/// without a run.
+pub(crate) async fn elicit(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let (elicitation_id, response) = elicitation_answer(body)?;
+    let Some(session) = state.sessions.get(&id) else {
+        stored(&state, &id).await?;
+        return Err(no_run(&id));
+    };
+    if !session.engine().is_running(&id) {
+        return Err(no_run(&id));
+    }
+    match session
+        .engine()
+        .answer_elicitation(&id, &elicitation_id, response)
+    {
+        Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Err(ElicitationAnswerError::InvalidContent(problem)) => Err(ApiError::bad_request(format!(
+            "the answer to elicitation {elicitation_id:?} does not fit its form: {problem}"
+        ))),
+        Err(_) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "elicitation {elicitation_id:?} is not open in session {:?} (unknown, already answered, or ended)",
+                id.as_str()
+            ),
+        )),
+    }
 }
 
 /// `POST /v1/sessions/{id}/cancel` → 204, whether or not a run was in progress.

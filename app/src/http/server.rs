@@ -357,6 +357,7 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}", get(handlers::show).delete(handlers::delete))
         .route("/v1/sessions/{id}/prompt", post(handlers::prompt))
         .route("/v1/sessions/{id}/approve", post(handlers::approve))
+        .route("/v1/sessions/{id}/elicit", post(handlers::elicit))
         .route("/v1/sessions/{id}/cancel", post(handlers::cancel))
         .route("/v1/sessions/{id}/tools", get(handlers::tools))
         .route("/v1/sessions/{id}/commands", get(handlers::commands))

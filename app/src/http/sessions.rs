@@ -48,10 +48,13 @@ impl HttpSession {
         &self.engine
     }
 
-    /// `running`, `awaiting_approval` (a run waits for an answer) or `idle`.
+    /// `running`, `awaiting_approval` (a run waits for an ask's verdict),
+    /// `awaiting_input` (a run waits for the answer to a server's question) or `idle`.
     pub(crate) fn state(&self) -> &'static str {
         if !self.engine.pending_asks(&self.id).is_empty() {
             "awaiting_approval"
+        } else if !self.engine.pending_elicitations(&self.id).is_empty() {
+            "awaiting_input"
         } else if self.engine.is_running(&self.id) {
             "running"
         } else {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EnvVariable, ImageContent, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
-    SetSessionModeRequest, StopReason, TextContent,
+    CloseSessionRequest, ContentBlock, EnvVariable, ImageContent, ListSessionsRequest, LoadSessionRequest,
+    McpServer, McpServerHttp, McpServerSse, McpServerStdio, SetSessionModeRequest, StopReason, TextContent,
 };
 use serde_json::{Value, json};
 
@@ -144,7 +144,8 @@ async fn initialize_advertises_v1_text_prompts_and_http_mcp_only() {
     assert_eq!(init["agentInfo"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(init["authMethods"], json!([]));
     let caps = &init["agentCapabilities"];
-    assert_eq!(caps["loadSession"], false);
+    assert_eq!(caps["loadSession"], true);
+    assert_eq!(caps["sessionCapabilities"], json!({"list": {}, "close": {}}));
     assert_eq!(
         caps["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})
@@ -508,12 +509,17 @@ async fn a_write_ask_allowed_once_runs_the_write() {
         std::fs::read_to_string(setup.ws().join("out.txt")).unwrap(),
         "hello"
     );
-    assert_eq!(tool_records(&setup.store(), &session).len(), 1);
+    let records = tool_records(&setup.store(), &session);
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0]["approval"],
+        json!({"by": "user", "verdict": "allow_once"})
+    );
     exits_cleanly(client).await;
 }
 
 #[tokio::test]
-async fn a_write_ask_rejected_or_cancelled_fails_the_call_and_records_nothing() {
+async fn a_write_ask_rejected_or_cancelled_fails_the_call_and_records_the_users_denial() {
     let setup = Setup::new(WRITE_THEN_DONE);
     let mut client = setup.start().await;
     for answer in ["reject_once", "cancelled"] {
@@ -533,7 +539,15 @@ async fn a_write_ask_rejected_or_cancelled_fails_the_call_and_records_nothing() 
         assert_eq!(w1[1]["status"], "failed", "{answer}");
         assert!(result_text(w1[1]).contains("denied"), "{answer}: {}", w1[1]);
         assert_eq!(answer_text(&updates), "done", "{answer}");
-        assert!(tool_records(&setup.store(), &session).is_empty(), "{answer}");
+        let records = tool_records(&setup.store(), &session);
+        assert_eq!(records.len(), 1, "{answer}: {records:?}");
+        assert_eq!(
+            records[0]["approval"],
+            json!({"by": "user", "verdict": "deny"}),
+            "{answer}"
+        );
+        assert_eq!(records[0]["is_error"], true, "{answer}");
+        assert_eq!(records[0]["took_micros"], 0, "{answer}: a refused call never ran");
     }
     assert!(!setup.ws().join("out.txt").exists());
     exits_cleanly(client).await;
@@ -613,7 +627,10 @@ async fn session_cancel_denies_a_pending_ask() {
     let updates = client.updates_of(&session);
     let w1: Vec<&Value> = updates.iter().filter(|u| u["toolCallId"] == "w1").collect();
     assert_eq!(w1.last().unwrap()["status"], "failed", "{updates:#?}");
-    assert!(tool_records(&setup.store(), &session).is_empty());
+    // The pending ask was denied by the cancel: the user's decision, recorded.
+    let records = tool_records(&setup.store(), &session);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["approval"], json!({"by": "user", "verdict": "deny"}));
     assert!(!setup.ws().join("out.txt").exists());
     exits_cleanly(client).await;
 }
@@ -895,4 +912,314 @@ async fn a_malformed_megabyte_line_gets_a_short_parse_error() {
     assert!(short.contains("{oops"), "{short}");
     agent.initialize(2).await;
     agent.finish().await;
+}
+
+const READ_WRITE_DONE_THEN_MORE: &str = r#"{"turns": [
+  {"text": "looking", "tool_calls": [
+    {"id": "r1", "name": "Read", "args": {"path": "README.md"}},
+    {"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}
+  ]},
+  {"text": "done"},
+  {"text": "continued"}
+]}"#;
+
+#[tokio::test]
+async fn session_load_replays_the_stored_conversation_and_the_next_prompt_continues_it() {
+    let setup = Setup::new(READ_WRITE_DONE_THEN_MORE);
+    std::fs::write(setup.ws().join("README.md"), "hello readme\n").unwrap();
+    let mut first = setup.start().await;
+    let session = first.session(&setup.ws(), Vec::new()).await;
+    let pending = first.send_prompt(&session, "read the readme\nand write");
+    first.next_ask().await.select("reject_once");
+    assert_eq!(pending.await.unwrap().unwrap().stop_reason, StopReason::EndTurn);
+    exits_cleanly(first).await;
+
+    // Another editor process, same store: the session is listed, then loaded.
+    let mut second = setup.start().await;
+    let listed = second
+        .cx
+        .send_request(ListSessionsRequest::new().cwd(setup.ws()))
+        .block_task()
+        .await
+        .unwrap();
+    let listed = serde_json::to_value(&listed).unwrap();
+    assert_eq!(listed["sessions"][0]["sessionId"], session);
+    assert_eq!(listed["sessions"][0]["title"], "read the readme");
+    assert_eq!(listed["sessions"][0]["cwd"], setup.ws().display().to_string());
+    assert!(listed.get("nextCursor").is_none(), "{listed}");
+
+    let loaded = second
+        .cx
+        .send_request(LoadSessionRequest::new(session.clone(), setup.ws()))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&loaded).unwrap()["modes"]["currentModeId"],
+        "default"
+    );
+    // Updates are delivered before the answer they belong to.
+    let replayed: Vec<Value> = second
+        .updates_of(&session)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .collect();
+    let shape: Vec<(String, String)> = replayed
+        .iter()
+        .map(|u| {
+            let kind = u["sessionUpdate"].as_str().unwrap();
+            // A tool call's status defaults to `pending` (omitted on the wire).
+            let status = match u["status"].as_str() {
+                Some(status) => status,
+                None if kind == "tool_call" => "pending",
+                None => "",
+            };
+            (kind.to_owned(), status.to_owned())
+        })
+        .collect();
+    let expected = [
+        ("user_message_chunk", ""),
+        ("agent_message_chunk", ""),
+        ("tool_call", "pending"),
+        ("tool_call", "pending"),
+        ("tool_call_update", "completed"),
+        ("tool_call_update", "failed"),
+        ("agent_message_chunk", ""),
+    ];
+    assert_eq!(
+        shape,
+        expected.map(|(a, b)| (a.to_owned(), b.to_owned())),
+        "{replayed:#?}"
+    );
+    assert_eq!(replayed[0]["content"]["text"], "read the readme\nand write");
+    assert_eq!(replayed[1]["content"]["text"], "looking");
+    assert_eq!(replayed[2]["toolCallId"], "r1");
+    assert_eq!(replayed[2]["rawInput"], json!({"path": "README.md"}));
+    assert!(result_text(&replayed[4]).contains("hello readme"));
+    assert_eq!(replayed[5]["toolCallId"], "w1");
+    assert!(result_text(&replayed[5]).contains("denied"));
+    assert_eq!(replayed[6]["content"]["text"], "done");
+
+    // The next prompt continues the conversation: the model sees the earlier turns
+    // (the scripted model answers by how many assistant turns it was sent).
+    let response = second.prompt(&session, "go on").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(answer_text(&second.updates_of(&session)), "continued");
+
+    // Loading it again on this connection is refused while it is open.
+    let again = second
+        .cx
+        .send_request(LoadSessionRequest::new(session.clone(), setup.ws()))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(again.code, ErrorCode::INVALID_REQUEST);
+    assert!(again.message.contains("already open"), "{again:?}");
+    exits_cleanly(second).await;
+}
+
+#[tokio::test]
+async fn session_load_refuses_an_unknown_session_and_a_cwd_outside_the_workspace() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let client = setup.start().await;
+    let unknown = client
+        .cx
+        .send_request(LoadSessionRequest::new("0123abcd", setup.ws()))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::RESOURCE_NOT_FOUND);
+    assert!(unknown.message.contains("\"0123abcd\""), "{unknown:?}");
+    assert!(unknown.message.contains("session/list"), "{unknown:?}");
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    client
+        .cx
+        .send_request(CloseSessionRequest::new(session.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    let outside = client
+        .cx
+        .send_request(LoadSessionRequest::new(session, setup.scratch.dir.path()))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(outside.code, ErrorCode::INVALID_PARAMS);
+    assert!(outside.message.contains("outside the workspace"), "{outside:?}");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn session_close_frees_the_engine_client_servers_and_slot_at_once() {
+    let server = McpFixture::start(FixtureSpec::tools("cli:", &["echo"])).await;
+    let setup = Setup::new(READ_THEN_DONE);
+    let client = setup.start().await;
+    let slots = app::AppConfig::new(setup.ws()).max_sessions;
+    let with_server = || vec![http_server("cli", &server.url)];
+
+    // Every slot taken by a session with its own MCP server: one more is refused.
+    let mut open = Vec::new();
+    for _ in 0..slots {
+        open.push(client.session(&setup.ws(), with_server()).await);
+    }
+    let refused = client.new_session(&setup.ws(), with_server()).await.unwrap_err();
+    assert!(refused.message.contains("too many sessions"), "{refused:?}");
+
+    // Closing one frees its slot before the answer: the next session fits at once,
+    // and the closed session's MCP session was ended.
+    let deletes = server.deletes();
+    let closed = open.pop().unwrap();
+    client
+        .cx
+        .send_request(CloseSessionRequest::new(closed.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        server.deletes(),
+        deletes + 1,
+        "the client server's session was ended"
+    );
+    open.push(client.session(&setup.ws(), with_server()).await);
+
+    // A closed session is gone from the connection (prompts and a second close are
+    // refused) but stays stored.
+    let prompt = client.prompt(&closed, "hello").await.unwrap_err();
+    assert_eq!(prompt.code, ErrorCode::RESOURCE_NOT_FOUND);
+    let twice = client
+        .cx
+        .send_request(CloseSessionRequest::new(closed.clone()))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(twice.code, ErrorCode::RESOURCE_NOT_FOUND);
+    let listed = client
+        .cx
+        .send_request(ListSessionsRequest::new())
+        .block_task()
+        .await
+        .unwrap();
+    assert!(listed.sessions.iter().any(|s| *s.session_id.0 == *closed));
+
+    // Open and close more sessions than there are slots, one connection throughout.
+    for id in open.drain(..) {
+        client
+            .cx
+            .send_request(CloseSessionRequest::new(id))
+            .block_task()
+            .await
+            .unwrap();
+    }
+    for _ in 0..(slots + 8) {
+        let id = client.session(&setup.ws(), with_server()).await;
+        client
+            .cx
+            .send_request(CloseSessionRequest::new(id))
+            .block_task()
+            .await
+            .unwrap();
+    }
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn session_close_cancels_a_running_prompt_first() {
+    let setup = Setup::new(
+        r#"{"turns": [
+          {"tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+          {"delay_ms": 5000, "text": "too late"}
+        ]}"#,
+    );
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let started = Instant::now();
+    let pending = client.send_prompt(&session, "take your time");
+    loop {
+        let update = serde_json::to_value(&client.next_update().await.update).unwrap();
+        if update["sessionUpdate"] == "tool_call_update" {
+            break;
+        }
+    }
+    client
+        .cx
+        .send_request(CloseSessionRequest::new(session.clone()))
+        .block_task()
+        .await
+        .unwrap();
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    exits_cleanly(client).await;
+}
+
+const ASK_NAME_THEN_DONE: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "q1", "name": "mcp__py__ask_name", "args": {}}]},
+  {"text": "done"}
+]}"#;
+
+fn with_elicit_server(peer: &test_peers::PeerProcess) -> Setup {
+    Setup::new(ASK_NAME_THEN_DONE)
+        .arg("--mcp-server")
+        .arg(&format!("py={}/mcp", peer.base_url()))
+}
+
+#[tokio::test]
+async fn a_servers_question_reaches_the_editor_as_an_elicitation_and_its_answer_the_server() {
+    const TEST: &str = "a_servers_question_reaches_the_editor_as_an_elicitation_and_its_answer_the_server";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let setup = with_elicit_server(&peer);
+    let mut client = AcpClient::start_eliciting(setup.scratch.dir.path(), &setup.args).await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "who am I?");
+    client.next_ask().await.select("allow_once");
+    let question = client.next_elicitation().await;
+    let request = question.json();
+    assert_eq!(request["sessionId"], session);
+    assert_eq!(request["toolCallId"], "q1");
+    assert_eq!(request["mode"], "form");
+    assert_eq!(request["message"], "What is your name?");
+    assert_eq!(request["requestedSchema"]["required"], json!(["name"]));
+    assert_eq!(request["requestedSchema"]["properties"]["name"]["type"], "string");
+    question.accept(json!({"name": "Ada", "age": 36}));
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let q1 = updates.iter().rfind(|u| u["toolCallId"] == "q1").unwrap();
+    assert_eq!(q1["status"], "completed", "{updates:#?}");
+    assert!(result_text(q1).contains("hello Ada, age 36"), "{q1}");
+    assert!(!result_text(q1).contains("[the server's question"), "{q1}");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn an_editor_without_elicitation_gets_the_question_declined_with_a_clear_text() {
+    const TEST: &str = "an_editor_without_elicitation_gets_the_question_declined_with_a_clear_text";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let setup = with_elicit_server(&peer);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "who am I?");
+    client.next_ask().await.select("allow_once");
+    let response = pending.await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    let updates = client.updates_of(&session);
+    let q1 = updates.iter().rfind(|u| u["toolCallId"] == "q1").unwrap();
+    let text = result_text(q1);
+    assert!(text.contains("declined"), "{text}");
+    assert!(
+        text.contains(
+            "[the server's question was declined: the editor cannot show the server's question \
+             (its ACP client did not advertise clientCapabilities.elicitation.form)]"
+        ),
+        "{text}"
+    );
+    exits_cleanly(client).await;
 }

@@ -243,3 +243,71 @@ fn find_tools_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+const ASK_NAME_THEN_TEXT: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "q1", "name": "mcp__py__ask_name", "args": {}}]},
+  {"text": "done"}
+]}"#;
+
+#[tokio::test]
+async fn a_headless_run_declines_a_servers_question_with_a_clear_text_and_records_the_policys_allow() {
+    const TEST: &str =
+        "a_headless_run_declines_a_servers_question_with_a_clear_text_and_records_the_policys_allow";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let server = format!("py={}/mcp", peer.base_url());
+    let store = scratch.path("store").display().to_string();
+    let output = run(
+        &scratch,
+        ASK_NAME_THEN_TEXT,
+        &[
+            "--mcp-server",
+            &server,
+            "--approve",
+            "all",
+            "--store-dir",
+            &store,
+            "--output",
+            "jsonl",
+            "who am I?",
+        ],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let events = json_lines(&output.stdout);
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "elicitation.request")
+        .expect("the question is in the event stream");
+    assert_eq!(request["call_id"], "q1");
+    assert_eq!(request["name"], "mcp__py__ask_name");
+    assert_eq!(request["message"], "What is your name?");
+    let ended = events.iter().find(|e| e["type"] == "elicitation.result").unwrap();
+    assert_eq!(ended["action"], "decline");
+    assert!(
+        ended["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("this run is headless (mecated run)")
+    );
+    let result = results(&events)[0];
+    let text = result["content"].as_str().unwrap();
+    assert!(text.contains("declined"), "the server saw the decline: {text}");
+    assert!(
+        text.contains("[the server's question was declined: this run is headless (mecated run): nobody can answer the server's question"),
+        "{text}"
+    );
+    let records: Vec<Value> = std::fs::read_dir(scratch.path("store").join("sid-v1"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tools.jsonl"))
+        .flat_map(|e| json_lines(&std::fs::read_to_string(e.path()).unwrap()))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        records[0]["approval"],
+        serde_json::json!({"by": "policy", "verdict": "allow"})
+    );
+}

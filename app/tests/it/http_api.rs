@@ -50,6 +50,22 @@ fn config_with(scratch: &Scratch, model: ModelConfig) -> AppConfig {
     cfg
 }
 
+/// As [`config_with`], over a JSONL store in the scratch directory.
+fn stored_config_with(scratch: &Scratch, model: ModelConfig) -> AppConfig {
+    let mut cfg = config_with(scratch, model);
+    cfg.store = StoreConfig::Dir {
+        path: scratch.path("store"),
+        sync: adapter_jsonlstore::SyncPolicy::default(),
+    };
+    cfg
+}
+
+/// The `.tools.jsonl` lines of session `id`.
+fn tool_records(server: &TestServer, id: &str) -> Vec<Value> {
+    let paths = server.built.store().paths(&SessionId::from(id)).unwrap();
+    crate::support::json_lines(&std::fs::read_to_string(paths.tools).unwrap_or_default())
+}
+
 /// The events the store logged for `id`, once its last one is `result`.
 async fn logged_result(server: &TestServer, id: &str) -> EventKind {
     let log = server.built.store().event_log();
@@ -204,7 +220,7 @@ async fn with_a_token_only_the_right_bearer_passes_and_healthz_stays_open() {
 #[tokio::test]
 async fn an_ask_is_answered_over_http_and_the_tool_runs() {
     let scratch = Scratch::new();
-    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let server = TestServer::start(stored_config_with(&scratch, write_model())).await;
     let id = server.create(json!({})).await;
     let mut stream = server.prompt(&id, "write it").await;
     let before = stream.until("permission.ask").await;
@@ -251,6 +267,12 @@ async fn an_ask_is_answered_over_http_and_the_tool_runs() {
         std::fs::read_to_string(scratch.ws().join("out.txt")).unwrap(),
         "hello"
     );
+    let records = tool_records(&server, &id);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(
+        records[0]["approval"],
+        json!({"by": "user", "verdict": "allow_once"})
+    );
 
     let late = server
         .post(&approve, json!({"ask_id": ask_id, "verdict": "allow_once"}))
@@ -260,9 +282,9 @@ async fn an_ask_is_answered_over_http_and_the_tool_runs() {
 }
 
 #[tokio::test]
-async fn a_denied_ask_reaches_the_model_as_an_error_result() {
+async fn a_denied_ask_reaches_the_model_as_an_error_result_and_is_recorded_as_the_users() {
     let scratch = Scratch::new();
-    let server = TestServer::start(config_with(&scratch, write_model())).await;
+    let server = TestServer::start(stored_config_with(&scratch, write_model())).await;
     let id = server.create(json!({})).await;
     let mut stream = server.prompt(&id, "write it").await;
     let before = stream.until("permission.ask").await;
@@ -279,6 +301,10 @@ async fn a_denied_ask_reaches_the_model_as_an_error_result() {
     assert_eq!(result.1["is_error"], true, "{result:?}");
     assert_eq!(after.last().unwrap().1["stop"], "end_turn");
     assert!(!scratch.ws().join("out.txt").exists());
+    let records = tool_records(&server, &id);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["approval"], json!({"by": "user", "verdict": "deny"}));
+    assert_eq!(records[0]["result"], result.1["content"]);
     server.stop().await;
 }
 
@@ -1180,5 +1206,146 @@ async fn sessions_already_in_the_store_are_listed_continued_and_deleted() {
     let deleted = server.call("DELETE", "/v1/sessions/earlier", None).await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     assert!(!paths.snapshot.exists() && !paths.events.exists());
+    server.stop().await;
+}
+
+/// A config whose model calls the elicit peer's `ask_name` once, over the peer as a
+/// global MCP server.
+fn asking_config(scratch: &Scratch, peer: &test_peers::PeerProcess) -> AppConfig {
+    let mut cfg = stored_config_with(scratch, one_call_model("mcp__py__ask_name", "{}"));
+    cfg.mcp.servers = vec![crate::support::http_server(
+        "py",
+        &format!("{}/mcp", peer.base_url()),
+    )];
+    cfg
+}
+
+/// Approves the session's first ask and returns the events up to its first
+/// `elicitation.request`.
+async fn approve_then_question(
+    server: &TestServer,
+    id: &str,
+    stream: &mut crate::support::http::SseReader,
+) -> Value {
+    let ask = stream.until("permission.ask").await;
+    let ask_id = ask.last().unwrap().1["ask_id"].as_str().unwrap().to_owned();
+    let approved = server
+        .post(
+            &format!("/v1/sessions/{id}/approve"),
+            json!({"ask_id": ask_id, "verdict": "allow_once"}),
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::NO_CONTENT);
+    stream
+        .until("elicitation.request")
+        .await
+        .last()
+        .unwrap()
+        .1
+        .clone()
+}
+
+#[tokio::test]
+async fn a_servers_question_is_an_sse_event_answered_at_the_elicit_endpoint() {
+    const TEST: &str = "a_servers_question_is_an_sse_event_answered_at_the_elicit_endpoint";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let server = TestServer::start(asking_config(&scratch, &peer)).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "who am I?").await;
+    let question = approve_then_question(&server, &id, &mut stream).await;
+    assert_eq!(question["call_id"], "c1");
+    assert_eq!(question["name"], "mcp__py__ask_name");
+    assert_eq!(question["message"], "What is your name?");
+    assert_eq!(question["requested_schema"]["required"], json!(["name"]));
+    let elicitation_id = question["elicitation_id"].as_str().unwrap().to_owned();
+    let waiting = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(waiting.body["state"], "awaiting_input");
+
+    let elicit = format!("/v1/sessions/{id}/elicit");
+    let unknown = server
+        .post(&elicit, json!({"elicitation_id": "nope", "action": "decline"}))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.error().contains("\"nope\""), "{unknown:?}");
+    let misfit = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": 7}}),
+        )
+        .await;
+    assert_eq!(misfit.status, StatusCode::BAD_REQUEST);
+    assert!(
+        misfit.error().contains("content.name: expected a string, got 7"),
+        "{misfit:?}"
+    );
+    let extra = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": "Ada", "nick": "A"}}),
+        )
+        .await;
+    assert_eq!(extra.status, StatusCode::BAD_REQUEST);
+    assert!(extra.error().contains("content.nick"), "{extra:?}");
+
+    let accepted = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await;
+    assert_eq!(accepted.status, StatusCode::NO_CONTENT, "{accepted:?}");
+    let after = stream.rest().await;
+    let ended = after
+        .iter()
+        .find(|(_, e)| e["type"] == "elicitation.result")
+        .unwrap();
+    assert_eq!(ended.1["action"], "accept");
+    assert!(ended.1.get("reason").is_none(), "{ended:?}");
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    assert!(
+        result.1["content"].as_str().unwrap().contains("hello Ada"),
+        "{result:?}"
+    );
+    assert_eq!(after.last().unwrap().1["stop"], "end_turn");
+    let late = server
+        .post(
+            &elicit,
+            json!({"elicitation_id": elicitation_id, "action": "decline"}),
+        )
+        .await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{late:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_unanswered_question_is_declined_when_its_time_is_up() {
+    const TEST: &str = "an_unanswered_question_is_declined_when_its_time_is_up";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let mut cfg = asking_config(&scratch, &peer);
+    cfg.engine.elicitation_timeout = Duration::from_secs(1);
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "who am I?").await;
+    approve_then_question(&server, &id, &mut stream).await;
+    let after = stream.rest().await;
+    let ended = after
+        .iter()
+        .find(|(_, e)| e["type"] == "elicitation.result")
+        .unwrap();
+    assert_eq!(ended.1["action"], "decline");
+    assert_eq!(ended.1["reason"], "nobody answered within 1 s");
+    let result = after.iter().find(|(_, e)| e["type"] == "tool.result").unwrap();
+    let text = result.1["content"].as_str().unwrap();
+    assert!(text.contains("declined"), "{text}");
+    assert!(
+        text.ends_with("[the server's question was declined: nobody answered within 1 s]"),
+        "{text}"
+    );
     server.stop().await;
 }

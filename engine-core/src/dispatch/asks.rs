@@ -1,17 +1,29 @@
-//! [`AskRegistry`]: pending permission asks of one session, answered by the host.
+//! [`AskRegistry`]: what a session's run waits for its host to answer — permission
+//! asks and elicitations.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use engine_ports::Verdict;
+use engine_ports::{ElicitationAction, Verdict};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
-/// The open asks of a session. The dispatcher registers an ask before emitting its
-/// `permission.ask` event (so an answer that arrives right away is kept), then waits;
-/// the host answers with [`AskRegistry::answer`].
+use crate::elicitation::{ElicitationAnswerError, ElicitationResponse, check_content};
+
+/// The open asks and elicitations of a run. The dispatcher registers one before
+/// emitting its event (`permission.ask`, `elicitation.request`), so an answer that
+/// arrives right away is kept, then waits; the host answers with
+/// [`AskRegistry::answer`] or [`AskRegistry::answer_elicitation`].
 #[derive(Debug, Default)]
 pub struct AskRegistry {
     open: Mutex<HashMap<String, oneshot::Sender<Verdict>>>,
+    elicitations: Mutex<HashMap<String, OpenElicitation>>,
+}
+
+#[derive(Debug)]
+struct OpenElicitation {
+    form: Value,
+    answer: oneshot::Sender<ElicitationResponse>,
 }
 
 impl AskRegistry {
@@ -23,13 +35,13 @@ impl AskRegistry {
     /// Opens an ask and returns where its verdict arrives.
     pub fn open(&self, ask_id: &str) -> oneshot::Receiver<Verdict> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(ask_id.to_owned(), tx);
+        lock(&self.open).insert(ask_id.to_owned(), tx);
         rx
     }
 
     /// Answers an open ask; `false` for an unknown or already answered ask.
     pub fn answer(&self, ask_id: &str, verdict: Verdict) -> bool {
-        match self.lock().remove(ask_id) {
+        match lock(&self.open).remove(ask_id) {
             Some(tx) => tx.send(verdict).is_ok(),
             None => false,
         }
@@ -37,19 +49,75 @@ impl AskRegistry {
 
     /// Forgets an ask that will not be waited for any more.
     pub fn close(&self, ask_id: &str) {
-        self.lock().remove(ask_id);
+        lock(&self.open).remove(ask_id);
     }
 
     /// The ids of the open asks, sorted.
     pub fn open_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.lock().keys().cloned().collect();
+        let mut ids: Vec<String> = lock(&self.open).keys().cloned().collect();
         ids.sort();
         ids
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Verdict>>> {
-        self.open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Opens an elicitation of `form` and returns where its answer arrives.
+    pub fn open_elicitation(&self, id: &str, form: Value) -> oneshot::Receiver<ElicitationResponse> {
+        let (answer, rx) = oneshot::channel();
+        lock(&self.elicitations).insert(id.to_owned(), OpenElicitation { form, answer });
+        rx
     }
+
+    /// Answers an open elicitation. An accept's content must fit the form (a
+    /// missing content counts as empty); a decline or cancel carries none.
+    ///
+    /// # Errors
+    /// [`ElicitationAnswerError::NotOpen`] for an unknown or already answered
+    /// elicitation; [`ElicitationAnswerError::InvalidContent`] naming the field that
+    /// does not fit (the elicitation stays open).
+    pub fn answer_elicitation(
+        &self,
+        id: &str,
+        response: ElicitationResponse,
+    ) -> Result<(), ElicitationAnswerError> {
+        let mut open = lock(&self.elicitations);
+        let Some(pending) = open.get(id) else {
+            return Err(ElicitationAnswerError::NotOpen(id.to_owned()));
+        };
+        let response = match response.action {
+            ElicitationAction::Accept => {
+                let content = response.content.unwrap_or_default();
+                check_content(&pending.form, &content).map_err(ElicitationAnswerError::InvalidContent)?;
+                ElicitationResponse {
+                    content: Some(content),
+                    ..response
+                }
+            }
+            ElicitationAction::Decline | ElicitationAction::Cancel => ElicitationResponse {
+                content: None,
+                ..response
+            },
+        };
+        let Some(pending) = open.remove(id) else {
+            return Err(ElicitationAnswerError::NotOpen(id.to_owned()));
+        };
+        pending
+            .answer
+            .send(response)
+            .map_err(|_| ElicitationAnswerError::NotOpen(id.to_owned()))
+    }
+
+    /// Forgets an elicitation that will not be waited for any more.
+    pub fn close_elicitation(&self, id: &str) {
+        lock(&self.elicitations).remove(id);
+    }
+
+    /// The ids of the open elicitations, sorted.
+    pub fn open_elicitation_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = lock(&self.elicitations).keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

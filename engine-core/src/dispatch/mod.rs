@@ -11,6 +11,7 @@
 
 mod asks;
 mod call_ids;
+mod elicit;
 mod execution;
 mod pipeline;
 mod segments;
@@ -39,6 +40,9 @@ pub struct DispatchConfig {
     /// How long in-flight calls get to return after cancellation before their task
     /// is aborted.
     pub cancel_grace: Duration,
+    /// How long a tool's question to the user waits for its answer before it is
+    /// declined.
+    pub elicitation_timeout: Duration,
 }
 
 /// Default `max_parallel_reads`.
@@ -55,6 +59,7 @@ impl Default for DispatchConfig {
         Self {
             max_parallel_reads: DEFAULT_MAX_PARALLEL_READS,
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            elicitation_timeout: crate::elicitation::DEFAULT_ELICITATION_TIMEOUT,
         }
     }
 }
@@ -75,7 +80,8 @@ pub struct TurnContext {
     pub progressive_tools: bool,
     /// The permission policy.
     pub policy: Arc<dyn PermissionPolicy>,
-    /// Where asks wait for an operator; `None` = headless (asks become denials).
+    /// Where asks and elicitations wait for an operator; `None` = headless (asks
+    /// become denials, elicitations declines).
     pub asks: Option<Arc<AskRegistry>>,
     /// Operator hooks.
     pub hooks: Option<Arc<dyn ToolHooks>>,

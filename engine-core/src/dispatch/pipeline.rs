@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use engine_ports::{
-    Decision, EventKind, HookAction, HookPhase, PermissionRequest, Post, Pre, ToolCall, ToolResult, Verdict,
-    elapsed_between,
+    Approval, Decision, EventKind, HookAction, HookPhase, PermissionRequest, Post, Pre, ToolCall, ToolResult,
+    Verdict, elapsed_between,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::elicit::CallElicitor;
 use super::execution::{Execution, Failed};
 use super::segments::segments;
 use super::{DispatchConfig, TurnContext, TurnOutcome, normalize_call_ids};
@@ -32,10 +33,16 @@ impl Target {
     }
 }
 
-/// A prepared call: stopped with a final result, or ready to execute.
+/// A prepared call: stopped with a final result (with the approval that refused it,
+/// when a permission decision did), or ready to execute with the approval that let
+/// it run.
 enum Step {
-    Stopped(ToolResult),
-    Ready { tool: Arc<dyn Tool>, call: ToolCall },
+    Stopped(ToolResult, Option<Approval>),
+    Ready {
+        tool: Arc<dyn Tool>,
+        call: ToolCall,
+        approval: Approval,
+    },
 }
 
 /// What execution of one call gave back (`None`: cancelled before it started).
@@ -46,12 +53,13 @@ struct Executed {
 
 /// A call of the current segment after the execute phase started.
 enum Running {
-    Stopped(ToolResult),
+    Stopped(ToolResult, Option<Approval>),
     Started {
         call: ToolCall,
         tool_name: String,
         start: Option<SystemTime>,
         handle: Execution<Executed>,
+        approval: Approval,
     },
 }
 
@@ -93,7 +101,7 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
         let mut prepared = Vec::with_capacity(segment.len());
         for index in segment.clone() {
             let step = if ctx.cancel.is_cancelled() {
-                Step::Stopped(cancelled_result(&calls[index]))
+                Step::Stopped(cancelled_result(&calls[index]), None)
             } else {
                 prepare(ctx, index, &calls[index], &targets[index]).await
             };
@@ -106,19 +114,27 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
         let mut running = Vec::with_capacity(prepared.len());
         for (step, index) in prepared.into_iter().zip(segment.clone()) {
             running.push(match step {
-                Step::Stopped(result) => Running::Stopped(result),
-                Step::Ready { tool, call } => launch(ctx, &slots, tool, call, &calls[index], inline).await,
+                Step::Stopped(result, approval) => Running::Stopped(result, approval),
+                Step::Ready { tool, call, approval } => {
+                    let place = Place {
+                        index,
+                        inline,
+                        approval,
+                    };
+                    launch(ctx, config, &slots, tool, call, &calls[index], place).await
+                }
             });
         }
 
         for (run, index) in running.into_iter().zip(segment) {
-            let (effective, result, timing) = match run {
-                Running::Stopped(result) => (calls[index].clone(), result, None),
+            let (effective, result, timing, approval) = match run {
+                Running::Stopped(result, approval) => (calls[index].clone(), result, None, approval),
                 Running::Started {
                     call,
                     tool_name,
                     start,
                     handle,
+                    approval,
                 } => {
                     let (result, end) = collect(
                         ctx,
@@ -133,10 +149,10 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
                         queued: span(enqueue, start),
                         took: span(start, end),
                     });
-                    (call, result, timing)
+                    (call, result, timing, Some(approval))
                 }
             };
-            let result = finish(ctx, &effective, result, timing).await;
+            let result = finish(ctx, &effective, result, timing, approval).await;
             if matches!(targets[index], Target::Tool { is_search: true, .. }) {
                 hydrated.extend(
                     returned_names(&result)
@@ -217,10 +233,13 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
             } else {
                 " Check the name against the tool list."
             };
-            return Step::Stopped(ToolResult::error(
-                call.id().clone(),
-                format!("no such tool: {:?} does not exist.{hint}", call.name()),
-            ));
+            return Step::Stopped(
+                ToolResult::error(
+                    call.id().clone(),
+                    format!("no such tool: {:?} does not exist.{hint}", call.name()),
+                ),
+                None,
+            );
         }
         Target::NotInMode => {
             let message = if ctx.mode == engine_ports::PermissionMode::Plan {
@@ -231,34 +250,39 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
             } else {
                 format!("tool {} is only available in plan mode", call.name())
             };
-            return Step::Stopped(ToolResult::error(call.id().clone(), message));
+            return Step::Stopped(ToolResult::error(call.id().clone(), message), None);
         }
         Target::Tool { tool, .. } => tool,
     };
     let read_only = tool.read_only();
 
-    match decide(ctx, index, call, read_only).await {
-        Gate::Pass => {}
-        Gate::Stop(result) => return Step::Stopped(result),
-    }
+    let approval = match decide(ctx, index, call, read_only).await {
+        Gate::Pass(approval) => approval,
+        Gate::Stop(result, approval) => return Step::Stopped(result, approval),
+    };
 
     let Some(hooks) = &ctx.hooks else {
         return Step::Ready {
             tool: Arc::clone(tool),
             call: call.clone(),
+            approval,
         };
     };
     match hooks.pre_tool_use(&ctx.session_id, call).await {
         Ok(Pre::Allow) => Step::Ready {
             tool: Arc::clone(tool),
             call: call.clone(),
+            approval,
         },
         Ok(Pre::Deny { message }) => {
             hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Deny, &message).await;
-            Step::Stopped(ToolResult::error(
-                call.id().clone(),
-                format!("call to {} was blocked by a hook: {message}", call.name()),
-            ))
+            Step::Stopped(
+                ToolResult::error(
+                    call.id().clone(),
+                    format!("call to {} was blocked by a hook: {message}", call.name()),
+                ),
+                Some(Approval::HOOK_DENY),
+            )
         }
         Ok(Pre::RewriteArgs { args }) => {
             if serde_json::from_str::<serde_json::Value>(&args).is_err() {
@@ -273,6 +297,7 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
                 return Step::Ready {
                     tool: Arc::clone(tool),
                     call: call.clone(),
+                    approval,
                 };
             }
             let rewritten = call.with_args(args);
@@ -294,27 +319,36 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
                 Decision::Allow => Step::Ready {
                     tool: Arc::clone(tool),
                     call: rewritten,
+                    approval: Approval::POLICY_ALLOW,
                 },
-                Decision::Ask { reason } | Decision::Deny { reason } => Step::Stopped(denied(
-                    call,
-                    &format!("the rewritten arguments were not approved ({reason})"),
-                )),
+                Decision::Ask { reason } | Decision::Deny { reason } => Step::Stopped(
+                    denied(
+                        call,
+                        &format!("the rewritten arguments were not approved ({reason})"),
+                    ),
+                    Some(Approval::POLICY_DENY),
+                ),
             }
         }
         Err(error) => {
             let message = format!("the PreToolUse hook failed: {}", error.message);
             hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Error, &message).await;
-            Step::Stopped(ToolResult::error(
-                call.id().clone(),
-                format!("call to {} was blocked: {message}", call.name()),
-            ))
+            Step::Stopped(
+                ToolResult::error(
+                    call.id().clone(),
+                    format!("call to {} was blocked: {message}", call.name()),
+                ),
+                Some(Approval::HOOK_DENY),
+            )
         }
     }
 }
 
+/// The permission decision of one call: pass with who allowed it, or stop with the
+/// result the model sees (and who refused it, unless the run was cancelled first).
 enum Gate {
-    Pass,
-    Stop(ToolResult),
+    Pass(Approval),
+    Stop(ToolResult, Option<Approval>),
 }
 
 async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: bool) -> Gate {
@@ -325,15 +359,18 @@ async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: boo
         read_only,
     };
     let reason = match ctx.policy.evaluate(&request).await {
-        Decision::Allow => return Gate::Pass,
-        Decision::Deny { reason } => return Gate::Stop(denied(call, &reason)),
+        Decision::Allow => return Gate::Pass(Approval::POLICY_ALLOW),
+        Decision::Deny { reason } => return Gate::Stop(denied(call, &reason), Some(Approval::POLICY_DENY)),
         Decision::Ask { reason } => reason,
     };
     let Some(asks) = &ctx.asks else {
-        return Gate::Stop(denied(
-            call,
-            &format!("approval needs an interactive operator and this run is headless ({reason})"),
-        ));
+        return Gate::Stop(
+            denied(
+                call,
+                &format!("approval needs an interactive operator and this run is headless ({reason})"),
+            ),
+            Some(Approval::POLICY_DENY),
+        );
     };
     let ask_id = format!("ask-{}-{}", ctx.turn, index + 1);
     let answer = asks.open(&ask_id);
@@ -346,13 +383,16 @@ async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: boo
             reason,
         })
         .await;
+    // An answer that arrived wins over a cancellation right behind it (a host that
+    // cancels a run denies its asks first): it is a decision, and recorded as one.
     let verdict = tokio::select! {
-        () = ctx.cancel.cancelled() => None,
+        biased;
         verdict = answer => verdict.ok(),
+        () = ctx.cancel.cancelled() => None,
     };
     asks.close(&ask_id);
     let Some(verdict) = verdict else {
-        return Gate::Stop(cancelled_result(call));
+        return Gate::Stop(cancelled_result(call), None);
     };
     ctx.events
         .emit(EventKind::PermissionVerdict {
@@ -361,13 +401,14 @@ async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: boo
             verdict,
         })
         .await;
+    let approval = Approval::user(verdict);
     match verdict {
-        Verdict::AllowOnce => Gate::Pass,
+        Verdict::AllowOnce => Gate::Pass(approval),
         Verdict::AllowAlways => {
             ctx.policy.learn(&ctx.session_id, call);
-            Gate::Pass
+            Gate::Pass(approval)
         }
-        Verdict::Deny => Gate::Stop(denied(call, "the operator denied it")),
+        Verdict::Deny => Gate::Stop(denied(call, "the operator denied it"), Some(approval)),
     }
 }
 
@@ -383,16 +424,25 @@ async fn hook_event(ctx: &TurnContext, phase: HookPhase, call: &ToolCall, action
         .await;
 }
 
+/// Where a prepared call runs — its position in the turn, whether inline — and the
+/// approval that let it run.
+struct Place {
+    index: usize,
+    inline: bool,
+    approval: Approval,
+}
+
 async fn launch(
     ctx: &TurnContext,
+    config: DispatchConfig,
     slots: &Arc<Semaphore>,
     tool: Arc<dyn Tool>,
     call: ToolCall,
     original: &ToolCall,
-    inline: bool,
+    place: Place,
 ) -> Running {
     if ctx.cancel.is_cancelled() {
-        return Running::Stopped(cancelled_result(original));
+        return Running::Stopped(cancelled_result(original), None);
     }
     let permit = tokio::select! {
         biased;
@@ -400,12 +450,26 @@ async fn launch(
         permit = Arc::clone(slots).acquire_owned() => permit.ok(),
     };
     let Some(permit) = permit else {
-        return Running::Stopped(cancelled_result(original));
+        return Running::Stopped(cancelled_result(original), None);
     };
     let clock = ctx.clock.clone();
     let start = clock.as_ref().map(|c| c.now());
     let token = ctx.cancel.child_token();
-    let env = ctx.environment.clone();
+    let elicitor = Arc::new(CallElicitor {
+        session_id: ctx.session_id.clone(),
+        call_id: call.id().clone(),
+        tool: call.name().to_owned(),
+        id_prefix: format!("elicit-{}-{}", ctx.turn, place.index + 1),
+        events: Arc::clone(&ctx.events),
+        asks: ctx.asks.clone(),
+        cancel: ctx.cancel.clone(),
+        timeout: config.elicitation_timeout,
+        asked: std::sync::atomic::AtomicUsize::new(0),
+        notes: std::sync::Mutex::default(),
+    });
+    let env = ctx
+        .environment
+        .with_elicitor(Arc::clone(&elicitor) as Arc<dyn crate::elicitation::Elicitor>);
     let task_call = call.clone();
     let tool_name = call.name().to_owned();
     let work = async move {
@@ -417,7 +481,10 @@ async fn launch(
                 end: None,
             };
         }
-        let outcome = tool.execute(&token, &task_call, &env).await;
+        let outcome = tool
+            .execute(&token, &task_call, &env)
+            .await
+            .map(|result| with_notes(result, elicitor.notes()));
         let end = clock.as_ref().map(|c| c.now());
         drop(permit);
         Executed {
@@ -425,13 +492,30 @@ async fn launch(
             end,
         }
     };
-    let handle = Execution::start(work, inline);
+    let handle = Execution::start(work, place.inline);
     Running::Started {
         call,
         tool_name,
         start,
         handle,
+        approval: place.approval,
     }
+}
+
+/// A result with the notes of the questions the harness answered without the user
+/// (each on its own line at the end, so the model knows why the server was refused).
+fn with_notes(result: ToolResult, notes: Vec<String>) -> ToolResult {
+    if notes.is_empty() {
+        return result;
+    }
+    let mut content = result.content().to_owned();
+    for note in notes {
+        if !content.is_empty() {
+            content.push('\n');
+        }
+        content.push_str(&note);
+    }
+    result.with_content(content)
 }
 
 /// Waits for one execution; once the turn is cancelled, waits at most until the
@@ -519,11 +603,15 @@ fn panic_message(payload: Box<dyn Any + Send>) -> Option<String> {
     }
 }
 
+/// PostToolUse, id forcing, the output cap, the audit record, `tool.result`. A call
+/// is recorded when it executed (`timing`) or when a permission decision refused it
+/// (an `approval` that denies), never when it was cancelled before either.
 async fn finish(
     ctx: &TurnContext,
     call: &ToolCall,
     mut result: ToolResult,
     timing: Option<Timing>,
+    approval: Option<Approval>,
 ) -> ToolResult {
     if timing.is_some()
         && let Some(hooks) = &ctx.hooks
@@ -576,9 +664,14 @@ async fn finish(
         let capped = cap.truncate(result.content()).into_owned();
         result = result.with_content(capped);
     }
-    if let (Some(timing), Some(recorder)) = (&timing, &ctx.recorder)
+    let recorded = match (&timing, approval) {
+        (Some(timing), Some(approval)) => Some((approval, timing.queued, timing.took)),
+        (None, Some(approval)) if !approval.allows() => Some((approval, Duration::ZERO, Duration::ZERO)),
+        _ => None,
+    };
+    if let (Some((approval, queued, took)), Some(recorder)) = (recorded, &ctx.recorder)
         && let Err(error) = recorder
-            .record(&ctx.session_id, call, &result, timing.queued, timing.took)
+            .record(&ctx.session_id, call, &result, &approval, queued, took)
             .await
     {
         tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");

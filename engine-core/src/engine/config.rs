@@ -56,6 +56,9 @@ pub struct EngineConfig {
     /// common models ([`context_window_for`](crate::context_window_for)). The engine
     /// compacts a conversation whose next request would pass 80 % of it.
     pub context_window: Option<u64>,
+    /// How long a tool's question to the user (an MCP elicitation) waits for the
+    /// host's answer before it is declined.
+    pub elicitation_timeout: Duration,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -77,6 +80,7 @@ impl Default for EngineConfig {
             mcp_servers: Vec::new(),
             audit_required: false,
             context_window: None,
+            elicitation_timeout: crate::elicitation::DEFAULT_ELICITATION_TIMEOUT,
         }
     }
 }

@@ -22,6 +22,7 @@ pub use run::Run;
 use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
 use crate::dispatch::{DispatchConfig, Dispatcher};
+use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
 use crate::environment::Environment;
 use crate::memory::InMemoryStore;
 use crate::permission::DefaultPolicy;
@@ -210,6 +211,7 @@ impl Engine {
         let dispatcher = Dispatcher::new(DispatchConfig {
             max_parallel_reads,
             cancel_grace: config.cancel_grace,
+            elicitation_timeout: config.elicitation_timeout,
         });
         Ok(Self {
             inner: Arc::new(Inner {
@@ -314,6 +316,23 @@ impl Engine {
         Ok(())
     }
 
+    /// Creates a session before its first prompt, remembering the directory it was
+    /// opened for (kept in the snapshot for listings).
+    ///
+    /// # Errors
+    /// The store's error ([`StoreError::AlreadyExists`] for a known id).
+    pub async fn create_session_in(
+        &self,
+        session: &SessionId,
+        mode: PermissionMode,
+        cwd: &std::path::Path,
+    ) -> Result<(), EngineError> {
+        let mut snapshot = SessionSnapshot::new(session.clone(), mode);
+        snapshot.cwd = Some(cwd.to_path_buf());
+        self.inner.store.create(&snapshot).await?;
+        Ok(())
+    }
+
     /// Cancels the session's run; `false` when none is in progress.
     pub fn cancel(&self, session: &SessionId) -> bool {
         match self.inner.lock_live().get(session) {
@@ -335,6 +354,33 @@ impl Engine {
     pub fn pending_asks(&self, session: &SessionId) -> Vec<String> {
         let live = self.inner.lock_live().get(session).cloned();
         live.map(|live| live.asks.open_ids()).unwrap_or_default()
+    }
+
+    /// Answers an `elicitation.request` of the session's run: an accept's content
+    /// must fit the requested form.
+    ///
+    /// # Errors
+    /// [`ElicitationAnswerError::NotOpen`] when the session has no run or the
+    /// elicitation is not open; [`ElicitationAnswerError::InvalidContent`] naming the
+    /// field that does not fit (the elicitation stays open for a corrected answer).
+    pub fn answer_elicitation(
+        &self,
+        session: &SessionId,
+        elicitation_id: &str,
+        response: ElicitationResponse,
+    ) -> Result<(), ElicitationAnswerError> {
+        let live = self.inner.lock_live().get(session).cloned();
+        match live {
+            Some(live) => live.asks.answer_elicitation(elicitation_id, response),
+            None => Err(ElicitationAnswerError::NotOpen(elicitation_id.to_owned())),
+        }
+    }
+
+    /// The open elicitations of the session's run, sorted.
+    pub fn pending_elicitations(&self, session: &SessionId) -> Vec<String> {
+        let live = self.inner.lock_live().get(session).cloned();
+        live.map(|live| live.asks.open_elicitation_ids())
+            .unwrap_or_default()
     }
 
     /// Whether the session has a run in progress.

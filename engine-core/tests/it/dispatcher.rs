@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use engine_core::{DispatchConfig, Dispatcher, EngineConfig, Tool, ToolError};
 use engine_ports::testkit::{ManualClock, MemoryRecorder, ScriptedTurn};
-use engine_ports::{Clock, EventKind, PermissionMode, SessionId, StopReason, ToolCall, ToolResult};
+use engine_ports::{Approval, Clock, EventKind, PermissionMode, SessionId, StopReason, ToolCall, ToolResult};
 use futures::StreamExt as _;
 use tokio::sync::{Barrier, Notify, mpsc};
 
@@ -640,7 +640,7 @@ async fn queued_and_took_come_from_the_injected_clock() {
 }
 
 #[tokio::test]
-async fn the_recorder_sees_executed_calls_only_with_their_final_result() {
+async fn the_recorder_sees_executed_and_refused_calls_with_who_decided() {
     let probe = Probe::new();
     let catalog = catalog_of(vec![
         FakeTool::new("Read", true, &probe).arc(),
@@ -655,14 +655,19 @@ async fn the_recorder_sees_executed_calls_only_with_their_final_result() {
         .await;
     assert_eq!(outcome.results.len(), 3);
     let records = recorder.records();
-    assert_eq!(records.len(), 1, "only Read executed");
+    assert_eq!(
+        records.len(),
+        1,
+        "only Read executed: unknown and plan-refused calls had no decision"
+    );
     assert_eq!(records[0].call_id, "r");
     assert_eq!(
         records[0].result, "[redacted]",
         "the post-hook result is recorded"
     );
+    assert_eq!(records[0].approval, Some(Approval::POLICY_ALLOW));
 
-    // Denied calls are not recorded either.
+    // A call the policy refused is recorded as refused, with the text the model saw.
     let (mut ctx, _) = context(catalog, PermissionMode::Default);
     ctx.policy = Arc::new(engine_core::DefaultPolicy::new(
         false,
@@ -674,7 +679,78 @@ async fn the_recorder_sees_executed_calls_only_with_their_final_result() {
         .dispatch(&ctx, &calls(&[("w", "Write"), ("r", "Read")]))
         .await;
     assert!(outcome.results[0].is_error() && outcome.results[0].content().contains("permission denied"));
-    assert_eq!(recorder.records().len(), 1);
+    let records = recorder.records();
+    let seen: Vec<(String, Option<Approval>, bool, u64)> = records
+        .iter()
+        .map(|r| (r.call_id.to_string(), r.approval, r.is_error, r.took_micros))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("w".to_owned(), Some(Approval::POLICY_DENY), true, 0),
+            ("r".to_owned(), Some(Approval::POLICY_ALLOW), false, 0),
+        ]
+    );
+    assert_eq!(records[0].result, outcome.results[0].content());
+    assert_eq!(probe.executions("Write"), 0);
+}
+
+#[tokio::test]
+async fn a_hook_that_blocks_a_call_is_recorded_as_the_decider() {
+    struct Blocking;
+    #[async_trait::async_trait]
+    impl engine_ports::ToolHooks for Blocking {
+        async fn pre_tool_use(
+            &self,
+            _: &engine_ports::SessionId,
+            call: &engine_ports::ToolCall,
+        ) -> Result<engine_ports::Pre, engine_ports::HookError> {
+            Ok(if call.name() == "Write" {
+                engine_ports::Pre::Deny {
+                    message: "writes are frozen".to_owned(),
+                }
+            } else {
+                engine_ports::Pre::Allow
+            })
+        }
+        async fn post_tool_use(
+            &self,
+            _: &engine_ports::SessionId,
+            _: &engine_ports::ToolCall,
+            _: &engine_ports::ToolResult,
+        ) -> Result<engine_ports::Post, engine_ports::HookError> {
+            Ok(engine_ports::Post::Keep)
+        }
+    }
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![
+        FakeTool::new("Read", true, &probe).arc(),
+        FakeTool::new("Write", false, &probe).arc(),
+    ]);
+    let (mut ctx, _) = context(catalog, PermissionMode::Default);
+    ctx.policy = Arc::new(engine_core::DefaultPolicy::new(false, engine_core::Approve::All));
+    ctx.hooks = Some(Arc::new(Blocking));
+    let recorder = Arc::new(MemoryRecorder::new());
+    ctx.recorder = Some(recorder.clone());
+    let outcome = Dispatcher::default()
+        .dispatch(&ctx, &calls(&[("w", "Write"), ("r", "Read")]))
+        .await;
+    assert_eq!(
+        outcome.results[0].content(),
+        "call to Write was blocked by a hook: writes are frozen"
+    );
+    let approvals: Vec<(String, Option<Approval>)> = recorder
+        .records()
+        .iter()
+        .map(|r| (r.call_id.to_string(), r.approval))
+        .collect();
+    assert_eq!(
+        approvals,
+        [
+            ("w".to_owned(), Some(Approval::HOOK_DENY)),
+            ("r".to_owned(), Some(Approval::POLICY_ALLOW)),
+        ]
+    );
     assert_eq!(probe.executions("Write"), 0);
 }
 

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use engine_core::{Approve, Deps, Engine, EngineConfig, Limits};
 use engine_ports::testkit::ScriptedTurn;
 use engine_ports::{
-    CommandError, CommandExpander, CommandInfo, Event, EventKind, EventLog, EventSink, Expansion, HookAction,
-    HookError, LlmError, Message, PermissionMode, Post, Pre, RunLease, SessionId, SessionListing,
+    Approval, CommandError, CommandExpander, CommandInfo, Event, EventKind, EventLog, EventSink, Expansion,
+    HookAction, HookError, LlmError, Message, PermissionMode, Post, Pre, RunLease, SessionId, SessionListing,
     SessionSnapshot, SessionStore, StopReason, StoreError, ToolCall, ToolHooks, ToolResult, Verdict,
 };
 use futures::StreamExt as _;
@@ -238,6 +238,8 @@ async fn interactive_asks_follow_the_operator() {
     assert_eq!(order[ask + 1], "permission.verdict");
     assert_eq!(probe.executions("Write"), 1);
     assert_eq!(stop_of(&events), (StopReason::EndTurn, "written".to_owned()));
+    let approvals: Vec<Option<Approval>> = h.recorder.records().iter().map(|r| r.approval).collect();
+    assert_eq!(approvals, [Some(Approval::user(Verdict::AllowOnce))]);
 
     let turns = vec![
         ScriptedTurn::call("w1", "Write", "{}"),
@@ -251,7 +253,10 @@ async fn interactive_asks_follow_the_operator() {
         results[0].2 && results[0].1.contains("permission denied"),
         "{results:?}"
     );
-    assert!(h.recorder.records().is_empty());
+    let records = h.recorder.records();
+    assert_eq!(records.len(), 1, "the denial is recorded, with who decided");
+    assert_eq!(records[0].approval, Some(Approval::user(Verdict::Deny)));
+    assert!(records[0].is_error && records[0].result.contains("the operator denied it"));
 
     let turns = vec![
         ScriptedTurn::call("w1", "Write", "{}"),

@@ -9,6 +9,7 @@ mod catalog;
 mod compaction;
 mod disclosure;
 mod dispatcher;
+mod elicitation;
 mod engine_loop;
 mod memory_tools;
 mod properties;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use crate::call::ToolCall;
 use crate::ids::SessionId;
+use crate::permission::Approval;
 use crate::recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 use crate::result::ToolResult;
 
@@ -55,13 +56,15 @@ impl ToolCallRecorder for MemoryRecorder {
         session: &SessionId,
         call: &ToolCall,
         result: &ToolResult,
+        approval: &Approval,
         queued: Duration,
         took: Duration,
     ) -> Result<(), RecorderError> {
         if self.fail {
             return Err(RecorderError::failed(session, call, "backing write failed"));
         }
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now());
+        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
+            .with_approval(*approval);
         self.records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::call::ToolCall;
+use crate::event::Verdict;
 use crate::ids::SessionId;
+use crate::permission::{Approval, ApprovalVerdict, Decider};
 use crate::recorder::{ToolCallRecord, ToolCallRecorder};
 use crate::result::ToolResult;
 
@@ -31,6 +33,7 @@ pub async fn run(make: impl Fn() -> RecorderUnderTest) {
     sessions_never_mix(make()).await;
     results_keep_their_text(make()).await;
     long_and_path_like_session_ids(make()).await;
+    approvals_are_kept(make()).await;
 }
 
 /// Checks that a recorder whose backing write fails returns an error (naming the
@@ -43,7 +46,14 @@ pub async fn run_failing(recorder: Arc<dyn ToolCallRecorder>) {
     let call = ToolCall::new("call-9", "Write", r#"{"path":"x"}"#);
     let result = ToolResult::text("call-9", "ok");
     let outcome = recorder
-        .record(&session, &call, &result, Duration::ZERO, Duration::ZERO)
+        .record(
+            &session,
+            &call,
+            &result,
+            &Approval::POLICY_ALLOW,
+            Duration::ZERO,
+            Duration::ZERO,
+        )
         .await;
     let Err(error) = outcome else {
         panic!("tool_call_recorder::failing_write_is_an_error: the record was accepted");
@@ -71,6 +81,7 @@ async fn record(
             &SessionId::from(session),
             call,
             result,
+            &Approval::POLICY_ALLOW,
             Duration::from_micros(queued_micros),
             Duration::from_micros(took_micros),
         )
@@ -299,4 +310,50 @@ async fn long_and_path_like_session_ids(sut: RecorderUnderTest) {
             "tool_call_recorder::long_and_path_like_session_ids: session_id"
         );
     }
+}
+
+async fn approvals_are_kept(sut: RecorderUnderTest) {
+    let session = SessionId::from("sess-approval");
+    let cases = [
+        ("p", Approval::POLICY_ALLOW, ToolResult::text("p", "ok")),
+        (
+            "u",
+            Approval::user(Verdict::AllowOnce),
+            ToolResult::text("u", "ok"),
+        ),
+        (
+            "d",
+            Approval::user(Verdict::Deny),
+            ToolResult::error("d", "permission denied for Write: the operator denied it"),
+        ),
+        (
+            "h",
+            Approval::HOOK_DENY,
+            ToolResult::error("h", "call to Write was blocked by a hook: no"),
+        ),
+    ];
+    for (id, approval, result) in &cases {
+        let call = ToolCall::new(*id, "Write", "{}");
+        let outcome = sut
+            .recorder
+            .record(&session, &call, result, approval, Duration::ZERO, Duration::ZERO)
+            .await;
+        assert!(
+            outcome.is_ok(),
+            "tool_call_recorder::approvals_are_kept: {outcome:?}"
+        );
+    }
+    let records = (sut.read_back)(&session);
+    let kept: Vec<Option<Approval>> = records.iter().map(|r| r.approval).collect();
+    let expected: Vec<Option<Approval>> = cases.iter().map(|(_, a, _)| Some(*a)).collect();
+    assert_eq!(kept, expected, "tool_call_recorder::approvals_are_kept");
+    assert_eq!(
+        records[2].approval.map(|a| (a.by, a.verdict)),
+        Some((Decider::User, ApprovalVerdict::Deny)),
+        "tool_call_recorder::approvals_are_kept: a user's denial"
+    );
+    assert!(
+        records[2].is_error && records[3].is_error,
+        "tool_call_recorder::approvals_are_kept: refusals are error results"
+    );
 }

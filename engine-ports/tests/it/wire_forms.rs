@@ -3,8 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use engine_ports::{
-    ContentPart, Event, EventKind, HookAction, HookPhase, PermissionMode, SessionId, StopReason, ToolCall,
-    ToolCallRecord, ToolResult, Usage, Verdict,
+    Approval, ContentPart, ElicitationAction, Event, EventKind, HookAction, HookPhase, PermissionMode,
+    SessionId, StopReason, ToolCall, ToolCallRecord, ToolResult, Usage, Verdict,
 };
 
 fn json(event: &Event) -> String {
@@ -95,6 +95,19 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             call_id: "c".into(),
             verdict: Verdict::Deny,
         },
+        EventKind::ElicitationRequest {
+            elicitation_id: "elicit-1-1-1".to_owned(),
+            call_id: "c".into(),
+            name: "mcp__py__ask_name".to_owned(),
+            message: "What is your name?".to_owned(),
+            requested_schema: serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+        },
+        EventKind::ElicitationResult {
+            elicitation_id: "elicit-1-1-1".to_owned(),
+            call_id: "c".into(),
+            action: ElicitationAction::Decline,
+            reason: Some("this run is headless".to_owned()),
+        },
         EventKind::Hook {
             phase: HookPhase::PreToolUse,
             call_id: "c".into(),
@@ -150,4 +163,26 @@ fn audit_records_keep_the_line_field_order() {
         serde_json::to_string(&record).unwrap(),
         r#"{"type":"tool_call","time":"2026-11-30T09:55:35.000000Z","session_id":"sess-1","call_id":"call-7","tool":"Shell","args":{"command":"ls"},"result":"file.txt","is_error":false,"queued_micros":800,"took_micros":1500}"#
     );
+    let decided = record.clone().with_approval(Approval::user(Verdict::AllowAlways));
+    let text = serde_json::to_string(&decided).unwrap();
+    assert!(
+        text.ends_with(r#""took_micros":1500,"approval":{"by":"user","verdict":"allow_always"}}"#),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<ToolCallRecord>(&text).unwrap(), decided);
+}
+
+#[test]
+fn audit_records_without_an_approval_still_read() {
+    let old = r#"{"type":"tool_call","time":"2026-11-30T09:55:35.000000Z","session_id":"s","call_id":"c","tool":"Read","args":{},"result":"ok","is_error":false,"queued_micros":0,"took_micros":3}"#;
+    let record: ToolCallRecord = serde_json::from_str(old).unwrap();
+    assert_eq!(record.approval, None);
+    for (by, verdict) in [("policy", "allow"), ("user", "allow_once"), ("hook", "deny")] {
+        let line = old.replace(
+            r#""took_micros":3}"#,
+            &format!(r#""took_micros":3,"approval":{{"by":"{by}","verdict":"{verdict}"}}}}"#),
+        );
+        let record: ToolCallRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(serde_json::to_value(record.approval.unwrap()).unwrap()["by"], by);
+    }
 }

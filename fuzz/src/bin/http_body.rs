@@ -1,5 +1,6 @@
 //! Fuzz target: the request bodies of `mecated serve` (create-session, prompt,
-//! approve) from raw bytes; every refusal is a 4xx answer.
+//! approve, elicit with its content check) from raw bytes; every refusal is a 4xx
+//! answer.
 
 fn main() {
     afl::fuzz!(|data: &[u8]| {
@@ -11,5 +12,6 @@ fn main() {
         check(app::fuzzing::create_session_body(data).map(drop));
         check(app::fuzzing::prompt_body(data).map(drop));
         check(app::fuzzing::approve_body(data).map(drop));
+        check(app::fuzzing::elicit_body(data).map(drop));
     });
 }

@@ -353,6 +353,7 @@ fn umask_files(args: &[String]) {
                 &id,
                 &call,
                 &ToolResult::text("c1", "ok"),
+                &engine_ports::Approval::POLICY_ALLOW,
                 Duration::ZERO,
                 Duration::ZERO,
             )

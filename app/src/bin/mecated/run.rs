@@ -152,6 +152,16 @@ impl TextPrinter {
                     "[context] compacted: {messages_replaced} messages summarized, about {tokens_before} → {tokens_after} tokens of a {context_window}-token window"
                 ));
             }
+            EventKind::ElicitationRequest { name, message, .. } => {
+                out::stderr(&format!(
+                    "[question] {name} asks: {}",
+                    out::clip(out::first_line(message), 120)
+                ));
+            }
+            EventKind::ElicitationResult { action, reason, .. } => {
+                let why = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+                out::stderr(&format!("[question] {}{}", action.as_str(), out::clip(&why, 200)));
+            }
             EventKind::ToolResult {
                 name,
                 content,

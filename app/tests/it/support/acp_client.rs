@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, TextContent,
+    ClientCapabilities, ContentBlock, CreateElicitationRequest, CreateElicitationResponse,
+    ElicitationAcceptAction, ElicitationAction, ElicitationCapabilities, ElicitationFormCapabilities,
+    InitializeRequest, InitializeResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{AcpAgent, AcpAgentConfig, Agent, Client, ConnectTo, Error, LineDirection};
@@ -55,6 +57,28 @@ impl Ask {
     }
 }
 
+/// One `elicitation/create` waiting for the test's answer.
+pub struct Elicitation {
+    pub request: CreateElicitationRequest,
+    responder: Responder<CreateElicitationResponse>,
+}
+
+impl Elicitation {
+    /// Accepts with `content` (a JSON object of the form's fields).
+    pub fn accept(self, content: Value) {
+        let content = serde_json::from_value(content).unwrap();
+        let action = ElicitationAction::Accept(ElicitationAcceptAction::new().content(Some(content)));
+        self.responder
+            .respond(CreateElicitationResponse::new(action))
+            .unwrap();
+    }
+
+    /// The request as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::to_value(&self.request).unwrap()
+    }
+}
+
 /// The lines the agent wrote, by stream.
 #[derive(Default)]
 pub struct Lines {
@@ -68,6 +92,7 @@ pub struct AcpClient {
     pub init: InitializeResponse,
     updates: mpsc::UnboundedReceiver<SessionNotification>,
     asks: mpsc::UnboundedReceiver<Ask>,
+    elicitations: mpsc::UnboundedReceiver<Elicitation>,
     lines: Arc<Mutex<Lines>>,
     done: Option<oneshot::Sender<()>>,
     driver: JoinHandle<Result<(), Error>>,
@@ -79,6 +104,22 @@ impl AcpClient {
     /// provider keys, `HOME` = `home`, ToolHive on a closed port, plus `env`),
     /// connects the client over them and sends `initialize`.
     pub async fn start(home: &Path, args: &[String], env: &[(&str, &str)]) -> Self {
+        Self::start_as(home, args, env, ClientCapabilities::new()).await
+    }
+
+    /// As [`AcpClient::start`], for a client that can show form elicitations.
+    pub async fn start_eliciting(home: &Path, args: &[String]) -> Self {
+        let capabilities = ClientCapabilities::new()
+            .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
+        Self::start_as(home, args, &[], capabilities).await
+    }
+
+    async fn start_as(
+        home: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        capabilities: ClientCapabilities,
+    ) -> Self {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mecated"));
         command
             .arg("acp")
@@ -129,7 +170,7 @@ impl AcpClient {
             Ok::<_, std::io::Error>(stdin)
         });
         let transport = agent_client_protocol::Lines::new(Box::pin(outgoing), Box::pin(incoming));
-        Self::connect(transport, lines, Some(child)).await
+        Self::connect(transport, lines, Some(child), capabilities).await
     }
 
     /// Spawns `mecated acp ARGS` through the crate's own process support
@@ -151,16 +192,18 @@ impl AcpClient {
                 LineDirection::Stdin => {}
             }
         });
-        Self::connect(agent, lines, None).await
+        Self::connect(agent, lines, None, ClientCapabilities::new()).await
     }
 
     async fn connect(
         transport: impl ConnectTo<Client> + 'static,
         lines: Arc<Mutex<Lines>>,
         child: Option<tokio::process::Child>,
+        capabilities: ClientCapabilities,
     ) -> Self {
         let (updates_tx, updates) = mpsc::unbounded_channel();
         let (asks_tx, asks) = mpsc::unbounded_channel();
+        let (elicitations_tx, elicitations) = mpsc::unbounded_channel();
         let (cx_tx, cx_rx) = oneshot::channel();
         let (done, done_rx) = oneshot::channel::<()>();
         let driver = tokio::spawn(async move {
@@ -181,6 +224,13 @@ impl AcpClient {
                     },
                     agent_client_protocol::on_receive_request!(),
                 )
+                .on_receive_request(
+                    async move |request: CreateElicitationRequest, responder, _cx| {
+                        let _ = elicitations_tx.send(Elicitation { request, responder });
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
                 .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
                     let _ = cx_tx.send(cx);
                     let _ = done_rx.await;
@@ -194,7 +244,7 @@ impl AcpClient {
             .expect("the client connected");
         let init = tokio::time::timeout(
             PATIENCE,
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities))
                 .block_task(),
         )
         .await
@@ -205,6 +255,7 @@ impl AcpClient {
             init,
             updates,
             asks,
+            elicitations,
             lines,
             done: Some(done),
             driver,
@@ -285,6 +336,14 @@ impl AcpClient {
         tokio::time::timeout(PATIENCE, self.asks.recv())
             .await
             .expect("a permission request arrived in time")
+            .expect("the connection is open")
+    }
+
+    /// The next `elicitation/create`.
+    pub async fn next_elicitation(&mut self) -> Elicitation {
+        tokio::time::timeout(PATIENCE, self.elicitations.recv())
+            .await
+            .expect("an elicitation arrived in time")
             .expect("the connection is open")
     }
 
