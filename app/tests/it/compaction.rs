@@ -33,11 +33,15 @@ async fn run(scratch: &Scratch, extra: &[&str]) -> Output {
     let script = scratch.path("script.json").display().to_string();
     let ws = scratch.ws().display().to_string();
     let store = scratch.path("store").display().to_string();
+    // The 4,000-token window is sized for the core tools' specs: the memory families'
+    // eight tools would fill it before the third prompt.
     let mut args = vec![
         "run",
         "--workspace",
         ws.as_str(),
         "--toolhive=false",
+        "--no-memory",
+        "--no-user-model",
         "--store-dir",
         store.as_str(),
         "--session",
