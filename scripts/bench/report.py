@@ -3,8 +3,8 @@ file; checks the rendered report (every section present, no placeholder left).
 
   python3 scripts/bench/report.py RESULTS.json OUT.md
 
-Every figure is a row: what was measured, the median, its spread, the target from the
-spec files (shared/spec) and a verdict. A missed target also gets a line in "Misses"
+Every figure is a row: what was measured, the median, its spread, the project's target
+and a verdict. A missed target also gets a line in "Misses"
 saying why and what would fix it (the texts in MISS_NOTES).
 """
 
@@ -195,7 +195,7 @@ def dispatch(rep: Report) -> str:
                       "`run`)", f"{fmt_ns(e['median'] if e else None)}; {rate}", spread(e),
                       "engine-core `dispatch` bench, `ScriptedLlm`, no store"])
     return (table(["what (criterion)", "median", "mean", "spread (per call)", "target", "verdict"], rows)
-            + "\n\nPer turn (whole runs, events drained; no spec target — for reference, the Go original reports "
+            + "\n\nPer turn (whole runs, events drained; no target — for reference, the Go original reports "
               "about 31 µs for a whole read-only turn on 12 cores with its mock model):\n\n"
             + table(["what", "median per run", "spread", "how"], turn_rows))
 
@@ -207,7 +207,7 @@ def catalog(rep: Report) -> str:
                              ("advertised_specs_for_100_hydrated", "`advertised_specs_for(Default, 100 hydrated)`")):
             e = rep.crit(f"{group}/{bench}")
             ok = (e["median"] < 2e6) if (e and n == 10_000) else None
-            target = "< 2 ms" if n == 10_000 else "— (spec sets 10,000 only)"
+            target = "< 2 ms" if n == 10_000 else "— (targeted at 10,000 only)"
             shown = fmt_ns(e["median"] if e else None)
             v = rep.judge(f"{label} at {n:,} tools", shown, ok, "advertised",
                           summary=(n == 10_000 and bench == "advertised_specs"))
@@ -291,7 +291,7 @@ def mcp(rep: Report) -> str:
             ratio_rows.append([f"{label}, p99", tail_shown, target,
                                rep.judge(f"MCP echo p99 ratio {label}", tail_shown, tail_ok, note,
                                          summary=True)])
-    # The spec's own fixture (§14 target 1): the rmcp echo server of the mcp_overhead bench.
+    # The reference fixture: the rmcp echo server of the mcp_overhead bench.
     fixture = []
     rerun = rep.r["criterion"]["targets"].get("adapter-mcp/mcp_overhead", {}).get("rerun")
     ours_line = rep.line("adapter-mcp/mcp_overhead", r"via Catalog \+ execute")
@@ -303,7 +303,7 @@ def mcp(rep: Report) -> str:
         shown = f"{value:.2f}"
         fixture.append(["rmcp echo fixture (own process), 200 + 2,000 interleaved calls",
                         f"{fmt_ns(o[0])} / {fmt_ns(o[1])}", f"{fmt_ns(b[0])} / {fmt_ns(b[1])}", shown, "≤ 1.10",
-                        rep.judge("MCP ratio a/b on the spec's rmcp echo fixture", shown, value <= 1.10, "mcp_ab",
+                        rep.judge("MCP ratio a/b on the rmcp echo fixture", shown, value <= 1.10, "mcp_ab",
                                   summary=True)])
     return (f"{len(rounds)} round(s); each round runs {m['warm_up']} warm-up + {m['calls']:,} measured sequential "
             "`echo {\"message\":\"hello\"}` calls per client against the same server-everything (Node 22, "
@@ -313,7 +313,7 @@ def mcp(rep: Report) -> str:
             "min–max of the round medians; p99 over all measured calls.\n\n"
             + table(["client", "transport", "median", "spread (rounds)", "p99"], rows) + "\n\n"
             + table(["ratio of medians", "value", "target", "verdict"], ratio_rows) + "\n\n"
-            + "The spec's own overhead fixture (`cargo bench -p adapter-mcp --bench mcp_overhead`"
+            + "The reference overhead fixture (`cargo bench -p adapter-mcp --bench mcp_overhead`"
             + (f"; re-run on its own after the full run, {rerun}" if rerun else "") + "):\n\n"
             + table(["fixture", "ours median / p99", "bare median / p99", "ratio", "target", "verdict"], fixture))
 
