@@ -23,6 +23,7 @@ pub struct CatalogAssets {
     pub(crate) resources: ResourceAssets,
     pub(crate) skills: Option<SkillAssets>,
     pub(crate) skill_draft: Option<Arc<dyn Tool>>,
+    pub(crate) delegation: DelegationAssets,
     pub(crate) store: AppStore,
     pub(crate) mount: MountOptions,
     pub(crate) disclosure: Disclosure,
@@ -33,6 +34,16 @@ pub struct CatalogAssets {
 pub(crate) struct ResourceAssets {
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) note: String,
+}
+
+/// The delegation families' tools (they hold no state: each call finds its run's
+/// child engines in its environment).
+#[derive(Default)]
+pub(crate) struct DelegationAssets {
+    /// `Subagent`, `InspectSubagent`, `SubagentStatus`.
+    pub(crate) subagent: Vec<Arc<dyn Tool>>,
+    /// How many named agents `Subagent` lists.
+    pub(crate) agents: usize,
 }
 
 /// The resolved skills and the `Skill` tool built over them (its description is
@@ -90,6 +101,7 @@ impl std::fmt::Debug for CatalogAssets {
             .field("resources", &self.resources.tools.len())
             .field("skills", &self.skills.as_ref().map(|s| s.metas.len()))
             .field("skill_draft", &self.skill_draft.is_some())
+            .field("delegation", &self.delegation.subagent.len())
             .field("disclosure", &self.disclosure)
             .finish()
     }

@@ -10,17 +10,21 @@ use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
 };
 use adapter_skillfs::{
-    FsSourceConfig, HostEnv, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_skills,
-    resolve_skill_dirs,
+    FsSourceConfig, HostEnv, ParsedAgent, QuarantineDrafter, SkillsOptions, check_quarantine_placement,
+    load_agents, load_skills, resolve_skill_dirs,
 };
-use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
+use engine_core::{
+    AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, SkillDraftTool, SkillTool, Tool,
+    subagent_tools,
+};
 use engine_ports::{
     Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, ServerOrigin, SkillSource, SystemClock,
 };
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
-use crate::assets::{CatalogAssets, ResourceAssets, SkillAssets};
+use crate::assets::{CatalogAssets, DelegationAssets, ResourceAssets, SkillAssets};
 use crate::built::{Built, close_store};
+use crate::children::AppChildren;
 use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig, StoreConfig};
 use crate::engine_template::EngineTemplate;
@@ -192,6 +196,11 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         SkillAssets { source, metas, tool }
     });
 
+    // Named agents, read like skills (the same trust gate for the workspace's own).
+    let agents_load = load_agents(&cfg.delegation.agents_dirs, &root, cfg.skills.trust, &host);
+    diagnostics.extend(agents_load.diagnostics.iter().map(|d| d.to_diagnostic()));
+    let agents: Vec<AgentDefinition> = agents_load.agents.into_iter().map(agent_definition).collect();
+
     // 4. Open the store.
     let store = AppStore::open(&cfg.store).map_err(|source| BuildError::Store {
         path: match &cfg.store {
@@ -227,6 +236,14 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         },
         skills,
         skill_draft,
+        delegation: DelegationAssets {
+            subagent: if cfg.delegation.subagents {
+                subagent_tools(&agents)
+            } else {
+                Vec::new()
+            },
+            agents: agents.len(),
+        },
         store: store.clone(),
         mount,
         disclosure: cfg.disclosure,
@@ -236,6 +253,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         CatalogInputs {
             client_mcp: None,
             narrate: true,
+            child: None,
         },
     );
     diagnostics.extend(assembled.diagnostics.iter().cloned());
@@ -283,10 +301,24 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             })
             .collect(),
     );
-    let shared_engine = Arc::new(template.engine(Arc::clone(&assembled.catalog), updates, &[])?);
-    let factory = SessionEngineFactory::new(
+    let children = AppChildren::new(
         Arc::clone(&assets),
+        template.clone(),
+        agents,
+        DelegationSettings {
+            subagent_model: cfg.delegation.subagent_model.clone(),
+        },
+    );
+    let shared_children: Arc<dyn ChildEngines> = Arc::new(children.clone());
+    let shared_engine = Arc::new(template.engine(
+        Arc::clone(&assembled.catalog),
+        updates,
+        &[],
+        Some(shared_children),
+    )?);
+    let factory = SessionEngineFactory::new(
         template,
+        children,
         Arc::clone(&shared_engine),
         Arc::clone(&assembled.families),
         root.clone(),
@@ -337,6 +369,18 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         global_manager: manager,
         closed: AtomicBool::new(false),
     })
+}
+
+/// A named agent as the engine knows it.
+fn agent_definition(agent: ParsedAgent) -> AgentDefinition {
+    AgentDefinition {
+        name: agent.name,
+        description: agent.description,
+        tools: agent.tools,
+        model: agent.model,
+        max_turns: agent.max_turns,
+        system_prompt: agent.body,
+    }
 }
 
 /// The system prompt the sessions of `cfg` would get, without building anything else

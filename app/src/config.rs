@@ -63,6 +63,32 @@ pub struct AppConfig {
     /// `--context-window`: the model's context window in tokens; `None` takes the
     /// engine's table of common models (128,000 for a model it does not know).
     pub context_window: Option<u64>,
+    /// The delegation families (Subagent, Parallel, Team).
+    pub delegation: DelegationConfig,
+}
+
+/// The delegation families' settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelegationConfig {
+    /// `--enable-subagents` (default true): `Subagent`, `InspectSubagent` and
+    /// `SubagentStatus` in every catalog.
+    pub subagents: bool,
+    /// `--subagent-model`: the model of subagents that neither their call nor their
+    /// named agent gives one (default: the session's model).
+    pub subagent_model: Option<String>,
+    /// `--agents-dir`, in flag order: named agent definitions (`<name>.md`). The
+    /// workspace's `.mecatl/agents/` is read too, only with `--trust-project`.
+    pub agents_dirs: Vec<PathBuf>,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        Self {
+            subagents: true,
+            subagent_model: None,
+            agents_dirs: Vec::new(),
+        }
+    }
 }
 
 impl AppConfig {
@@ -90,6 +116,7 @@ impl AppConfig {
             system_prompt: SystemPromptConfig::default(),
             extra_tools: ExtraTools::default(),
             context_window: None,
+            delegation: DelegationConfig::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::delegation::DelegationScope;
 use crate::output_cap::OutputCap;
 
 /// The per-session execution context: immutable and cheap to clone.
@@ -20,6 +21,9 @@ struct Inner {
     workspace_root: PathBuf,
     runner: Option<Arc<dyn CommandRunner>>,
     output_cap: OutputCap,
+    /// What delegation tools need of the run that calls them (set per turn by an
+    /// engine that can start child engines).
+    delegation: Option<Arc<DelegationScope>>,
 }
 
 /// An environment that cannot be built.
@@ -47,6 +51,7 @@ impl Environment {
                 workspace_root,
                 runner: None,
                 output_cap: OutputCap::default(),
+                delegation: None,
             }),
         })
     }
@@ -54,22 +59,49 @@ impl Environment {
     /// The same environment with a command runner.
     #[must_use]
     pub fn with_runner(&self, runner: Arc<dyn CommandRunner>) -> Self {
-        self.rebuild(Some(runner), self.inner.output_cap)
+        self.rebuild(|inner| inner.runner = Some(runner))
     }
 
     /// The same environment with another output cap.
     #[must_use]
     pub fn with_output_cap(&self, cap: OutputCap) -> Self {
-        self.rebuild(self.inner.runner.clone(), cap)
+        self.rebuild(|inner| inner.output_cap = cap)
     }
 
-    fn rebuild(&self, runner: Option<Arc<dyn CommandRunner>>, output_cap: OutputCap) -> Self {
+    /// The same environment (runner, output cap) rooted elsewhere: a child's copy of
+    /// the workspace.
+    ///
+    /// # Errors
+    /// [`EnvironmentError::RelativeRoot`] for a relative path.
+    pub fn with_workspace_root(&self, workspace_root: impl Into<PathBuf>) -> Result<Self, EnvironmentError> {
+        let workspace_root = workspace_root.into();
+        if !workspace_root.is_absolute() {
+            return Err(EnvironmentError::RelativeRoot(workspace_root));
+        }
+        Ok(self.rebuild(|inner| inner.workspace_root = workspace_root))
+    }
+
+    /// The same environment carrying what delegation tools need of the calling run.
+    pub(crate) fn with_delegation(&self, scope: Arc<DelegationScope>) -> Self {
+        self.rebuild(|inner| inner.delegation = Some(scope))
+    }
+
+    /// What delegation tools need of the calling run; `None` in an engine that cannot
+    /// start child engines (a child's, or one built without them).
+    pub(crate) fn delegation(&self) -> Option<&Arc<DelegationScope>> {
+        self.inner.delegation.as_ref()
+    }
+
+    fn rebuild(&self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner {
+            workspace_root: self.inner.workspace_root.clone(),
+            runner: self.inner.runner.clone(),
+            output_cap: self.inner.output_cap,
+            delegation: self.inner.delegation.clone(),
+        };
+        change(&mut inner);
         Self {
-            inner: Arc::new(Inner {
-                workspace_root: self.inner.workspace_root.clone(),
-                runner,
-                output_cap,
-            }),
+            inner: Arc::new(inner),
         }
     }
 

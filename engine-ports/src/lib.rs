@@ -94,7 +94,8 @@ pub use content::{
 };
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
-    CompactionTrigger, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin, StopReason, Verdict,
+    ChildPhase, CompactionTrigger, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin,
+    StopReason, Verdict,
 };
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};

@@ -71,10 +71,13 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
             "Edit",
             "Glob",
             "Grep",
+            "InspectSubagent",
             "ListDir",
             "ListMcpResources",
             "Read",
             "ReadMcpResource",
+            "Subagent",
+            "SubagentStatus",
             "Write",
             "mcp__s___echo",
             "mcp__s__write",
@@ -213,8 +216,11 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
         [
             ("Glob", "core", true, false),
             ("Grep", "core", true, false),
+            ("InspectSubagent", "delegation", true, false),
             ("ListDir", "core", true, false),
             ("Read", "core", true, false),
+            ("Subagent", "delegation", true, false),
+            ("SubagentStatus", "delegation", true, false),
             ("ToolSearch", "meta", true, false),
             ("mcp__fx__peek", "mcp-global", true, true),
         ]
@@ -226,7 +232,15 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
 
     let text = mecated(
         scratch.dir.path(),
-        &["tools", "--workspace", &ws, "--mode", "plan", "--toolhive=false"],
+        &[
+            "tools",
+            "--workspace",
+            &ws,
+            "--mode",
+            "plan",
+            "--toolhive=false",
+            "--enable-subagents=false",
+        ],
         &[],
     )
     .await;
@@ -335,6 +349,7 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             "--workspace",
             &ws,
             "--no-shell",
+            "--enable-subagents=false",
             "--mode",
             "plan",
             "--toolhive=false",
@@ -369,7 +384,7 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             info("server-global MCP tools disabled: no MCP server is connected or none lists a tool"),
             info("MCP resource tools disabled: no connected MCP server lists a resource"),
             info("client MCP tools: mounted per session only"),
-            info("Subagent/InspectSubagent/SubagentStatus tools disabled: not built yet (reserved slot)"),
+            info("Subagent, InspectSubagent and SubagentStatus disabled: --enable-subagents=false"),
             info("Parallel tools disabled: not built yet (reserved slot)"),
             info("Team/InspectMember tools disabled: not built yet (reserved slot)"),
             info("memory tools disabled: not built yet (reserved slot)"),

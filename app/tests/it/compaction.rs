@@ -38,6 +38,8 @@ async fn run(scratch: &Scratch, extra: &[&str]) -> Output {
         "--workspace",
         ws.as_str(),
         "--toolhive=false",
+        // The windows below are calibrated on the core tools' specs alone.
+        "--enable-subagents=false",
         "--store-dir",
         store.as_str(),
         "--session",

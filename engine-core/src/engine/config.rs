@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use engine_ports::{PermissionMode, ServerOrigin};
+use engine_ports::{PermissionMode, RequestPurpose, ServerOrigin};
 
 use crate::disclosure::Disclosure;
 use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
@@ -56,6 +56,10 @@ pub struct EngineConfig {
     /// common models ([`context_window_for`](crate::context_window_for)). The engine
     /// compacts a conversation whose next request would pass 80 % of it.
     pub context_window: Option<u64>,
+    /// What the engine's turns are: a session's own conversation (the default) or a
+    /// child's (a subagent, a branch, a team member). Sent with every request, so a
+    /// scripted or routing model knows which conversation it answers.
+    pub purpose: RequestPurpose,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -77,6 +81,7 @@ impl Default for EngineConfig {
             mcp_servers: Vec::new(),
             audit_required: false,
             context_window: None,
+            purpose: RequestPurpose::Conversation,
         }
     }
 }

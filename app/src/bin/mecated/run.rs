@@ -140,6 +140,28 @@ impl TextPrinter {
             EventKind::PermissionAsk { name, reason, .. } => {
                 out::stderr(&format!("[ask] {name}: {reason}"));
             }
+            EventKind::SubagentStart {
+                child_id,
+                description,
+                ..
+            } => {
+                self.end_line();
+                out::stderr(&format!("[subagent] {child_id} started: {description}"));
+            }
+            EventKind::SubagentTool {
+                child_id,
+                name,
+                preview,
+                ..
+            } => {
+                out::stderr(&format!(
+                    "[subagent] {child_id} → {name} {}",
+                    out::clip(preview, 120)
+                ));
+            }
+            EventKind::SubagentEnd { child_id, stop, .. } => {
+                out::stderr(&format!("[subagent] {child_id} ended: {stop}"));
+            }
             EventKind::ContextCompacted {
                 tokens_before,
                 tokens_after,
