@@ -199,7 +199,19 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                     });
                 }
             },
-            FamilySlot::Parallel | FamilySlot::Team | FamilySlot::Memory | FamilySlot::UserModel => {
+            FamilySlot::Parallel => {
+                if inputs.child.is_none() {
+                    run.builtin(Family::Delegation, &assets.delegation.parallel, Confined::No);
+                    run.narrate(|| {
+                        if assets.delegation.parallel.is_empty() {
+                            "Parallel disabled: --enable-parallel=false".to_owned()
+                        } else {
+                            "Parallel enabled: branches on private workspace copies".to_owned()
+                        }
+                    });
+                }
+            }
+            FamilySlot::Team | FamilySlot::Memory | FamilySlot::UserModel => {
                 run.narrate(|| format!("{} tools disabled: not built yet (reserved slot)", slot.as_str()));
             }
             FamilySlot::Skill => {

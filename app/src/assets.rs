@@ -42,6 +42,8 @@ pub(crate) struct ResourceAssets {
 pub(crate) struct DelegationAssets {
     /// `Subagent`, `InspectSubagent`, `SubagentStatus`.
     pub(crate) subagent: Vec<Arc<dyn Tool>>,
+    /// `Parallel`.
+    pub(crate) parallel: Vec<Arc<dyn Tool>>,
     /// How many named agents `Subagent` lists.
     pub(crate) agents: usize,
 }

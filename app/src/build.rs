@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use adapter_fstools::{CoreToolsOptions, core_tools};
+use adapter_fstools::{CoreToolsOptions, FsForker, core_tools};
 use adapter_llm::{HttpProviderConfig, MockProvider, build_http_provider};
 use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
@@ -14,8 +14,8 @@ use adapter_skillfs::{
     load_agents, load_skills, resolve_skill_dirs,
 };
 use engine_core::{
-    AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, SkillDraftTool, SkillTool, Tool,
-    subagent_tools,
+    AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
+    SkillTool, Tool, subagent_tools,
 };
 use engine_ports::{
     Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, ServerOrigin, SkillSource, SystemClock,
@@ -242,6 +242,11 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             } else {
                 Vec::new()
             },
+            parallel: if cfg.delegation.parallel {
+                vec![Arc::new(ParallelTool) as Arc<dyn Tool>]
+            } else {
+                Vec::new()
+            },
             agents: agents.len(),
         },
         store: store.clone(),
@@ -301,6 +306,10 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             })
             .collect(),
     );
+    let forker = match &cfg.delegation.fork_dir {
+        Some(dir) => FsForker::new(dir, cfg.delegation.fork_preserved_cap),
+        None => FsForker::in_temp_dir(cfg.delegation.fork_preserved_cap),
+    };
     let children = AppChildren::new(
         Arc::clone(&assets),
         template.clone(),
@@ -308,6 +317,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         DelegationSettings {
             subagent_model: cfg.delegation.subagent_model.clone(),
         },
+        Arc::new(forker),
     );
     let shared_children: Arc<dyn ChildEngines> = Arc::new(children.clone());
     let shared_engine = Arc::new(template.engine(

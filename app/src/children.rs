@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use adapter_mcp::McpManager;
 use engine_core::{AgentDefinition, ChildEngines, ChildError, ChildSpec, DelegationSettings, Engine};
+use engine_ports::WorkspaceForker;
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
 use crate::assets::CatalogAssets;
@@ -22,6 +23,7 @@ pub(crate) struct AppChildren {
     template: EngineTemplate,
     agents: Arc<[AgentDefinition]>,
     settings: Arc<DelegationSettings>,
+    forker: Arc<dyn WorkspaceForker>,
 }
 
 impl AppChildren {
@@ -32,6 +34,7 @@ impl AppChildren {
         template: EngineTemplate,
         agents: Vec<AgentDefinition>,
         settings: DelegationSettings,
+        forker: Arc<dyn WorkspaceForker>,
     ) -> Self {
         Self {
             assets,
@@ -39,6 +42,7 @@ impl AppChildren {
             template,
             agents: agents.into(),
             settings: Arc::new(settings),
+            forker,
         }
     }
 
@@ -92,5 +96,9 @@ impl ChildEngines for AppChildren {
 
     fn settings(&self) -> &DelegationSettings {
         &self.settings
+    }
+
+    fn forker(&self) -> Option<Arc<dyn WorkspaceForker>> {
+        Some(Arc::clone(&self.forker))
     }
 }

@@ -73,6 +73,14 @@ pub struct DelegationConfig {
     /// `--enable-subagents` (default true): `Subagent`, `InspectSubagent` and
     /// `SubagentStatus` in every catalog.
     pub subagents: bool,
+    /// `--enable-parallel` (default true): `Parallel` in every catalog.
+    pub parallel: bool,
+    /// `--fork-preserved-cap` (default 8): how many preserved workspace copies (the
+    /// winners of `Parallel` calls) are kept; the oldest is removed first.
+    pub fork_preserved_cap: usize,
+    /// Where workspace copies go (default: `mecatl-forks` in the system's temp
+    /// directory, `TMPDIR`).
+    pub fork_dir: Option<PathBuf>,
     /// `--subagent-model`: the model of subagents that neither their call nor their
     /// named agent gives one (default: the session's model).
     pub subagent_model: Option<String>,
@@ -85,6 +93,9 @@ impl Default for DelegationConfig {
     fn default() -> Self {
         Self {
             subagents: true,
+            parallel: true,
+            fork_preserved_cap: adapter_fstools::DEFAULT_PRESERVED_CAP,
+            fork_dir: None,
             subagent_model: None,
             agents_dirs: Vec::new(),
         }

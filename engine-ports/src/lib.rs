@@ -6,7 +6,7 @@
 //! the port traits adapters implement ([`LlmProvider`], [`ToolCallRecorder`],
 //! [`Clock`], [`EventSink`], [`EventLog`], [`SessionStore`], [`SkillSource`],
 //! [`SkillDrafter`], [`CommandSource`], [`CommandExpander`], [`PermissionPolicy`],
-//! [`ToolHooks`]). It depends on no workspace crate and on no transport (no `rmcp`,
+//! [`ToolHooks`], [`WorkspaceForker`]). It depends on no workspace crate and on no transport (no `rmcp`,
 //! `reqwest`, `axum` or `clap`); it is not the engine (that is `engine-core`).
 //!
 //! Start with [`ToolCall`] and [`ToolResult`], then the port you implement; its
@@ -65,6 +65,7 @@ mod commands;
 mod content;
 mod diagnostics;
 mod event;
+mod fork;
 mod hooks;
 mod ids;
 mod llm;
@@ -97,6 +98,7 @@ pub use event::{
     ChildPhase, CompactionTrigger, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin,
     StopReason, Verdict,
 };
+pub use fork::{ChangeKind, FileChange, ForkError, WorkspaceCopy, WorkspaceForker};
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
 pub use llm::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose};

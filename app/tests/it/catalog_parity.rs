@@ -35,7 +35,7 @@ const REQUIRED: &[(Family, &[&str])] = &[
     (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
     (
         Family::Delegation,
-        &["Subagent", "InspectSubagent", "SubagentStatus"],
+        &["Subagent", "InspectSubagent", "SubagentStatus", "Parallel"],
     ),
     (Family::Memory, &[]),
     (Family::Skill, &["Skill", "SkillDraft"]),
@@ -423,7 +423,13 @@ async fn child_catalogs_are_the_shared_catalog_narrowed_by_their_profile_plus_th
         .collect();
     assert_eq!(
         never.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["InspectSubagent", "SkillDraft", "Subagent", "SubagentStatus"]
+        [
+            "InspectSubagent",
+            "Parallel",
+            "SkillDraft",
+            "Subagent",
+            "SubagentStatus"
+        ]
     );
     let allowed: Vec<String> = names(shared).into_iter().filter(|n| !never.contains(n)).collect();
 

@@ -40,6 +40,7 @@ async fn run(scratch: &Scratch, extra: &[&str]) -> Output {
         "--toolhive=false",
         // The windows below are calibrated on the core tools' specs alone.
         "--enable-subagents=false",
+        "--enable-parallel=false",
         "--store-dir",
         store.as_str(),
         "--session",

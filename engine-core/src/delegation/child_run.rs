@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use engine_ports::{
-    Chunk, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason, ToolCallId, Usage,
+    ChildPhase, Chunk, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason,
+    ToolCallId, Usage,
 };
 use futures::StreamExt as _;
 use tokio::time::Instant;
@@ -34,6 +35,11 @@ pub(crate) enum Reporter {
         /// The call's label.
         description: String,
     },
+    /// Branch `index` of a `Parallel` call.
+    Branch {
+        /// From 0.
+        index: u64,
+    },
 }
 
 impl Reporter {
@@ -42,6 +48,7 @@ impl Reporter {
     pub(crate) fn requester(&self) -> String {
         match self {
             Self::Subagent { description } => format!("subagent {description:?}"),
+            Self::Branch { index } => format!("parallel branch {index}"),
         }
     }
 
@@ -56,6 +63,15 @@ impl Reporter {
                 call_id,
                 child_id,
                 name,
+                preview,
+            },
+            Self::Branch { index } => EventKind::ParallelBranch {
+                call_id,
+                child_id,
+                index: *index,
+                phase: ChildPhase::Tool,
+                name: Some(name),
+                stop: None,
                 preview,
             },
         }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use engine_ports::{PermissionPolicy, RequestPurpose};
+use engine_ports::{PermissionPolicy, RequestPurpose, WorkspaceForker};
 
 use crate::engine::{Engine, EngineError, Limits};
 use crate::tool::Tool;
@@ -144,4 +144,8 @@ pub trait ChildEngines: Send + Sync {
 
     /// The operator's settings.
     fn settings(&self) -> &DelegationSettings;
+
+    /// Where private workspace copies come from (`Parallel` branches, mutating team
+    /// members); `None` when the host offers none.
+    fn forker(&self) -> Option<Arc<dyn WorkspaceForker>>;
 }

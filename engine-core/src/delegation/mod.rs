@@ -1,5 +1,7 @@
 //! Delegation: domain tools that run child engines — `Subagent` (with
-//! `InspectSubagent` and `SubagentStatus`).
+//! `InspectSubagent` and `SubagentStatus`) and `Parallel` (branches on private
+//! workspace copies from the [`WorkspaceForker`](engine_ports::WorkspaceForker)
+//! port).
 //!
 //! Child engines come through [`ChildEngines`], which the composition root implements
 //! (it assembles each child's catalog through the one registration path, with a child
@@ -17,6 +19,7 @@
 mod child_run;
 mod children;
 mod inspect;
+mod parallel;
 mod policy;
 mod render;
 mod scope;
@@ -32,6 +35,7 @@ pub use children::{
     DelegationSettings,
 };
 pub use inspect::{InspectSubagentTool, MAX_STATUS_WAIT_MS, SubagentStatusTool};
+pub use parallel::{JUDGE_INSTRUCTIONS, MAX_PARALLEL_TASKS, MAX_RUNNING_BRANCHES, ParallelTool};
 pub use policy::ChildPolicy;
 pub use render::{
     FORK_INTRO, INSPECT_MESSAGE_CHARS, INSPECT_MESSAGES, INSPECT_TOTAL_CHARS, MARKERS, PREVIEW_CHARS,
@@ -50,6 +54,8 @@ pub const SUBAGENT_TOOL_NAME: &str = "Subagent";
 pub const INSPECT_SUBAGENT_TOOL_NAME: &str = "InspectSubagent";
 /// The name of the `SubagentStatus` tool.
 pub const SUBAGENT_STATUS_TOOL_NAME: &str = "SubagentStatus";
+/// The name of the `Parallel` tool.
+pub const PARALLEL_TOOL_NAME: &str = "Parallel";
 
 /// The system prompt paragraph every child without a named agent gets after the
 /// parent's system prompt.

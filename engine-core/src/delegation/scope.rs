@@ -31,6 +31,8 @@ pub(crate) struct DelegationScope {
     pub(crate) mode: PermissionMode,
     /// Whether the parent run has an operator (asks are relayed) or not.
     pub(crate) interactive: bool,
+    /// The session's model (the judge's).
+    pub(crate) model: String,
     /// The model's context window, in tokens.
     pub(crate) context_window: u64,
     /// The parent conversation without the calling turn (what a fork starts from).

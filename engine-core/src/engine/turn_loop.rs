@@ -409,6 +409,7 @@ impl RunTask {
             parent: self.session.clone(),
             mode: snapshot.mode,
             interactive: inner.config.interactive,
+            model: inner.config.model.clone(),
             context_window: inner.context_window,
             conversation: snapshot.conversation[..before_call].to_vec().into(),
             children: Arc::clone(children),

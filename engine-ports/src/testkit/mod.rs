@@ -3,7 +3,8 @@
 //! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`],
 //! [`MemorySkillSource`], [`MemoryCommandSource`].
 //! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
-//! [`skill_source`], [`command_source`], [`session_store`], [`event_log`]);
+//! [`skill_source`], [`command_source`], [`session_store`], [`event_log`],
+//! [`workspace_forker`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
 //! case name when the implementation breaks the contract. Adapters run the suites
 //! of the ports they implement from their own tests.
@@ -22,6 +23,7 @@ pub mod llm_stream;
 pub mod session_store;
 pub mod skill_source;
 pub mod tool_call_recorder;
+pub mod workspace_forker;
 
 pub use collecting_sink::CollectingSink;
 pub use manual_clock::ManualClock;

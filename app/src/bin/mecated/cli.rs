@@ -168,6 +168,14 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) enable_subagents: bool,
+    /// Offer Parallel (tasks run as branches on private copies of the workspace).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) enable_parallel: bool,
+    /// How many preserved workspace copies (Parallel winners) are kept; the oldest
+    /// is removed first.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = parse_preserved_cap)]
+    pub(crate) fork_preserved_cap: usize,
     /// The provider model of subagents whose call and agent name none (default: the
     /// session's model).
     #[arg(long, value_name = "NAME", value_parser = parse_model_name)]
@@ -397,6 +405,13 @@ fn parse_allowed_host(value: &str) -> Result<app::AllowedHost, String> {
 
 fn parse_allowed_origin(value: &str) -> Result<app::AllowedOrigin, String> {
     value.parse()
+}
+
+fn parse_preserved_cap(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n <= 1024 => Ok(n),
+        _ => Err("expected a whole number from 0 to 1024".to_owned()),
+    }
 }
 
 fn parse_model_name(value: &str) -> Result<String, String> {

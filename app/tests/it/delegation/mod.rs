@@ -2,6 +2,7 @@
 //! children (the mock script's `children` entries), child sessions in the store,
 //! events, asks and the child catalogs.
 
+mod parallel;
 mod subagent;
 
 use adapter_llm::MockScript;
@@ -19,12 +20,31 @@ pub(crate) struct Harness {
 
 impl Harness {
     pub(crate) async fn new(script: &str, tweak: impl FnOnce(&mut AppConfig, &Scratch)) -> Self {
+        Self::with_script(MockScript::from_json(script, "test script").unwrap(), tweak).await
+    }
+
+    /// A build over a scratch workspace playing `script`; workspace copies go to the
+    /// scratch's `forks/`.
+    pub(crate) async fn with_script(
+        script: MockScript,
+        tweak: impl FnOnce(&mut AppConfig, &Scratch),
+    ) -> Self {
         let scratch = Scratch::new();
         let mut cfg = config(&scratch);
-        cfg.model = ModelConfig::MockScript(MockScript::from_json(script, "test script").unwrap());
+        cfg.model = ModelConfig::MockScript(script);
+        cfg.delegation.fork_dir = Some(scratch.path("forks"));
         tweak(&mut cfg, &scratch);
         let built = build(cfg).await.unwrap();
         Self { scratch, built }
+    }
+
+    /// The workspace copies left in `forks/`.
+    pub(crate) fn copies_left(&self) -> Vec<std::path::PathBuf> {
+        let mut left: Vec<std::path::PathBuf> = std::fs::read_dir(self.scratch.path("forks"))
+            .map(|dir| dir.flatten().map(|entry| entry.path()).collect())
+            .unwrap_or_default();
+        left.sort();
+        left
     }
 
     /// Runs `prompt` on `session`, answering asks with `verdict` (the engine must be
