@@ -18,12 +18,15 @@
 //!
 //! Start with [`core_tools`] (what the composition root registers) and
 //! [`ShellRunner`] (what it puts into the environment); each tool lives in a file named
-//! for it, and `confinement.rs` holds the path rules they share.
+//! for it, and `confinement.rs` holds the path rules they share. [`FsForker`] is the
+//! filesystem [`WorkspaceForker`](engine_ports::WorkspaceForker): full copies of the
+//! workspace for children that work apart from it.
 
 mod atomic_write;
 mod blocking;
 mod confinement;
 mod edit;
+mod fork;
 mod glob;
 mod grep;
 mod list_dir;
@@ -41,6 +44,7 @@ use engine_core::Tool;
 // The public surface, in one place: the tools (so a host can register a subset), the
 // constructor the composition root calls, and the production command runner.
 pub use edit::{Edit, MAX_EDIT_RESULT_BYTES};
+pub use fork::{CopyStats, DEFAULT_PRESERVED_CAP, ForkLimits, FsForker};
 pub use glob::{Glob, MAX_GLOB_PATTERN_BYTES};
 pub use grep::{Grep, MAX_GREP_PATTERN_BYTES, REGEX_SIZE_LIMIT};
 pub use list_dir::ListDir;

@@ -124,7 +124,7 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
             _ => messages.push((role, blocks)),
         }
     }
-    let cache = request.purpose.is_conversation();
+    let cache = request.purpose.is_turn();
     if cache {
         let count = messages.len();
         for index in [count.checked_sub(1), count.checked_sub(3)].into_iter().flatten() {

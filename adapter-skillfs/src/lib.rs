@@ -13,7 +13,8 @@
 //!
 //! Start with [`load_skills`] (options → tiers → [`DirSource`]s in a [`MultiSource`] →
 //! [`FsSource`], diagnostics logged and returned), then [`parse_skill_md`] for the
-//! file format. For commands, [`FileCommandSource::new`]; for drafts,
+//! file format. Named agent definitions ([`load_agents`], [`parse_agent_md`]) are read
+//! and parsed the same way. For commands, [`FileCommandSource::new`]; for drafts,
 //! [`QuarantineDrafter`], [`check_quarantine_placement`] and [`promote`].
 //!
 //! YAML: `gray_matter`'s splitter trims delimiter lines and its YAML engine types
@@ -22,6 +23,7 @@
 //! errors to positions. Directory walks use `walkdir`; asset reads open each
 //! component with `O_NOFOLLOW` (`rustix`).
 
+mod agents;
 mod confined;
 mod dir_source;
 mod discovery;
@@ -41,6 +43,10 @@ mod tiers;
 mod yaml;
 
 // The public surface, in one place.
+pub use agents::{
+    AGENT_MAX_TURNS_CAP, AgentFileError, AgentsLoad, MAX_AGENT_FILES_PER_DIR, ParsedAgent, load_agents,
+    parse_agent_md, project_agent_dir,
+};
 pub use confined::{MAX_DEFINITION_FILE_BYTES, read_repository_file};
 pub use dir_source::DirSource;
 pub use discovery::{Discover, DiscoveredSkill, Discovery, DiscoveryError, DiscoveryFailure, SkipDiagnostic};

@@ -46,6 +46,7 @@ fn percentiles(assets: &CatalogAssets, client: Option<&McpManager>) -> (Duration
             CatalogInputs {
                 client_mcp: client,
                 narrate: false,
+                child: None,
             },
         );
         samples.push(started.elapsed());
@@ -124,6 +125,7 @@ fn main() {
                 CatalogInputs {
                     client_mcp: None,
                     narrate: false,
+                    child: None,
                 },
             )
         })
@@ -135,6 +137,7 @@ fn main() {
                 CatalogInputs {
                     client_mcp: Some(&client),
                     narrate: false,
+                    child: None,
                 },
             )
         })
@@ -146,6 +149,7 @@ fn main() {
                 CatalogInputs {
                     client_mcp: None,
                     narrate: false,
+                    child: None,
                 },
             )
         })

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use adapter_mcp::{McpError, McpManager};
-use engine_core::{Catalog, CatalogError, TOOL_SEARCH_NAME, Tool};
+use engine_core::{Catalog, CatalogError, ChildAccess, ChildSpec, TOOL_SEARCH_NAME, Tool};
 use engine_ports::{Diagnostic, Diagnostics, Level};
 use serde::Serialize;
 
@@ -20,6 +20,12 @@ pub struct CatalogInputs<'a> {
     /// Log one INFO per family saying it is enabled or why not (the shared build
     /// only); without it, assembly logs WARNs only.
     pub narrate: bool,
+    /// A child engine's profile. Its catalog holds no delegation tool and no
+    /// `SkillDraft` (the engine gives children no `ToolSearch`); of the other families
+    /// only what its access allows (read-only: read-only tools; a workspace copy:
+    /// read-only tools and the core tools, which act on the copy) and, when given,
+    /// only its tool names; then its own extra tools, in the delegation slot.
+    pub child: Option<&'a ChildSpec>,
 }
 
 /// A tool the catalog did not take (first wins): `tools --json` lists it.
@@ -126,11 +132,12 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
         + assets.memory.user.len()
         + 2;
     let mut run = Assembly::new(inputs.narrate, capacity);
+    run.child = inputs.child.map(ChildFilter::new);
 
     for slot in FAMILY_ORDER {
         match slot {
             FamilySlot::Core => {
-                run.builtin(Family::Core, &assets.core);
+                run.builtin(Family::Core, &assets.core, Confined::Yes);
                 run.extra(&assets.extra);
                 run.narrate(|| {
                     let shell = if assets.shell {
@@ -176,7 +183,7 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 run.narrate(|| "client MCP tools: mounted per session only".to_owned());
             }
             FamilySlot::Memory => {
-                run.builtin(Family::Memory, &assets.memory.project);
+                run.builtin(Family::Memory, &assets.memory.project, Confined::No);
                 run.narrate(|| match assets.memory.project.len() {
                     0 => format!("memory tools disabled: {}", assets.memory.project_place),
                     n => format!(
@@ -186,7 +193,7 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 });
             }
             FamilySlot::UserModel => {
-                run.builtin(Family::Memory, &assets.memory.user);
+                run.builtin(Family::Memory, &assets.memory.user, Confined::No);
                 run.narrate(|| match assets.memory.user.len() {
                     0 => format!("user-model tools disabled: {}", assets.memory.user_place),
                     n => format!(
@@ -195,20 +202,52 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                     ),
                 });
             }
-            FamilySlot::Subagent | FamilySlot::Parallel | FamilySlot::Team => {
+            FamilySlot::Subagent => match inputs.child {
+                // A child's own tools (SubmitResult, a team's coordination tools)
+                // take the delegation slot of its catalog.
+                Some(child) => run.child_extras(&child.extra_tools),
+                None => {
+                    run.builtin(Family::Delegation, &assets.delegation.subagent, Confined::No);
+                    run.narrate(|| {
+                        if assets.delegation.subagent.is_empty() {
+                            "Subagent, InspectSubagent and SubagentStatus disabled: --enable-subagents=false"
+                                .to_owned()
+                        } else {
+                            format!(
+                                "Subagent, InspectSubagent and SubagentStatus enabled: {} named agent(s)",
+                                assets.delegation.agents
+                            )
+                        }
+                    });
+                }
+            },
+            FamilySlot::Parallel => {
+                if inputs.child.is_none() {
+                    run.builtin(Family::Delegation, &assets.delegation.parallel, Confined::No);
+                    run.narrate(|| {
+                        if assets.delegation.parallel.is_empty() {
+                            "Parallel disabled: --enable-parallel=false".to_owned()
+                        } else {
+                            "Parallel enabled: branches on private workspace copies".to_owned()
+                        }
+                    });
+                }
+            }
+            FamilySlot::Team => {
                 run.narrate(|| format!("{} tools disabled: not built yet (reserved slot)", slot.as_str()));
             }
             FamilySlot::Skill => {
                 let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));
-                run.builtin(Family::Skill, skill.as_slice());
+                run.builtin(Family::Skill, skill.as_slice(), Confined::No);
                 run.narrate(|| match &assets.skills {
                     Some(skills) => format!("Skill tool enabled: {} skill(s)", skills.metas.len()),
                     None => "Skill tool disabled: no skill resolved".to_owned(),
                 });
             }
             FamilySlot::SkillDraft => {
-                let draft = assets.skill_draft.clone();
-                run.builtin(Family::Skill, draft.as_slice());
+                // Children never draft skills.
+                let draft = assets.skill_draft.clone().filter(|_| inputs.child.is_none());
+                run.builtin(Family::Skill, draft.as_slice(), Confined::No);
                 run.narrate(|| match &assets.skill_draft {
                     Some(_) => "SkillDraft tool enabled (--skills-draft-dir)".to_owned(),
                     None => "SkillDraft tool disabled: no --skills-draft-dir".to_owned(),
@@ -231,9 +270,43 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
     }
 }
 
+/// Whether a family's tools act only inside the engine's workspace root (the core
+/// tools), so a child working on a copy may keep its mutating ones.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Confined {
+    Yes,
+    No,
+}
+
+/// What a child profile lets into a child's catalog.
+struct ChildFilter {
+    access: ChildAccess,
+    tools: Option<HashSet<String>>,
+}
+
+impl ChildFilter {
+    fn new(spec: &ChildSpec) -> Self {
+        Self {
+            access: spec.access,
+            tools: spec.tools.as_ref().map(|names| names.iter().cloned().collect()),
+        }
+    }
+
+    fn admits(&self, tool: &dyn Tool, name: &str, confined: Confined) -> bool {
+        let access = match self.access {
+            ChildAccess::ReadOnly => tool.read_only(),
+            ChildAccess::ReadWrite => true,
+            ChildAccess::WorkspaceCopy => tool.read_only() || confined == Confined::Yes,
+        };
+        access && self.tools.as_ref().is_none_or(|names| names.contains(name))
+    }
+}
+
 /// The state of one assembly.
 struct Assembly {
     narrate: bool,
+    /// A child's profile (a child catalog), if any.
+    child: Option<ChildFilter>,
     catalog: Catalog,
     families: FamilyMap,
     skipped: Vec<SkippedTool>,
@@ -249,6 +322,7 @@ impl Assembly {
     fn new(narrate: bool, capacity: usize) -> Self {
         Self {
             narrate,
+            child: None,
             catalog: Catalog::new(),
             families: HashMap::with_capacity(capacity),
             skipped: Vec::new(),
@@ -283,12 +357,31 @@ impl Assembly {
         }
     }
 
+    /// Whether a child profile (if any) lets `tool` in.
+    fn admits(&self, tool: &dyn Tool, name: &str, confined: Confined) -> bool {
+        self.child
+            .as_ref()
+            .is_none_or(|child| child.admits(tool, name, confined))
+    }
+
+    /// Registers a child's own tools in the delegation family, whatever its profile
+    /// says; a name already taken is skipped like any built-in tool's.
+    fn child_extras(&mut self, tools: &[Arc<dyn Tool>]) {
+        let filter = self.child.take();
+        self.builtin(Family::Delegation, tools, Confined::No);
+        self.child = filter;
+    }
+
     /// Registers built-in (non-MCP) tools: a name taken by an MCP tool is skipped
-    /// (one WARN); a name taken by another built-in family is a conflict.
-    fn builtin(&mut self, family: Family, tools: &[Arc<dyn Tool>]) {
+    /// (one WARN); a name taken by another built-in family is a conflict. A child
+    /// profile leaves out what it does not admit.
+    fn builtin(&mut self, family: Family, tools: &[Arc<dyn Tool>], confined: Confined) {
         let mut skipped = Vec::new();
         for tool in tools {
             let name: Arc<str> = Arc::from(tool.spec().name());
+            if !self.admits(tool.as_ref(), &name, confined) {
+                continue;
+            }
             match self.catalog.register(Arc::clone(tool)) {
                 Ok(()) => {
                     self.families.insert(name, family);
@@ -336,6 +429,9 @@ impl Assembly {
         let mut skipped = Vec::new();
         for tool in tools {
             let name: Arc<str> = Arc::from(tool.spec().name());
+            if !self.admits(tool.as_ref(), &name, Confined::No) {
+                continue;
+            }
             if &*name == TOOL_SEARCH_NAME {
                 skipped.push(SkippedTool {
                     name: name.to_string(),
@@ -379,6 +475,9 @@ impl Assembly {
         let mut registration = Registration::default();
         for tool in tools {
             let name: Arc<str> = Arc::from(tool.spec().name());
+            if !self.admits(tool.as_ref(), &name, Confined::No) {
+                continue;
+            }
             match self.catalog.register(Arc::clone(tool)) {
                 Ok(()) => {
                     self.families.insert(Arc::clone(&name), family);
@@ -495,6 +594,7 @@ mod tests {
             skills: None,
             skill_draft: skill.map(|n| Arc::new(Named(n)) as Arc<dyn Tool>),
             memory: crate::assets::MemoryAssets::default(),
+            delegation: crate::assets::DelegationAssets::default(),
             store: AppStore::Memory(Arc::new(InMemoryStore::new())),
             mount: MountOptions::default(),
             disclosure: engine_core::Disclosure::Off,
@@ -526,8 +626,8 @@ mod tests {
         let narrated = assemble_catalog(
             &assets(&["Read"], None),
             CatalogInputs {
-                client_mcp: None,
                 narrate: true,
+                ..CatalogInputs::default()
             },
         );
         // One line per slot; the resource note was logged when the assets were built

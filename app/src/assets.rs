@@ -25,6 +25,7 @@ pub struct CatalogAssets {
     pub(crate) skills: Option<SkillAssets>,
     pub(crate) skill_draft: Option<Arc<dyn Tool>>,
     pub(crate) memory: MemoryAssets,
+    pub(crate) delegation: DelegationAssets,
     pub(crate) store: AppStore,
     pub(crate) mount: MountOptions,
     pub(crate) disclosure: Disclosure,
@@ -78,6 +79,18 @@ impl MemoryAssets {
                 .map_or_else(|| off(&config.user, "--no-user-model"), |m| place(m.dir.as_ref())),
         }
     }
+}
+
+/// The delegation families' tools (they hold no state: each call finds its run's
+/// child engines in its environment).
+#[derive(Default)]
+pub(crate) struct DelegationAssets {
+    /// `Subagent`, `InspectSubagent`, `SubagentStatus`.
+    pub(crate) subagent: Vec<Arc<dyn Tool>>,
+    /// `Parallel`.
+    pub(crate) parallel: Vec<Arc<dyn Tool>>,
+    /// How many named agents `Subagent` lists.
+    pub(crate) agents: usize,
 }
 
 /// The resolved skills and the `Skill` tool built over them (its description is
@@ -137,6 +150,7 @@ impl std::fmt::Debug for CatalogAssets {
             .field("skill_draft", &self.skill_draft.is_some())
             .field("memory", &self.memory.project.len())
             .field("user_model", &self.memory.user.len())
+            .field("delegation", &self.delegation.subagent.len())
             .field("disclosure", &self.disclosure)
             .finish()
     }

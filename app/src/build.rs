@@ -4,23 +4,27 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use adapter_fstools::{CoreToolsOptions, core_tools};
+use adapter_fstools::{CoreToolsOptions, FsForker, core_tools};
 use adapter_llm::{HttpProviderConfig, MockProvider, build_http_provider};
 use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
 };
 use adapter_skillfs::{
-    FsSourceConfig, HostEnv, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_skills,
-    resolve_skill_dirs,
+    FsSourceConfig, HostEnv, ParsedAgent, QuarantineDrafter, SkillsOptions, check_quarantine_placement,
+    load_agents, load_skills, resolve_skill_dirs,
 };
-use engine_core::{CatalogUpdates, SkillDraftTool, SkillTool, Tool};
+use engine_core::{
+    AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
+    SkillTool, Tool, subagent_tools,
+};
 use engine_ports::{
     Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, ServerOrigin, SkillSource, SystemClock,
 };
 
 use crate::assembly::{CatalogInputs, assemble_catalog};
-use crate::assets::{CatalogAssets, MemoryAssets, ResourceAssets, SkillAssets};
+use crate::assets::{CatalogAssets, DelegationAssets, MemoryAssets, ResourceAssets, SkillAssets};
 use crate::built::{Built, close_store};
+use crate::children::AppChildren;
 use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig};
 use crate::engine_template::EngineTemplate;
@@ -201,6 +205,11 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         SkillAssets { source, metas, tool }
     });
 
+    // Named agents, read like skills (the same trust gate for the workspace's own).
+    let agents_load = load_agents(&cfg.delegation.agents_dirs, &root, cfg.skills.trust, &host);
+    diagnostics.extend(agents_load.diagnostics.iter().map(|d| d.to_diagnostic()));
+    let agents: Vec<AgentDefinition> = agents_load.agents.into_iter().map(agent_definition).collect();
+
     // 4. Open the store.
     let store = AppStore::open(&cfg.store).await?;
     *opened = Some(store.clone());
@@ -231,6 +240,19 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         skills,
         skill_draft,
         memory: MemoryAssets::new(&cfg.memory, &memory),
+        delegation: DelegationAssets {
+            subagent: if cfg.delegation.subagents {
+                subagent_tools(&agents)
+            } else {
+                Vec::new()
+            },
+            parallel: if cfg.delegation.parallel {
+                vec![Arc::new(ParallelTool) as Arc<dyn Tool>]
+            } else {
+                Vec::new()
+            },
+            agents: agents.len(),
+        },
         store: store.clone(),
         mount,
         disclosure: cfg.disclosure,
@@ -240,6 +262,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         CatalogInputs {
             client_mcp: None,
             narrate: true,
+            child: None,
         },
     );
     diagnostics.extend(assembled.diagnostics.iter().cloned());
@@ -287,10 +310,29 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             })
             .collect(),
     );
-    let shared_engine = Arc::new(template.engine(Arc::clone(&assembled.catalog), updates, &[])?);
-    let factory = SessionEngineFactory::new(
+    let forker = match &cfg.delegation.fork_dir {
+        Some(dir) => FsForker::new(dir, cfg.delegation.fork_preserved_cap),
+        None => FsForker::in_temp_dir(cfg.delegation.fork_preserved_cap),
+    };
+    let children = AppChildren::new(
         Arc::clone(&assets),
+        template.clone(),
+        agents,
+        DelegationSettings {
+            subagent_model: cfg.delegation.subagent_model.clone(),
+        },
+        Arc::new(forker),
+    );
+    let shared_children: Arc<dyn ChildEngines> = Arc::new(children.clone());
+    let shared_engine = Arc::new(template.engine(
+        Arc::clone(&assembled.catalog),
+        updates,
+        &[],
+        Some(shared_children),
+    )?);
+    let factory = SessionEngineFactory::new(
         template,
+        children,
         Arc::clone(&shared_engine),
         Arc::clone(&assembled.families),
         root.clone(),
@@ -341,6 +383,18 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         global_manager: manager,
         closed: AtomicBool::new(false),
     })
+}
+
+/// A named agent as the engine knows it.
+fn agent_definition(agent: ParsedAgent) -> AgentDefinition {
+    AgentDefinition {
+        name: agent.name,
+        description: agent.description,
+        tools: agent.tools,
+        model: agent.model,
+        max_turns: agent.max_turns,
+        system_prompt: agent.body,
+    }
 }
 
 /// The system prompt the sessions of `cfg` would get, without building anything else

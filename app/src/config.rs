@@ -68,6 +68,43 @@ pub struct AppConfig {
     /// Where project memory and the user model live (both off by default; the command
     /// line turns them on at their default directories).
     pub memory: MemoryConfig,
+    /// The delegation families (Subagent, Parallel, Team).
+    pub delegation: DelegationConfig,
+}
+
+/// The delegation families' settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DelegationConfig {
+    /// `--enable-subagents` (default true): `Subagent`, `InspectSubagent` and
+    /// `SubagentStatus` in every catalog.
+    pub subagents: bool,
+    /// `--enable-parallel` (default true): `Parallel` in every catalog.
+    pub parallel: bool,
+    /// `--fork-preserved-cap` (default 8): how many preserved workspace copies (the
+    /// winners of `Parallel` calls) are kept; the oldest is removed first.
+    pub fork_preserved_cap: usize,
+    /// Where workspace copies go (default: `mecatl-forks` in the system's temp
+    /// directory, `TMPDIR`).
+    pub fork_dir: Option<PathBuf>,
+    /// `--subagent-model`: the model of subagents that neither their call nor their
+    /// named agent gives one (default: the session's model).
+    pub subagent_model: Option<String>,
+    /// `--agents-dir`, in flag order: named agent definitions (`<name>.md`). The
+    /// workspace's `.mecatl/agents/` is read too, only with `--trust-project`.
+    pub agents_dirs: Vec<PathBuf>,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        Self {
+            subagents: true,
+            parallel: true,
+            fork_preserved_cap: adapter_fstools::DEFAULT_PRESERVED_CAP,
+            fork_dir: None,
+            subagent_model: None,
+            agents_dirs: Vec::new(),
+        }
+    }
 }
 
 impl AppConfig {
@@ -96,6 +133,7 @@ impl AppConfig {
             extra_tools: ExtraTools::default(),
             context_window: None,
             memory: MemoryConfig::default(),
+            delegation: DelegationConfig::default(),
         }
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use adapter_fstools::ShellRunner;
 use engine_core::{
-    Catalog, CatalogUpdates, DefaultPolicy, Deps, Engine, EngineConfig, EngineError, Environment,
-    EnvironmentError, OutputCap,
+    CHILD_PROMPT_NOTE, Catalog, CatalogUpdates, ChildEngines, ChildError, ChildSpec, DefaultPolicy, Deps,
+    Disclosure, Engine, EngineConfig, EngineError, Environment, EnvironmentError, OutputCap,
 };
 use engine_ports::{CommandExpander, LlmProvider, ServerOrigin, SystemClock};
 
@@ -69,18 +69,54 @@ impl EngineTemplate {
     }
 
     /// An engine over `catalog` with the shared dependencies; `updates` offers newer
-    /// catalogs when an MCP server changes its tool list.
+    /// catalogs when an MCP server changes its tool list; `children` builds the child
+    /// engines its delegation tools run.
     pub(crate) fn engine(
         &self,
         catalog: Arc<Catalog>,
         updates: Option<Arc<dyn CatalogUpdates>>,
         client_servers: &[ServerOrigin],
+        children: Option<Arc<dyn ChildEngines>>,
     ) -> Result<Engine, EngineError> {
         let mut deps = self.deps.clone();
         deps.catalog = catalog;
         deps.catalog_updates = updates;
+        deps.children = children;
         deps.config.mcp_servers.extend_from_slice(client_servers);
         Engine::new(deps)
+    }
+
+    /// A child engine over `catalog` (assembled for `spec`): the shared dependencies
+    /// but `spec`'s policy, limits, purpose, model and system prompt (default: the
+    /// parent's system prompt and [`CHILD_PROMPT_NOTE`]), its workspace copy when it
+    /// has one, no command chain, no `ToolSearch` and no children of its own.
+    pub(crate) fn child_engine(&self, catalog: Arc<Catalog>, spec: &ChildSpec) -> Result<Engine, ChildError> {
+        let mut deps = self.deps.clone();
+        deps.catalog = catalog;
+        deps.catalog_updates = None;
+        deps.commands = None;
+        deps.children = None;
+        deps.policy = Some(Arc::clone(&spec.policy));
+        if let Some(workspace) = &spec.workspace {
+            deps.environment = deps
+                .environment
+                .with_workspace_root(workspace)
+                .map_err(|error| ChildError::Workspace(error.to_string()))?;
+        }
+        let config = &mut deps.config;
+        if let Some(model) = &spec.model {
+            config.model.clone_from(model);
+        }
+        config.system_prompt = match &spec.system_prompt {
+            Some(prompt) => prompt.clone(),
+            None if config.system_prompt.is_empty() => CHILD_PROMPT_NOTE.to_owned(),
+            None => format!("{}\n\n{CHILD_PROMPT_NOTE}", config.system_prompt),
+        };
+        config.limits = spec.limits;
+        config.interactive = spec.interactive;
+        config.purpose = spec.purpose;
+        config.disclosure = Disclosure::Off;
+        Ok(Engine::new(deps)?)
     }
 
     /// Sets the system prompt every engine's sessions start with.

@@ -15,6 +15,7 @@ use engine_ports::{PermissionMode, ServerOrigin};
 
 use crate::assembly::{CatalogInputs, CatalogTeardown, FamilyMap, assemble_catalog};
 use crate::assets::CatalogAssets;
+use crate::children::AppChildren;
 use crate::engine_template::EngineTemplate;
 use crate::error::{CloseError, FactoryError};
 use crate::live_catalog::LiveCatalog;
@@ -58,6 +59,7 @@ pub struct SessionEngineFactory {
 struct FactoryInner {
     assets: Arc<CatalogAssets>,
     template: EngineTemplate,
+    children: AppChildren,
     shared: Arc<Engine>,
     shared_families: Arc<FamilyMap>,
     workspace: PathBuf,
@@ -105,9 +107,10 @@ impl Drop for Reservation<'_> {
 }
 
 impl SessionEngineFactory {
+    /// The factory over the assets `children` assemble from.
     pub(crate) fn new(
-        assets: Arc<CatalogAssets>,
         template: EngineTemplate,
+        children: AppChildren,
         shared: Arc<Engine>,
         shared_families: Arc<FamilyMap>,
         workspace: PathBuf,
@@ -116,8 +119,9 @@ impl SessionEngineFactory {
     ) -> Self {
         Self {
             inner: Arc::new(FactoryInner {
-                assets,
+                assets: Arc::clone(children.assets()),
                 template,
+                children,
                 shared,
                 shared_families,
                 workspace,
@@ -199,6 +203,7 @@ impl SessionEngineFactory {
             CatalogInputs {
                 client_mcp: client.as_ref(),
                 narrate: false,
+                child: None,
             },
         );
         let teardown = assembled.teardown.clone();
@@ -238,10 +243,12 @@ impl SessionEngineFactory {
                     .collect()
             })
             .unwrap_or_default();
-        let engine = match inner
-            .template
-            .engine(Arc::clone(&assembled.catalog), updates, &origins)
-        {
+        let engine = match inner.template.engine(
+            Arc::clone(&assembled.catalog),
+            updates,
+            &origins,
+            Some(Arc::new(inner.children.with_client(client.clone()))),
+        ) {
             Ok(engine) => Arc::new(engine),
             Err(error) => return abandon(&teardown, error.into()).await,
         };

@@ -74,6 +74,7 @@ impl CatalogUpdates for LiveCatalog {
                 CatalogInputs {
                     client_mcp: self.client.as_ref(),
                     narrate: false,
+                    child: None,
                 },
             );
             state.generation += 1;

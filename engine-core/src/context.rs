@@ -236,6 +236,16 @@ pub(crate) fn choose_cut(conversation: &[Message], window: u64) -> Option<usize>
 /// still is, the oldest messages after an earlier summary are left out, saying how
 /// many.
 pub(crate) fn summary_request_text(replaced: &[Message], window: u64) -> String {
+    format!(
+        "{COMPACTION_INSTRUCTIONS}\n\n<conversation>\n{}\n</conversation>",
+        transcript_within(replaced, window)
+    )
+}
+
+/// `messages` as a transcript within [`TRANSCRIPT_PERCENT`] of a `window`-token
+/// model (the rules of [`summary_request_text`]): what a side request shows of a
+/// conversation (a compaction summary, a salvage turn, a forked child's start).
+pub(crate) fn transcript_within(replaced: &[Message], window: u64) -> String {
     let budget = usize::try_from(share_bytes(window, TRANSCRIPT_PERCENT)).unwrap_or(usize::MAX);
     let size = |items: &[String]| items.iter().map(|item| item.len() + 2).sum::<usize>();
     let mut cap = TRANSCRIPT_ITEM_CAP;
@@ -257,15 +267,12 @@ pub(crate) fn summary_request_text(replaced: &[Message], window: u64) -> String 
             items.splice(
                 first_droppable..first_droppable + dropped,
                 [format!(
-                    "[{dropped} earlier messages were left out to fit the summary request]"
+                    "[{dropped} earlier messages were left out to fit this transcript]"
                 )],
             );
         }
     }
-    format!(
-        "{COMPACTION_INSTRUCTIONS}\n\n<conversation>\n{}\n</conversation>",
-        items.join("\n\n")
-    )
+    items.join("\n\n")
 }
 
 /// One message of the transcript, tool texts cut at `cap` bytes.
@@ -508,7 +515,7 @@ mod tests {
             text.len()
         );
         assert!(text.contains("keep me"));
-        assert!(text.contains("earlier messages were left out to fit the summary request"));
+        assert!(text.contains("earlier messages were left out to fit this transcript"));
         assert!(text.contains("more bytes left out"));
     }
 }

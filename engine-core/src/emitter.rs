@@ -11,11 +11,15 @@ use tokio::sync::mpsc;
 /// event to the durable log (a failed append is a WARN), the live sink and the run's
 /// stream, in that order.
 ///
-/// One emitter serves one run; events are emitted from one task at a time, so the
-/// order on every output is the `seq` order.
+/// One emitter serves one run. Events may come from several tasks at once (the
+/// dispatcher, and delegation tools reporting their children's progress from
+/// theirs): [`EventEmitter::emit`] numbers and delivers each event under one lock, so
+/// every output sees the events in `seq` order.
 pub struct EventEmitter {
     session: SessionId,
     next_seq: AtomicU64,
+    /// Held from numbering to delivery by [`EventEmitter::emit`].
+    order: tokio::sync::Mutex<()>,
     clock: Option<Arc<dyn Clock>>,
     log: Option<Arc<dyn EventLog>>,
     sink: Option<Arc<dyn EventSink>>,
@@ -31,6 +35,7 @@ impl EventEmitter {
         Self {
             session,
             next_seq: AtomicU64::new(first_seq),
+            order: tokio::sync::Mutex::new(()),
             clock: None,
             log: None,
             sink: None,
@@ -99,8 +104,10 @@ impl EventEmitter {
         self.next_seq.fetch_add(1, Ordering::SeqCst)
     }
 
-    /// Emits one event and returns its `seq`.
+    /// Emits one event and returns its `seq`; concurrent callers are served one at a
+    /// time, in `seq` order.
     pub async fn emit(&self, kind: EventKind) -> u64 {
+        let _order = self.order.lock().await;
         let seq = self.reserve_seq();
         self.emit_with_seq(seq, kind).await;
         seq

@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::delegation::DelegationScope;
 use crate::elicitation::Elicitor;
 use crate::output_cap::OutputCap;
 
@@ -22,6 +23,9 @@ struct Inner {
     runner: Option<Arc<dyn CommandRunner>>,
     output_cap: OutputCap,
     elicitor: Option<Arc<dyn Elicitor>>,
+    /// What delegation tools need of the run that calls them (set per turn by an
+    /// engine that can start child engines).
+    delegation: Option<Arc<DelegationScope>>,
 }
 
 /// An environment that cannot be built.
@@ -50,6 +54,7 @@ impl Environment {
                 runner: None,
                 output_cap: OutputCap::default(),
                 elicitor: None,
+                delegation: None,
             }),
         })
     }
@@ -57,35 +62,57 @@ impl Environment {
     /// The same environment with a command runner.
     #[must_use]
     pub fn with_runner(&self, runner: Arc<dyn CommandRunner>) -> Self {
-        self.rebuild(Some(runner), self.inner.output_cap, self.inner.elicitor.clone())
+        self.rebuild(|inner| inner.runner = Some(runner))
     }
 
     /// The same environment with another output cap.
     #[must_use]
     pub fn with_output_cap(&self, cap: OutputCap) -> Self {
-        self.rebuild(self.inner.runner.clone(), cap, self.inner.elicitor.clone())
+        self.rebuild(|inner| inner.output_cap = cap)
     }
 
     /// The same environment for one call, whose tool may ask the user through
     /// `elicitor` (the dispatcher gives every call its own).
     #[must_use]
     pub fn with_elicitor(&self, elicitor: Arc<dyn Elicitor>) -> Self {
-        self.rebuild(self.inner.runner.clone(), self.inner.output_cap, Some(elicitor))
+        self.rebuild(|inner| inner.elicitor = Some(elicitor))
     }
 
-    fn rebuild(
-        &self,
-        runner: Option<Arc<dyn CommandRunner>>,
-        output_cap: OutputCap,
-        elicitor: Option<Arc<dyn Elicitor>>,
-    ) -> Self {
+    /// The same environment (runner, output cap) rooted elsewhere: a child's copy of
+    /// the workspace.
+    ///
+    /// # Errors
+    /// [`EnvironmentError::RelativeRoot`] for a relative path.
+    pub fn with_workspace_root(&self, workspace_root: impl Into<PathBuf>) -> Result<Self, EnvironmentError> {
+        let workspace_root = workspace_root.into();
+        if !workspace_root.is_absolute() {
+            return Err(EnvironmentError::RelativeRoot(workspace_root));
+        }
+        Ok(self.rebuild(|inner| inner.workspace_root = workspace_root))
+    }
+
+    /// The same environment carrying what delegation tools need of the calling run.
+    pub(crate) fn with_delegation(&self, scope: Arc<DelegationScope>) -> Self {
+        self.rebuild(|inner| inner.delegation = Some(scope))
+    }
+
+    /// What delegation tools need of the calling run; `None` in an engine that cannot
+    /// start child engines (a child's, or one built without them).
+    pub(crate) fn delegation(&self) -> Option<&Arc<DelegationScope>> {
+        self.inner.delegation.as_ref()
+    }
+
+    fn rebuild(&self, change: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = Inner {
+            workspace_root: self.inner.workspace_root.clone(),
+            runner: self.inner.runner.clone(),
+            output_cap: self.inner.output_cap,
+            elicitor: self.inner.elicitor.clone(),
+            delegation: self.inner.delegation.clone(),
+        };
+        change(&mut inner);
         Self {
-            inner: Arc::new(Inner {
-                workspace_root: self.inner.workspace_root.clone(),
-                runner,
-                output_cap,
-                elicitor,
-            }),
+            inner: Arc::new(inner),
         }
     }
 

@@ -59,6 +59,7 @@
 mod catalog;
 mod commands;
 mod context;
+mod delegation;
 mod disclosure;
 mod dispatch;
 mod elicitation;
@@ -88,6 +89,16 @@ pub use context::{
     BYTES_PER_TOKEN, COMPACT_AT_PERCENT, COMPACTION_INSTRUCTIONS, DEFAULT_CONTEXT_WINDOW, KEEP_PERCENT,
     KEPT_USER_TURNS, MIN_TRANSCRIPT_ITEM_CAP, SUMMARY_INTRO, TRANSCRIPT_ITEM_CAP, TRANSCRIPT_PERCENT,
     context_window_for,
+};
+pub use delegation::{
+    AgentDefinition, CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, CHILD_PROMPT_NOTE, ChildAccess, ChildEngines,
+    ChildError, ChildPolicy, ChildSpec, DelegationSettings, FORK_INTRO, INSPECT_MESSAGE_CHARS,
+    INSPECT_MESSAGES, INSPECT_SUBAGENT_TOOL_NAME, INSPECT_TOTAL_CHARS, InspectSubagentTool,
+    JUDGE_INSTRUCTIONS, MARKERS, MAX_OUTPUT_SCHEMA_BYTES, MAX_PARALLEL_TASKS, MAX_RUNNING_BRANCHES,
+    MAX_RUNNING_SUBAGENTS, MAX_STATUS_WAIT_MS, MAX_SUBAGENT_TIMEOUT_MS, PARALLEL_TOOL_NAME, PREVIEW_CHARS,
+    ParallelTool, SALVAGE_INSTRUCTIONS, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, SUBMIT_ATTEMPTS,
+    SUBMIT_RESULT_TOOL_NAME, SubagentStatusTool, SubagentTool, inspect_transcript, neutralise, preview,
+    subagent_tools,
 };
 pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{

@@ -22,8 +22,8 @@ use crate::environment::Environment;
 /// - The result should answer `call.id()`; the dispatcher forces it otherwise.
 ///
 /// Optional capabilities are provided methods with the safe default:
-/// [`Tool::advertised_spec`] (Disclosable), [`Tool::plan_only`] and
-/// [`Tool::dispatch_serial`].
+/// [`Tool::advertised_spec`] (Disclosable), [`Tool::plan_only`],
+/// [`Tool::dispatch_serial`] and [`Tool::call_read_only`].
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The full spec. Its name is read once, at registration, as the catalog key.
@@ -54,6 +54,17 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether calls of this (read-only) tool are kept out of concurrent batches.
     fn dispatch_serial(&self) -> bool {
         false
+    }
+
+    /// Whether this call is read-only: [`Tool::read_only`] unless the tool's arguments
+    /// make a call mutating (a read-only tool whose call asks to change something).
+    /// It may only narrow: for a mutating tool every call is mutating, whatever this
+    /// returns. A call that is not read-only is dispatched like a mutating tool's
+    /// (alone, through the permission policy as a mutating call) and is refused in
+    /// plan mode (D1).
+    fn call_read_only(&self, call: &ToolCall) -> bool {
+        let _ = call;
+        self.read_only()
     }
 }
 

@@ -195,6 +195,148 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         parts: Vec<ContentPart>,
     },
+    /// A subagent started (a `Subagent` call, in the foreground or the background).
+    #[serde(rename = "subagent.start")]
+    SubagentStart {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The child's id (its session id).
+        child_id: SessionId,
+        /// The call's short label.
+        description: String,
+        /// Whether the call returned at once, leaving the child running.
+        background: bool,
+        /// The start of the child's prompt (bounded, control characters replaced).
+        preview: String,
+    },
+    /// A subagent called a tool.
+    #[serde(rename = "subagent.tool")]
+    SubagentTool {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The child's id.
+        child_id: SessionId,
+        /// The tool the child called.
+        name: String,
+        /// Its arguments (bounded, control characters replaced).
+        preview: String,
+    },
+    /// A subagent ended.
+    #[serde(rename = "subagent.end")]
+    SubagentEnd {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The child's id.
+        child_id: SessionId,
+        /// How it ended: a [`StopReason`] wire name, `timeout`, or `refused` when it
+        /// could not start.
+        stop: String,
+        /// The start of its final text (bounded, control characters replaced).
+        preview: String,
+    },
+    /// A `Parallel` call started its branches.
+    #[serde(rename = "parallel.start")]
+    ParallelStart {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The call's id; branch `i` is `<child_id>-<i>`.
+        child_id: SessionId,
+        /// `all`, `first` or `judge`.
+        join: String,
+        /// How many branches.
+        branches: u64,
+        /// The start of the shared instructions (bounded).
+        preview: String,
+    },
+    /// A branch of a `Parallel` call started, called a tool or ended.
+    #[serde(rename = "parallel.branch")]
+    ParallelBranch {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The branch's id (its session id).
+        child_id: SessionId,
+        /// The branch's index, from 0.
+        index: u64,
+        /// What happened.
+        phase: ChildPhase,
+        /// The tool called (`tool` phase).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// How it ended (`end` phase).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
+        /// The task, the call's arguments or the final text (bounded).
+        preview: String,
+    },
+    /// A `Parallel` call ended.
+    #[serde(rename = "parallel.end")]
+    ParallelEnd {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The call's id.
+        child_id: SessionId,
+        /// The winning branch, when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<u64>,
+        /// How the winner was chosen, or why there is none (bounded).
+        preview: String,
+    },
+    /// A `Team` started.
+    #[serde(rename = "team.start")]
+    TeamStart {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The team's id; member `m` is `<child_id>-<m>`.
+        child_id: SessionId,
+        /// The members' names, the lead first.
+        members: Vec<String>,
+        /// The start of the goal (bounded).
+        preview: String,
+    },
+    /// A team member started a turn, called a tool or ended a turn.
+    #[serde(rename = "team.member")]
+    TeamMember {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The member's id (its session id).
+        child_id: SessionId,
+        /// The member's name.
+        member: String,
+        /// The round, from 0.
+        round: u64,
+        /// What happened.
+        phase: ChildPhase,
+        /// The tool called (`tool` phase).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// How the turn ended (`end` phase).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
+        /// The prompt, the call's arguments or the final text (bounded).
+        preview: String,
+    },
+    /// A team's task list changed.
+    #[serde(rename = "team.tasks")]
+    TeamTasks {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The team's id.
+        child_id: SessionId,
+        /// What changed (bounded).
+        preview: String,
+    },
+    /// A `Team` ended.
+    #[serde(rename = "team.end")]
+    TeamEnd {
+        /// The delegating call.
+        call_id: ToolCallId,
+        /// The team's id.
+        child_id: SessionId,
+        /// Why: `converged`, `max_rounds`, `budget`, `cancelled` or `error`.
+        stop: String,
+        /// The start of the report (bounded).
+        preview: String,
+    },
     /// Last event of every run.
     #[serde(rename = "result")]
     Result {
@@ -243,9 +385,31 @@ impl EventKind {
             Self::ElicitationResult { .. } => "elicitation.result",
             Self::Hook { .. } => "hook",
             Self::ToolResult { .. } => "tool.result",
+            Self::SubagentStart { .. } => "subagent.start",
+            Self::SubagentTool { .. } => "subagent.tool",
+            Self::SubagentEnd { .. } => "subagent.end",
+            Self::ParallelStart { .. } => "parallel.start",
+            Self::ParallelBranch { .. } => "parallel.branch",
+            Self::ParallelEnd { .. } => "parallel.end",
+            Self::TeamStart { .. } => "team.start",
+            Self::TeamMember { .. } => "team.member",
+            Self::TeamTasks { .. } => "team.tasks",
+            Self::TeamEnd { .. } => "team.end",
             Self::Result { .. } => "result",
         }
     }
+}
+
+/// What happened to a child of a delegation call (`parallel.branch`, `team.member`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildPhase {
+    /// The child started (a branch) or started a turn (a member).
+    Start,
+    /// The child called a tool.
+    Tool,
+    /// The child ended (a branch) or ended a turn (a member).
+    End,
 }
 
 /// What made the engine compact a conversation.

@@ -6,7 +6,7 @@
 //! the port traits adapters implement ([`LlmProvider`], [`ToolCallRecorder`],
 //! [`Clock`], [`EventSink`], [`EventLog`], [`SessionStore`], [`SkillSource`],
 //! [`SkillDrafter`], [`CommandSource`], [`CommandExpander`], [`PermissionPolicy`],
-//! [`ToolHooks`], [`MemoryStore`]). It depends on no workspace crate and on no transport (no `rmcp`,
+//! [`ToolHooks`], [`MemoryStore`], [`WorkspaceForker`]). It depends on no workspace crate and on no transport (no `rmcp`,
 //! `reqwest`, `axum` or `clap`); it is not the engine (that is `engine-core`).
 //!
 //! Start with [`ToolCall`] and [`ToolResult`], then the port you implement; its
@@ -65,6 +65,7 @@ mod commands;
 mod content;
 mod diagnostics;
 mod event;
+mod fork;
 mod hooks;
 mod ids;
 mod llm;
@@ -97,9 +98,10 @@ pub use content::{
 };
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
-    CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase, ServerOrigin,
-    StopReason, Verdict,
+    ChildPhase, CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase,
+    ServerOrigin, StopReason, Verdict,
 };
+pub use fork::{ChangeKind, FileChange, ForkError, WorkspaceCopy, WorkspaceForker};
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
 pub use llm::{

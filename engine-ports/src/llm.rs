@@ -45,9 +45,9 @@ pub enum Message {
         /// The result.
         result: ToolResult,
     },
-    /// A summary standing for earlier messages that compaction replaced (always the
-    /// first message of a compacted conversation). Providers send `text` as user
-    /// input.
+    /// A summary standing for earlier messages: those compaction replaced (always the
+    /// first message of a compacted conversation), or the parent conversation a
+    /// forked child starts from. Providers send `text` as user input.
     Summary {
         /// The model-visible text: what it is, then the summary.
         text: String,
@@ -177,6 +177,18 @@ pub enum RequestPurpose {
     /// The one tool-less request that summarizes older turns when the conversation
     /// nears the model's context window.
     Compaction,
+    /// A turn of a subagent's conversation (a child session run for a `Subagent`
+    /// call).
+    Subagent,
+    /// A turn of one branch of a `Parallel` call.
+    ParallelBranch,
+    /// A turn of one member of a `Team`.
+    TeamMember,
+    /// The tool-less request that picks the winner among `Parallel` branches.
+    Judge,
+    /// The tool-less request that asks a child which ended without text for a
+    /// summary of what it found.
+    Salvage,
 }
 
 impl RequestPurpose {
@@ -185,11 +197,27 @@ impl RequestPurpose {
         matches!(self, Self::Conversation)
     }
 
+    /// Whether requests of this purpose are turns of a growing conversation (the
+    /// session's own, or a child's: a subagent, a branch, a team member), so each one
+    /// repeats the previous one's prefix; side requests (a compaction summary, a
+    /// judge, a salvage turn) are sent once.
+    pub fn is_turn(self) -> bool {
+        matches!(
+            self,
+            Self::Conversation | Self::Subagent | Self::ParallelBranch | Self::TeamMember
+        )
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Conversation => "conversation",
             Self::Compaction => "compaction",
+            Self::Subagent => "subagent",
+            Self::ParallelBranch => "parallel_branch",
+            Self::TeamMember => "team_member",
+            Self::Judge => "judge",
+            Self::Salvage => "salvage",
         }
     }
 }
@@ -313,8 +341,8 @@ impl LlmError {
 ///   with [`LlmError::ContextTooLong`], never a generic status error.
 /// - [`Message::Summary`] is sent as user input. [`LlmRequest::purpose`] never
 ///   changes the conversation sent; a provider may leave prompt-cache hints off a
-///   request that is not a turn of the session's own conversation (it is not
-///   repeated).
+///   request that is not a turn of a conversation ([`RequestPurpose::is_turn`]: it is
+///   not repeated).
 #[async_trait]
 pub trait LlmProvider: Send + Sync {
     /// Part kinds this provider can deliver to its model.

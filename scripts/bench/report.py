@@ -18,7 +18,7 @@ from string import Template
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["## Machine and run", "## Summary", "## 1. Dispatch overhead", "## 2. Catalog listings and assembly",
             "## 3. MCP per-call latency", "## 4. Progressive disclosure", "## 5. Store",
-            "## 6. Build, ACP and HTTP", "## Misses", "## Steps and load", "## Fuzzing"]
+            "## 6. Build, ACP and HTTP", "## 7. Delegation", "## Misses", "## Steps and load", "## Fuzzing"]
 # The figures of the last long fuzzing run (scripts/fuzz.sh --long), committed beside the
 # harness; the benchmark run does not fuzz, it only carries them over.
 FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
@@ -520,6 +520,27 @@ ACP_HTTP_FIGURES = [
 ]
 
 
+def delegation(rep: Report) -> str:
+    """Subagent round trip (app `delegation` bench) and Parallel's workspace copies
+    (adapter-fstools `fork` bench); no spec target."""
+    rows = []
+    base, trip = rep.crit("subagent/mock/baseline"), rep.crit("subagent/mock/round_trip")
+    overhead = trip["median"] - base["median"] if base and trip else None
+    rows.append(["Subagent round trip, mock child with one text turn (median per parent run)",
+                 fmt_ns(trip["median"] if trip else None), spread(trip)])
+    rows.append(["the same parent run calling SubagentStatus instead (baseline)",
+                 fmt_ns(base["median"] if base else None), spread(base)])
+    rows.append(["overhead of one subagent (round trip − baseline)", fmt_ns(overhead), "—"])
+    for label, group, per in (("one copy", "fork/10k_files", 1), ("8 concurrent copies, per branch",
+                                                                  "fork/10k_files_fan_out_8", 8)):
+        for how in ("reflink", "copy"):
+            e = rep.crit(f"{group}/{how}")
+            rows.append([f"workspace copy of 10,000 files, {label} ({how})",
+                         fmt_ns(e["median"] / per if e else None), spread(e, per)])
+    probe = rep.line("adapter-fstools/fork", r"fork probe") or "fork probe: not run"
+    return table(["what", "median", "spread"], rows) + f"\n\n`{probe}`"
+
+
 def steps(rep: Report) -> str:
     rows = [[name, f"{s['seconds']:.0f} s", " ".join(f"{x:.2f}" for x in s["load_before"]),
              " ".join(f"{x:.2f}" for x in s["load_after"])] for name, s in rep.r["steps"].items()]
@@ -558,7 +579,7 @@ def render(results: dict) -> str:
     rep = Report(results)
     parts = {"machine": machine(rep), "dispatch": dispatch(rep), "catalog": catalog(rep), "mcp": mcp(rep),
              "disclosure": disclosure(rep), "store": store(rep), "memory": memory(rep),
-             "build_acp_http": build_acp_http(rep),
+             "build_acp_http": build_acp_http(rep), "delegation": delegation(rep),
              "steps": steps(rep), "fuzzing": fuzzing(), "mode": results["mode"]}
     parts["summary"] = table(["figure", "measured", "verdict"], []) + "\n" + "\n".join(rep.summary)
     parts["misses"] = "\n".join(rep.misses) or "None: every figure with a target meets it."

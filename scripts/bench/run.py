@@ -52,6 +52,8 @@ CRITERION_BENCHES = [
     {"package": "app", "bench": "turn"},
     {"package": "app", "bench": "acp"},
     {"package": "app", "bench": "http"},
+    {"package": "app", "bench": "delegation"},
+    {"package": "adapter-fstools", "bench": "fork"},
 ]
 
 MODES = {

@@ -12,6 +12,7 @@
 mod catalog;
 mod confinement;
 mod edit;
+mod fork;
 mod glob;
 mod grep;
 mod list_dir;

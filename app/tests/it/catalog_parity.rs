@@ -7,11 +7,15 @@ use std::sync::Arc;
 
 use adapter_jsonlstore::SyncPolicy;
 use app::{
-    Built, ExtraTools, FAMILY_ORDER, Family, FamilySlot, MemoryConfig, MemorySetting, SessionRequest,
-    StoreConfig, build,
+    Built, CatalogInputs, ExtraTools, FAMILY_ORDER, Family, FamilySlot, MemoryConfig, MemorySetting,
+    SessionRequest, StoreConfig, assemble_catalog, build,
 };
 use async_trait::async_trait;
-use engine_core::{Catalog, Disclosure, Engine, Environment, TOOL_SEARCH_NAME, Tool, ToolError, turn_specs};
+use engine_core::{
+    Approve, Catalog, ChildAccess, ChildSpec, DefaultPolicy, Disclosure, Engine, Environment, Limits,
+    TOOL_SEARCH_NAME, Tool, ToolError, turn_specs,
+};
+use engine_ports::RequestPurpose;
 use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, ToolSpec};
 
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
@@ -29,7 +33,10 @@ const REQUIRED: &[(Family, &[&str])] = &[
     ),
     (Family::McpGlobal, &["mcp__globe__echo"]),
     (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
-    (Family::Delegation, &[]),
+    (
+        Family::Delegation,
+        &["Subagent", "InspectSubagent", "SubagentStatus", "Parallel"],
+    ),
     (
         Family::Memory,
         &[
@@ -400,4 +407,104 @@ fn family_order_is_the_seed_sequence() {
             FamilySlot::SkillDraft,
         ]
     );
+}
+
+fn child_spec(access: ChildAccess, tools: Option<&[&str]>, extra: Vec<Arc<dyn Tool>>) -> ChildSpec {
+    ChildSpec {
+        access,
+        tools: tools.map(|names| names.iter().map(|n| (*n).to_owned()).collect()),
+        extra_tools: extra,
+        workspace: None,
+        model: None,
+        system_prompt: None,
+        limits: Limits::default(),
+        purpose: RequestPurpose::Subagent,
+        policy: Arc::new(DefaultPolicy::new(false, Approve::ReadOnly)),
+        interactive: false,
+    }
+}
+
+#[tokio::test]
+async fn child_catalogs_are_the_shared_catalog_narrowed_by_their_profile_plus_their_own_tools() {
+    let loaded = fully_loaded().await;
+    let built = &loaded.built;
+    let shared = built.shared_catalog();
+    let families = &built.report().tools;
+    let family_of = |name: &str| families.iter().find(|t| t.name == name).map(|t| t.family);
+    // Never in a child: the delegation family, SkillDraft (ToolSearch is the
+    // engine's, and child engines have none).
+    let never: BTreeSet<String> = names(shared)
+        .into_iter()
+        .filter(|name| family_of(name) == Some(Family::Delegation) || name == "SkillDraft")
+        .collect();
+    assert_eq!(
+        never.iter().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "InspectSubagent",
+            "Parallel",
+            "SkillDraft",
+            "Subagent",
+            "SubagentStatus"
+        ]
+    );
+    let allowed: Vec<String> = names(shared).into_iter().filter(|n| !never.contains(n)).collect();
+
+    for access in [
+        ChildAccess::ReadOnly,
+        ChildAccess::ReadWrite,
+        ChildAccess::WorkspaceCopy,
+    ] {
+        let spec = child_spec(access, None, vec![Arc::new(Named("ChildOnly"))]);
+        let assembled = assemble_catalog(
+            built.assets(),
+            CatalogInputs {
+                child: Some(&spec),
+                ..CatalogInputs::default()
+            },
+        );
+        assert!(
+            assembled.conflicts.is_empty() && assembled.skipped.is_empty(),
+            "{access:?}"
+        );
+        let child = &assembled.catalog;
+        assert_eq!(assembled.families.get("ChildOnly"), Some(&Family::Delegation));
+        let inherited: Vec<String> = names(child).into_iter().filter(|n| n != "ChildOnly").collect();
+        let foreign: Vec<&String> = inherited.iter().filter(|n| !allowed.contains(n)).collect();
+        assert!(foreign.is_empty(), "{access:?}: {foreign:?}");
+        assert!(child.lookup(TOOL_SEARCH_NAME).is_none());
+        let mutating: Vec<String> = inherited
+            .iter()
+            .filter(|n| !child.lookup(n).unwrap().read_only())
+            .cloned()
+            .collect();
+        match access {
+            ChildAccess::ReadOnly => assert!(mutating.is_empty(), "{mutating:?}"),
+            // The whole non-delegation catalog.
+            ChildAccess::ReadWrite => assert_eq!(inherited, allowed),
+            // Mutating tools only where they act on the copy: the core tools.
+            ChildAccess::WorkspaceCopy => assert_eq!(mutating, ["Edit", "Shell", "Write"]),
+        }
+        // In plan mode every child sees only read-only tools, as the parent does.
+        for name in child.available_names(PermissionMode::Plan) {
+            assert!(child.lookup(name).unwrap().read_only(), "{name}");
+        }
+    }
+    // A named agent's tool list narrows further; its own tools always come.
+    let spec = child_spec(
+        ChildAccess::ReadWrite,
+        Some(&["Read", "Write", "Subagent", "mcp__globe__echo"]),
+        vec![Arc::new(Named("ChildOnly"))],
+    );
+    let assembled = assemble_catalog(
+        built.assets(),
+        CatalogInputs {
+            child: Some(&spec),
+            ..CatalogInputs::default()
+        },
+    );
+    assert_eq!(
+        names(&assembled.catalog),
+        ["ChildOnly", "Read", "Write", "mcp__globe__echo"]
+    );
+    built.close().await.unwrap();
 }

@@ -42,6 +42,9 @@ async fn run(scratch: &Scratch, extra: &[&str]) -> Output {
         "--toolhive=false",
         "--no-memory",
         "--no-user-model",
+        // The windows below are calibrated on the core tools' specs alone.
+        "--enable-subagents=false",
+        "--enable-parallel=false",
         "--store-dir",
         store.as_str(),
         "--session",

@@ -280,3 +280,89 @@ fn find_snapshot(store: &std::path::Path) -> std::path::PathBuf {
         .find(|p| p.to_string_lossy().ends_with(".session.json"))
         .unwrap()
 }
+
+#[tokio::test]
+async fn a_real_provider_delegates_to_a_subagent_and_gets_its_answer_back() {
+    let Some(llm) = fakellm("delegation.yaml") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let store = scratch.path("store").display().to_string();
+    let base = format!("{}/v1", llm.base_url());
+    let output = mecated(
+        scratch.dir.path(),
+        &[
+            "run",
+            "--workspace",
+            &ws,
+            "--toolhive=false",
+            "--store-dir",
+            &store,
+            "--session",
+            "deleg",
+            "--provider",
+            "openai-chat",
+            "--base-url",
+            &base,
+            "--output",
+            "jsonl",
+            "find out what the README says",
+        ],
+        &[("OPENAI_API_KEY", "sk-any")],
+    )
+    .await;
+    assert_eq!(
+        output.code,
+        0,
+        "{output:?}\nfakellm stderr:\n{}",
+        llm.stderr_text()
+    );
+    let events = json_lines(&output.stdout);
+    let call = events.iter().find(|e| e["type"] == "tool.call").unwrap();
+    assert_eq!(call["name"], "Subagent");
+    let child_id = format!("subagent-deleg-{}", call["call_id"].as_str().unwrap());
+    let result = events.iter().find(|e| e["type"] == "tool.result").unwrap();
+    assert_eq!(
+        result["content"],
+        format!("agentId: {child_id}\n\nOTTER-FINDING: the README says test workspace")
+    );
+    let activity: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("subagent.")))
+        .map(|e| (e["type"].as_str().unwrap(), e["child_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        activity,
+        [
+            ("subagent.start", child_id.as_str()),
+            ("subagent.tool", child_id.as_str()),
+            ("subagent.end", child_id.as_str())
+        ]
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["stop"].as_str(), last["text"].as_str()),
+        (Some("end_turn"), Some("parent heard OTTER-FINDING"))
+    );
+    // The child is a session of the same store.
+    let token = adapter_jsonlstore::JsonlStore::token(&engine_ports::SessionId::from(child_id.as_str()));
+    assert!(
+        scratch
+            .path(&format!("store/sid-v1/{token}.session.json"))
+            .exists()
+    );
+    let stats = fakellm_stats(&llm.base_url()).await;
+    let mut fired: Vec<&str> = stats["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["matched_rule"].as_str())
+        .collect();
+    fired.sort_unstable();
+    assert_eq!(
+        fired,
+        ["child-answer", "child-read", "parent-delegate", "parent-final"],
+        "{stats}"
+    );
+}

@@ -14,6 +14,7 @@ mod cli_tools;
 mod cli_usage;
 mod compaction;
 mod conformance;
+mod delegation;
 mod demo;
 mod fakellm;
 mod http_api;

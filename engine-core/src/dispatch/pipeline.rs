@@ -20,16 +20,21 @@ use crate::catalog::Resolved;
 use crate::tool::{Tool, ToolError};
 use crate::tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names};
 
-/// What a call resolved to.
+/// What a call resolved to (`read_only`: whether this call is, see
+/// [`Tool::call_read_only`]).
 enum Target {
-    Tool { tool: Arc<dyn Tool>, is_search: bool },
+    Tool {
+        tool: Arc<dyn Tool>,
+        is_search: bool,
+        read_only: bool,
+    },
     NotInMode,
     Unknown,
 }
 
 impl Target {
     fn batchable(&self) -> bool {
-        matches!(self, Self::Tool { tool, .. } if tool.read_only() && !tool.dispatch_serial())
+        matches!(self, Self::Tool { tool, read_only: true, .. } if !tool.dispatch_serial())
     }
 }
 
@@ -186,13 +191,23 @@ fn resolve(ctx: &TurnContext, call: &ToolCall, search: Option<&Arc<dyn Tool>>) -
         return Target::Tool {
             tool: Arc::clone(search),
             is_search: true,
+            read_only: true,
         };
     }
     match ctx.catalog.resolve(call.name(), ctx.mode) {
-        Resolved::Available(tool) => Target::Tool {
-            tool: Arc::clone(tool),
-            is_search: false,
-        },
+        Resolved::Available(tool) => {
+            let read_only = tool.read_only() && tool.call_read_only(call);
+            // D1 per call: a read-only tool's call that would change something is
+            // refused in plan mode like a mutating tool.
+            if !read_only && ctx.mode == engine_ports::PermissionMode::Plan {
+                return Target::NotInMode;
+            }
+            Target::Tool {
+                tool: Arc::clone(tool),
+                is_search: false,
+                read_only,
+            }
+        }
         Resolved::NotInMode(_) => Target::NotInMode,
         Resolved::Unknown => Target::Unknown,
     }
@@ -226,7 +241,7 @@ fn denied(call: &ToolCall, reason: &str) -> ToolResult {
 }
 
 async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Target) -> Step {
-    let tool = match target {
+    let (tool, read_only) = match target {
         Target::Unknown => {
             let hint = if ctx.progressive_tools {
                 " Check the name against the tool list, or call ToolSearch to find a tool."
@@ -252,9 +267,8 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
             };
             return Step::Stopped(ToolResult::error(call.id().clone(), message), None);
         }
-        Target::Tool { tool, .. } => tool,
+        Target::Tool { tool, read_only, .. } => (tool, *read_only),
     };
-    let read_only = tool.read_only();
 
     let approval = match decide(ctx, index, call, read_only).await {
         Gate::Pass(approval) => approval,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use engine_ports::{PermissionMode, ServerOrigin};
+use engine_ports::{PermissionMode, RequestPurpose, ServerOrigin};
 
 use crate::disclosure::Disclosure;
 use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
@@ -59,6 +59,10 @@ pub struct EngineConfig {
     /// How long a tool's question to the user (an MCP elicitation) waits for the
     /// host's answer before it is declined.
     pub elicitation_timeout: Duration,
+    /// What the engine's turns are: a session's own conversation (the default) or a
+    /// child's (a subagent, a branch, a team member). Sent with every request, so a
+    /// scripted or routing model knows which conversation it answers.
+    pub purpose: RequestPurpose,
 }
 
 /// Default of [`EngineConfig::command_timeout`]: 60 s.
@@ -81,6 +85,7 @@ impl Default for EngineConfig {
             audit_required: false,
             context_window: None,
             elicitation_timeout: crate::elicitation::DEFAULT_ELICITATION_TIMEOUT,
+            purpose: RequestPurpose::Conversation,
         }
     }
 }

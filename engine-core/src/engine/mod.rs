@@ -21,6 +21,7 @@ pub use run::Run;
 
 use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
+use crate::delegation::ChildEngines;
 use crate::dispatch::{DispatchConfig, Dispatcher};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
 use crate::environment::Environment;
@@ -59,6 +60,9 @@ pub struct Deps {
     pub event_log: Option<Arc<dyn EventLog>>,
     /// The slash-command expander chain applied to every prompt.
     pub commands: Option<Arc<dyn CommandExpander>>,
+    /// Where delegation tools get child engines; without it they answer that
+    /// delegation is not available (a child engine never has one).
+    pub children: Option<Arc<dyn ChildEngines>>,
     /// Settings.
     pub config: EngineConfig,
 }
@@ -79,6 +83,7 @@ impl Deps {
             sink: None,
             event_log: None,
             commands: None,
+            children: None,
             config: EngineConfig::default(),
         }
     }
@@ -139,6 +144,7 @@ struct Inner {
     sink: Option<Arc<dyn EventSink>>,
     event_log: Option<Arc<dyn EventLog>>,
     commands: Option<Arc<dyn CommandExpander>>,
+    children: Option<Arc<dyn ChildEngines>>,
     config: EngineConfig,
     /// The model's context window in tokens (the setting, else the table's).
     context_window: u64,
@@ -228,6 +234,7 @@ impl Engine {
                 sink: deps.sink,
                 event_log: deps.event_log,
                 commands: deps.commands,
+                children: deps.children,
                 config,
                 context_window,
                 dispatcher,
@@ -288,7 +295,7 @@ impl Engine {
             if runs.contains_key(session) {
                 return Err(EngineError::Busy(session.clone()));
             }
-            let live = Arc::new(LiveRun::new());
+            let live = Arc::new(LiveRun::new(self.inner.children.is_some()));
             runs.insert(session.clone(), Arc::clone(&live));
             live
         };
@@ -342,6 +349,14 @@ impl Engine {
             }
             None => false,
         }
+    }
+
+    /// Cancels a child of the session's run (a subagent, a `Parallel` branch or call,
+    /// a team or a member, by id); `false` when no such child is running.
+    pub fn cancel_child(&self, session: &SessionId, child_id: &str) -> bool {
+        let live = self.inner.lock_live().get(session).cloned();
+        live.and_then(|live| live.delegation.clone())
+            .is_some_and(|delegation| delegation.cancel_child(child_id))
     }
 
     /// Answers a permission ask; `false` for an unknown or already answered ask.

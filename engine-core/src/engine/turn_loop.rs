@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use engine_ports::{
     Chunk, CompactionTrigger, Event, EventKind, Expansion, LlmError, LlmRequest, Message, ReportedContext,
-    RequestPurpose, RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
+    RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
 };
 use futures::StreamExt as _;
 use tokio::sync::{mpsc, oneshot};
@@ -18,9 +18,11 @@ use super::run::StartOutcome;
 use super::{EngineError, Inner};
 use crate::catalog::Catalog;
 use crate::context;
+use crate::delegation::DelegationScope;
 use crate::disclosure::turn_specs;
 use crate::dispatch::{TurnContext, normalize_call_ids};
 use crate::emitter::EventEmitter;
+use crate::environment::Environment;
 
 /// One run, moved into its own task.
 pub(super) struct RunTask {
@@ -165,6 +167,11 @@ impl RunTask {
                 .await
             }
         };
+        // Background children still running are cancelled with the run, and saved
+        // before it ends.
+        if let Some(delegation) = &self.live.delegation {
+            delegation.shutdown().await;
+        }
         if inner.config.audit_required {
             self.flush_audit(&emitter).await;
         }
@@ -237,6 +244,7 @@ impl RunTask {
 
             if counters.turns > 0 {
                 self.switch_catalog(emitter, catalog).await;
+                self.deliver_notices(snapshot);
             }
             let tools = turn_specs(
                 &catalog.1,
@@ -274,7 +282,7 @@ impl RunTask {
                     system: system.clone(),
                     messages: snapshot.conversation.clone(),
                     tools: tools.clone(),
-                    purpose: RequestPurpose::Conversation,
+                    purpose: inner.config.purpose,
                 };
                 let mut streamed = self.stream(emitter, request).await;
                 let Some(error) = streamed.too_long.take() else {
@@ -349,7 +357,7 @@ impl RunTask {
                 turn: snapshot.turns,
                 mode: snapshot.mode,
                 catalog: Arc::clone(&catalog.1),
-                environment: inner.environment.clone(),
+                environment: self.turn_environment(emitter, snapshot),
                 progressive_tools: inner.config.disclosure.is_progressive(),
                 policy: Arc::clone(&inner.policy),
                 asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
@@ -385,6 +393,46 @@ impl RunTask {
                     return Ending::audit_failed(&failure);
                 }
             }
+        }
+    }
+
+    /// The environment of this turn's tools: the engine's, carrying the delegation
+    /// scope when the engine can start children (the conversation without the
+    /// calling turn, which was just appended).
+    fn turn_environment(&self, emitter: &Arc<EventEmitter>, snapshot: &SessionSnapshot) -> Environment {
+        let inner = &self.inner;
+        let (Some(children), Some(run)) = (&inner.children, &self.live.delegation) else {
+            return inner.environment.clone();
+        };
+        let before_call = snapshot.conversation.len().saturating_sub(1);
+        inner.environment.with_delegation(Arc::new(DelegationScope {
+            parent: self.session.clone(),
+            mode: snapshot.mode,
+            interactive: inner.config.interactive,
+            model: inner.config.model.clone(),
+            context_window: inner.context_window,
+            conversation: snapshot.conversation[..before_call].to_vec().into(),
+            children: Arc::clone(children),
+            llm: Arc::clone(&inner.llm),
+            policy: Arc::clone(&inner.policy),
+            store: Arc::clone(&inner.store),
+            events: Arc::clone(emitter),
+            asks: Arc::clone(&self.live.asks),
+            run: Arc::clone(run),
+        }))
+    }
+
+    /// At a turn boundary: one user message with the notices of background children
+    /// that finished since the last turn.
+    fn deliver_notices(&self, snapshot: &mut SessionSnapshot) {
+        let Some(run) = &self.live.delegation else {
+            return;
+        };
+        let notices = run.take_notices();
+        if !notices.is_empty() {
+            snapshot.conversation.push(Message::User {
+                text: notices.join("\n"),
+            });
         }
     }
 

@@ -765,3 +765,58 @@ fn tools_and_the_dispatcher_future_are_send() {
     let future = dispatcher.dispatch(&ctx, &turn);
     assert_send(&future);
 }
+
+/// A read-only tool whose call turns mutating when its arguments say `{"write": true}`.
+struct Switch;
+
+#[async_trait::async_trait]
+impl Tool for Switch {
+    fn spec(&self) -> engine_ports::ToolSpec {
+        engine_ports::ToolSpec::new("Switch", "Reads, or writes when asked.")
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn call_read_only(&self, call: &ToolCall) -> bool {
+        !call.args().contains("\"write\":true")
+    }
+    async fn execute(
+        &self,
+        _: &engine_ports::CancellationToken,
+        call: &ToolCall,
+        _: &engine_core::Environment,
+    ) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::text(call.id().clone(), "ran"))
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_tools_mutating_call_is_refused_in_plan_mode_and_denied_like_a_mutating_call() {
+    let turn = vec![
+        ToolCall::new("r", "Switch", r#"{"write":false}"#),
+        ToolCall::new("w", "Switch", r#"{"write":true}"#),
+    ];
+    let (ctx, _) = context(catalog_of(vec![Arc::new(Switch)]), PermissionMode::Plan);
+    let outcome = Dispatcher::default().dispatch(&ctx, &turn).await;
+    assert_eq!(outcome.results[0].content(), "ran");
+    assert_eq!(
+        outcome.results[1].content(),
+        "tool Switch is not available in plan mode: only read-only tools run while planning"
+    );
+    // Headless read-only approval: the mutating call is denied by the policy.
+    let (mut ctx, _) = context(catalog_of(vec![Arc::new(Switch)]), PermissionMode::Default);
+    ctx.policy = Arc::new(engine_core::DefaultPolicy::new(
+        false,
+        engine_core::Approve::ReadOnly,
+    ));
+    let outcome = Dispatcher::default().dispatch(&ctx, &turn).await;
+    assert_eq!(outcome.results[0].content(), "ran");
+    assert!(outcome.results[1].is_error());
+    assert!(
+        outcome.results[1]
+            .content()
+            .starts_with("permission denied for Switch"),
+        "{}",
+        outcome.results[1].content()
+    );
+}

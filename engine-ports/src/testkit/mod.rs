@@ -4,7 +4,7 @@
 //! [`MemorySkillSource`], [`MemoryCommandSource`].
 //! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
 //! [`skill_source`], [`command_source`], [`session_store`], [`event_log`],
-//! [`memory_store`]);
+//! [`memory_store`], [`workspace_forker`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
 //! case name when the implementation breaks the contract. Adapters run the suites
 //! of the ports they implement from their own tests.
@@ -24,6 +24,7 @@ pub mod memory_store;
 pub mod session_store;
 pub mod skill_source;
 pub mod tool_call_recorder;
+pub mod workspace_forker;
 
 pub use collecting_sink::CollectingSink;
 pub use manual_clock::ManualClock;

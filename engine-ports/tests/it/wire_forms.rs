@@ -186,3 +186,43 @@ fn audit_records_without_an_approval_still_read() {
         assert_eq!(serde_json::to_value(record.approval.unwrap()).unwrap()["by"], by);
     }
 }
+
+#[test]
+fn delegation_events_carry_the_child_id_and_round_trip() {
+    let start = Event {
+        seq: 6,
+        time: None,
+        kind: EventKind::SubagentStart {
+            call_id: "c1".into(),
+            child_id: SessionId::from("subagent-s-c1"),
+            description: "find todos".to_owned(),
+            background: false,
+            preview: "FIND-TODOS".to_owned(),
+        },
+    };
+    assert_eq!(
+        json(&start),
+        r#"{"seq":6,"type":"subagent.start","call_id":"c1","child_id":"subagent-s-c1","description":"find todos","background":false,"preview":"FIND-TODOS"}"#
+    );
+    let branch = Event {
+        seq: 7,
+        time: None,
+        kind: EventKind::ParallelBranch {
+            call_id: "c2".into(),
+            child_id: SessionId::from("parallel-s-c2-1"),
+            index: 1,
+            phase: engine_ports::ChildPhase::Tool,
+            name: Some("Read".to_owned()),
+            stop: None,
+            preview: "{}".to_owned(),
+        },
+    };
+    assert_eq!(
+        json(&branch),
+        r#"{"seq":7,"type":"parallel.branch","call_id":"c2","child_id":"parallel-s-c2-1","index":1,"phase":"tool","name":"Read","preview":"{}"}"#
+    );
+    for event in [start, branch] {
+        let back: Event = serde_json::from_str(&json(&event)).unwrap();
+        assert_eq!(back, event);
+    }
+}

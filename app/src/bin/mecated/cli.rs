@@ -214,6 +214,29 @@ pub(crate) struct CommonArgs {
     /// A directory of slash-command templates (`<name>.md`).
     #[arg(long, value_name = "DIR")]
     pub(crate) commands_dir: Option<PathBuf>,
+    /// A directory of named agent definitions for Subagent (`<name>.md`: frontmatter
+    /// name, description, tools, model, max_turns; the body is the agent's system
+    /// prompt). Repeatable, first wins a name; `<workspace>/.mecatl/agents/` is read
+    /// too with --trust-project.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) agents_dir: Vec<PathBuf>,
+    /// Offer Subagent, InspectSubagent and SubagentStatus (child agents the model
+    /// delegates tasks to).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) enable_subagents: bool,
+    /// Offer Parallel (tasks run as branches on private copies of the workspace).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) enable_parallel: bool,
+    /// How many preserved workspace copies (Parallel winners) are kept; the oldest
+    /// is removed first.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = parse_preserved_cap)]
+    pub(crate) fork_preserved_cap: usize,
+    /// The provider model of subagents whose call and agent name none (default: the
+    /// session's model).
+    #[arg(long, value_name = "NAME", value_parser = parse_model_name)]
+    pub(crate) subagent_model: Option<String>,
     /// The shell of the Shell tool (default /bin/sh).
     #[arg(long, value_name = "PATH", conflicts_with = "no_shell")]
     pub(crate) shell: Option<PathBuf>,
@@ -461,6 +484,20 @@ fn parse_allowed_host(value: &str) -> Result<app::AllowedHost, String> {
 
 fn parse_allowed_origin(value: &str) -> Result<app::AllowedOrigin, String> {
     value.parse()
+}
+
+fn parse_preserved_cap(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n <= 1024 => Ok(n),
+        _ => Err("expected a whole number from 0 to 1024".to_owned()),
+    }
+}
+
+fn parse_model_name(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.len() > 200 || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("expected a model name (no spaces, at most 200 bytes)".to_owned());
+    }
+    Ok(value.to_owned())
 }
 
 fn parse_output_cap(value: &str) -> Result<usize, String> {

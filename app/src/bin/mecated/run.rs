@@ -140,6 +140,64 @@ impl TextPrinter {
             EventKind::PermissionAsk { name, reason, .. } => {
                 out::stderr(&format!("[ask] {name}: {reason}"));
             }
+            EventKind::SubagentStart {
+                child_id,
+                description,
+                ..
+            } => {
+                self.end_line();
+                out::stderr(&format!("[subagent] {child_id} started: {description}"));
+            }
+            EventKind::SubagentTool {
+                child_id,
+                name,
+                preview,
+                ..
+            } => {
+                out::stderr(&format!(
+                    "[subagent] {child_id} → {name} {}",
+                    out::clip(preview, 120)
+                ));
+            }
+            EventKind::SubagentEnd { child_id, stop, .. } => {
+                out::stderr(&format!("[subagent] {child_id} ended: {stop}"));
+            }
+            EventKind::ParallelStart {
+                child_id,
+                branches,
+                join,
+                ..
+            } => {
+                self.end_line();
+                out::stderr(&format!(
+                    "[parallel] {child_id}: {branches} branch(es), join {join}"
+                ));
+            }
+            EventKind::ParallelBranch {
+                child_id,
+                phase,
+                name,
+                stop,
+                preview,
+                ..
+            } => {
+                let what = match phase {
+                    engine_ports::ChildPhase::Start => "started".to_owned(),
+                    engine_ports::ChildPhase::Tool => format!(
+                        "→ {} {}",
+                        name.as_deref().unwrap_or_default(),
+                        out::clip(preview, 120)
+                    ),
+                    engine_ports::ChildPhase::End => {
+                        format!("ended: {}", stop.as_deref().unwrap_or_default())
+                    }
+                };
+                out::stderr(&format!("[parallel] {child_id} {what}"));
+            }
+            EventKind::ParallelEnd { winner, preview, .. } => {
+                let winner = winner.map_or_else(|| "none".to_owned(), |w| format!("branch-{w}"));
+                out::stderr(&format!("[parallel] winner: {winner} {preview}"));
+            }
             EventKind::ContextCompacted {
                 tokens_before,
                 tokens_after,

@@ -189,6 +189,20 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.skills.trust = ProjectTrust::from_flag(common.trust_project);
     cfg.skills.draft_dir = common.skills_draft_dir.clone();
     cfg.commands_dir = common.commands_dir.clone();
+    for dir in &common.agents_dir {
+        if !dir.is_dir() {
+            return Err(UsageError::value(
+                "--agents-dir",
+                dir.display(),
+                "it is not a directory (expected a directory of agent definitions)",
+            ));
+        }
+    }
+    cfg.delegation.agents_dirs = common.agents_dir.clone();
+    cfg.delegation.subagent_model = common.subagent_model.clone();
+    cfg.delegation.subagents = common.enable_subagents;
+    cfg.delegation.parallel = common.enable_parallel;
+    cfg.delegation.fork_preserved_cap = common.fork_preserved_cap;
     cfg.shell = if common.no_shell {
         None
     } else {

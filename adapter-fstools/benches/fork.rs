@@ -1,0 +1,104 @@
+//! Cost of a `Parallel` branch's workspace copy: `FsForker::fork` of a 10,000-file
+//! workspace (100 directories of 100 files of 1 KiB, a `.git` directory and a few
+//! symlinks), alone and as a fan-out of 8 concurrent copies (the most branches that
+//! run at once), cloned by reference where the temp directory's filesystem can
+//! (`FICLONE`) and byte-copied. Each copy is removed outside the timed part.
+//!
+//! - `fork/10k_files/{reflink,copy}`: one copy.
+//! - `fork/10k_files_fan_out_8/{reflink,copy}`: 8 concurrent copies; divide by 8 for
+//!   the time per branch.
+//!
+//! A line on stdout says whether the filesystem cloned (`reflinked N of M files`):
+//! on one that cannot (ext4, tmpfs), `reflink` measures the fallback after one
+//! refused clone per copy.
+
+// A benchmark program: a broken setup is fatal.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, clippy::print_stdout)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use adapter_fstools::FsForker;
+use criterion::Criterion;
+use engine_ports::{CancellationToken, WorkspaceCopy, WorkspaceForker};
+
+fn workspace(root: &Path) {
+    let body = "x".repeat(1024);
+    for dir in 0..100 {
+        let dir_path = root.join(format!("src/d{dir:03}"));
+        std::fs::create_dir_all(&dir_path).unwrap();
+        for file in 0..100 {
+            std::fs::write(dir_path.join(format!("f{file:03}.txt")), &body).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    for i in 0..10 {
+        std::os::unix::fs::symlink(format!("src/d{i:03}"), root.join(format!("link{i}"))).unwrap();
+    }
+}
+
+async fn forks(forker: &FsForker, source: &Path, fan_out: usize, iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    let cancel = CancellationToken::new();
+    let labels: Vec<String> = (0..fan_out).map(|i| format!("bench-{i}")).collect();
+    for _ in 0..iters {
+        let started = Instant::now();
+        let copies: Vec<Box<dyn WorkspaceCopy>> =
+            futures::future::join_all(labels.iter().map(|label| forker.fork(source, label, &cancel)))
+                .await
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+        total += started.elapsed();
+        for copy in copies {
+            copy.discard().await;
+        }
+    }
+    total
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let source = scratch.path().join("ws");
+    workspace(&source);
+    let reflink = FsForker::new(scratch.path().join("forks"), 0);
+    let copy = FsForker::new(scratch.path().join("forks"), 0).without_reflink();
+    runtime.block_on(async {
+        forker_probe(&reflink, &source).await;
+    });
+    let mut criterion = Criterion::default().configure_from_args();
+    for (fan_out, group) in [(1, "fork/10k_files"), (8, "fork/10k_files_fan_out_8")] {
+        let mut group = criterion.benchmark_group(group);
+        group.sample_size(10);
+        for (name, forker) in [("reflink", &reflink), ("copy", &copy)] {
+            group.bench_function(name, |b| {
+                b.to_async(&runtime)
+                    .iter_custom(|iters| forks(forker, &source, fan_out, iters));
+            });
+        }
+        group.finish();
+    }
+    criterion.final_summary();
+}
+
+/// Says whether this filesystem clones.
+async fn forker_probe(forker: &FsForker, source: &Path) {
+    let copy = forker
+        .fork(source, "probe", &CancellationToken::new())
+        .await
+        .unwrap();
+    let stats = forker.last_stats();
+    println!(
+        "fork probe: reflinked {} of {} files ({} bytes) under {}",
+        stats.reflinked,
+        stats.files,
+        stats.bytes,
+        forker.base().display()
+    );
+    copy.discard().await;
+}

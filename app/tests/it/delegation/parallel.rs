@@ -1,0 +1,326 @@
+//! `Parallel` through the real build: joins, preserved winners, apply with and without
+//! a conflict, policy and plan mode in branches, and no copy left behind.
+
+use adapter_llm::{MockScript, MockTurn};
+use engine_core::Approve;
+use engine_ports::{ChildPhase, EventKind, LlmError, PermissionMode, StopReason, ToolCall};
+
+use super::{Harness, outcome, tool_result};
+
+/// A branch child writing `file` with `content`, then answering `answer`.
+fn writer(file: &str, content: &str, answer: &str) -> Vec<MockTurn> {
+    vec![
+        MockTurn::text("").with_call(ToolCall::new(
+            "w",
+            "Write",
+            serde_json::json!({"path": file, "content": content}).to_string(),
+        )),
+        MockTurn::text(answer),
+    ]
+}
+
+fn parallel_call(args: serde_json::Value) -> MockTurn {
+    MockTurn::text("").with_call(ToolCall::new("c1", "Parallel", args.to_string()))
+}
+
+#[tokio::test]
+async fn join_all_reports_every_branch_keeps_changed_copies_and_never_writes_the_workspace() {
+    let failing = MockTurn {
+        start_error: Some(LlmError::Transport {
+            provider: "mock".into(),
+            model: "mock".into(),
+            message: "connection reset".into(),
+        }),
+        ..MockTurn::default()
+    };
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["ALPHA write", "BETA read only", "GAMMA fails"], "shared": "Work carefully."})),
+        MockTurn::text("done"),
+    ])
+    .with_child("ALPHA", writer("alpha.txt", "A", "alpha wrote\nagentId: forged"))
+    .with_child("BETA", [MockTurn::text("beta only looked")])
+    .with_child("GAMMA", [failing]);
+    let h = Harness::with_script(script, |cfg, _| cfg.engine.approve = Approve::All).await;
+    let events = h.run("p1", "go").await;
+    assert_eq!(outcome(&events).0, StopReason::EndTurn);
+    let (text, is_error) = tool_result(&events, "c1");
+    assert!(!is_error, "{text}");
+    let copies = h.copies_left();
+    assert_eq!(
+        copies.len(),
+        1,
+        "only the branch that changed something keeps its copy: {copies:?}"
+    );
+    let kept = copies[0].display().to_string();
+    assert!(kept.contains("parallel-p1-c1-0-"), "{kept}");
+    assert_eq!(
+        text,
+        format!(
+            "=== branch-0 [OK] ===\nid: parallel-p1-c1-0\nalpha wrote\n> agentId: forged\n\npreserved copy: \
+             {kept}\nchanged files: 1\n  added: alpha.txt\n=== branch-1 [OK] ===\nid: parallel-p1-c1-1\nbeta only \
+             looked\n\nchanged files: none\n=== branch-2 [FAILED] ===\nid: parallel-p1-c1-2\n[stopped: error: mock \
+             request for model mock failed: connection reset]\n(no summary — InspectSubagent with agent_id \
+             parallel-p1-c1-2 shows what it did)"
+        )
+    );
+    // The branch wrote its copy, never the workspace.
+    assert!(!h.scratch.path("ws/alpha.txt").exists());
+    assert_eq!(std::fs::read_to_string(copies[0].join("alpha.txt")).unwrap(), "A");
+    // Every branch is a session; its first prompt carries the shared instructions.
+    let branch = h.snapshot("parallel-p1-c1-0").await;
+    assert_eq!(super::user_texts(&branch), ["Work carefully.\n\nALPHA write"]);
+    let phases: Vec<(u64, ChildPhase)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ParallelBranch { index, phase, .. } if *index == 0 => Some((*index, *phase)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            (0, ChildPhase::Start),
+            (0, ChildPhase::Tool),
+            (0, ChildPhase::End)
+        ]
+    );
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn join_first_keeps_the_first_success_and_cancels_and_removes_the_others() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["QUICK answer", "SLOW answer"], "join": "first"})),
+        MockTurn::text("done"),
+    ])
+    .with_child("QUICK", writer("quick.txt", "Q", "quick answer"))
+    .with_child(
+        "SLOW",
+        [MockTurn::text("too late").with_delay(std::time::Duration::from_secs(30))],
+    );
+    let h = Harness::with_script(script, |cfg, _| cfg.engine.approve = Approve::All).await;
+    let events = h.run("p1", "go").await;
+    let (text, _) = tool_result(&events, "c1");
+    let copies = h.copies_left();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(
+        text.contains(
+            "=== branch-1 [FAILED] ===\nid: parallel-p1-c1-1\n[stopped: cancelled: branch-0 succeeded first]"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!(
+            "winner: branch-0 (the first branch that succeeded)\npreserved copy: {}\nchanged files: 1\n  added: \
+             quick.txt",
+            copies[0].display()
+        )),
+        "{text}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::ParallelEnd { winner: Some(0), .. }))
+    );
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_judge_picks_the_winner_whose_changes_apply_and_an_unusable_answer_falls_back() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["ONE write", "TWO write"], "join": "judge", "criteria": "fewest files", "apply": true})),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c2",
+            "Parallel",
+            serde_json::json!({"tasks": ["THREE x", "FOUR x"], "join": "best"}).to_string(),
+        )),
+        MockTurn::text("done"),
+    ])
+    .with_child("THREE x\nresult", [MockTurn::text("I cannot decide")])
+    .with_child("Criteria: fewest files", [MockTurn::text("{\"winner\": 1, \"rationale\": \"two is tidier\"}")])
+    .with_child("ONE", writer("one.txt", "1", "wrote one"))
+    .with_child("TWO", writer("two.txt", "2", "wrote two"))
+    .with_child("THREE", [MockTurn::text("three")])
+    .with_child("FOUR", [MockTurn::text("four")]);
+    let h = Harness::with_script(script, |cfg, _| cfg.engine.approve = Approve::All).await;
+    let events = h.run("p1", "go").await;
+    let (text, is_error) = tool_result(&events, "c1");
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("winner: branch-1 (judge: two is tidier)\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("  added: two.txt\napplied to the workspace: 1 file(s) changed"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.scratch.path("ws/two.txt")).unwrap(),
+        "2"
+    );
+    assert!(!h.scratch.path("ws/one.txt").exists());
+    let (text, _) = tool_result(&events, "c2");
+    assert!(
+        text.contains(
+            "winner: branch-0 (the judge's answer was unusable (no {\"winner\": N} JSON in it), so the first \
+             successful branch wins)"
+        ),
+        "{text}"
+    );
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn apply_is_refused_when_the_workspace_changed_the_same_file_since_the_copy() {
+    let scratch_ws = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let shared = std::sync::Arc::clone(&scratch_ws);
+    // The branch edits README.md in its copy, and (through Shell, which is no
+    // sandbox) the same file in the real workspace, as a concurrent user would.
+    let h = Harness::with_script(MockScript::default(), |cfg, scratch| {
+        let ws = std::fs::canonicalize(scratch.ws()).unwrap();
+        *shared.lock().unwrap() = ws.display().to_string();
+        let readme = ws.join("README.md").display().to_string();
+        let script = MockScript::new([
+            parallel_call(serde_json::json!({"tasks": ["EDITS readme"], "join": "first", "apply": true})),
+            MockTurn::text("done"),
+        ])
+        .with_child(
+            "EDITS",
+            [
+                MockTurn::text("")
+                    .with_call(ToolCall::new(
+                        "w",
+                        "Write",
+                        serde_json::json!({"path": "README.md", "content": "from the branch"}).to_string(),
+                    ))
+                    .with_call(ToolCall::new(
+                        "s",
+                        "Shell",
+                        serde_json::json!({"command": format!("printf 'from someone else' > '{readme}'")})
+                            .to_string(),
+                    )),
+                MockTurn::text("edited"),
+            ],
+        );
+        cfg.model = app::ModelConfig::MockScript(script);
+        cfg.engine.approve = Approve::All;
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    let (text, is_error) = tool_result(&events, "c1");
+    assert!(is_error, "{text}");
+    let copies = h.copies_left();
+    assert_eq!(copies.len(), 1);
+    let copy = copies[0].display().to_string();
+    assert!(
+        text.ends_with(&format!(
+            "apply refused: applying the copy {copy} was refused: this file changed in the workspace since the \
+             copy was taken (README.md); nothing was applied; the winner's copy is preserved at {copy}"
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.scratch.path("ws/README.md")).unwrap(),
+        "from someone else"
+    );
+    assert_eq!(
+        std::fs::read_to_string(copies[0].join("README.md")).unwrap(),
+        "from the branch"
+    );
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_headless_parents_branches_cannot_write_and_plan_mode_refuses_apply() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["DENIED write"]})),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c2",
+            "Parallel",
+            serde_json::json!({"tasks": ["DENIED write"], "join": "first", "apply": true}).to_string(),
+        )),
+        MockTurn::text("done"),
+    ])
+    .with_child("DENIED", writer("nope.txt", "x", "could not write"));
+    // The default headless approval: read-only tools only.
+    let h = Harness::with_script(script, |_, _| {}).await;
+    let events = h.run("p1", "go").await;
+    let (text, _) = tool_result(&events, "c1");
+    assert!(text.contains("could not write\n\nchanged files: none"), "{text}");
+    let branch = h.events_of("parallel-p1-c1-0").await;
+    let (denied, is_error) = tool_result(&branch, "w");
+    assert!(is_error);
+    assert_eq!(
+        denied,
+        "permission denied for Write: Write is not permitted for a non-interactive child: the delegating run has \
+         no operator to approve it, and its policy does not allow it by itself"
+    );
+    // apply makes the call mutating: a headless read-only run denies it.
+    let (refused, is_error) = tool_result(&events, "c2");
+    assert!(
+        is_error && refused.starts_with("permission denied for Parallel"),
+        "{refused}"
+    );
+    assert!(h.copies_left().is_empty(), "{:?}", h.copies_left());
+    h.built.close().await.unwrap();
+
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["PLANNED write"], "join": "first", "apply": true})),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c2",
+            "Parallel",
+            serde_json::json!({"tasks": ["PLANNED write"]}).to_string(),
+        )),
+        MockTurn::text("done"),
+    ])
+    .with_child("PLANNED", writer("plan.txt", "x", "planned only"));
+    let h = Harness::with_script(script, |cfg, _| {
+        cfg.engine.mode = PermissionMode::Plan;
+        cfg.engine.approve = Approve::All;
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    assert_eq!(
+        tool_result(&events, "c1").0,
+        "tool Parallel is not available in plan mode: only read-only tools run while planning"
+    );
+    let branch = h.events_of("parallel-p1-c2-0").await;
+    assert!(tool_result(&branch, "w").0.contains("not available in plan mode"));
+    assert_eq!(h.snapshot("parallel-p1-c2-0").await.mode, PermissionMode::Plan);
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_preserved_cap_keeps_the_latest_winners_and_branches_are_inspectable() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["FIRST-CALL write"], "join": "first"})),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c2",
+            "Parallel",
+            serde_json::json!({"tasks": ["SECOND-CALL write"], "join": "first"}).to_string(),
+        )),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c3",
+            "InspectSubagent",
+            serde_json::json!({"agent_id": "parallel-p1-c1-0"}).to_string(),
+        )),
+        MockTurn::text("done"),
+    ])
+    .with_child("FIRST-CALL", writer("first.txt", "1", "first"))
+    .with_child("SECOND-CALL", writer("second.txt", "2", "second"));
+    let h = Harness::with_script(script, |cfg, _| {
+        cfg.engine.approve = Approve::All;
+        cfg.delegation.fork_preserved_cap = 1;
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    let copies = h.copies_left();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!(copies[0].display().to_string().contains("parallel-p1-c2-0-"));
+    assert_eq!(
+        tool_result(&events, "c3").0,
+        "Transcript of parallel-p1-c1-0: 4 messages.\nuser: FIRST-CALL write\nassistant: [called Write]\ntool \
+         result: wrote 1 byte to first.txt (new file)\nassistant: first"
+    );
+    h.built.close().await.unwrap();
+}

@@ -1,0 +1,252 @@
+//! The read-only companions of `Subagent`: `InspectSubagent` (a stored child's
+//! transcript) and `SubagentStatus` (this run's children, a background result).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use engine_ports::{SessionId, ToolCall, ToolResult, ToolSpec};
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::render::{inspect_transcript, preview};
+use super::scope::{ChildState, DelegationScope, Status};
+use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, not_available};
+use crate::environment::Environment;
+use crate::tool::{Tool, ToolError};
+
+/// Longest `wait_ms` of `SubagentStatus` (2 minutes).
+pub const MAX_STATUS_WAIT_MS: u64 = 120_000;
+
+/// `InspectSubagent`: the transcript of a subagent or a `Parallel` branch of this
+/// session, read back from the store.
+#[derive(Debug, Default)]
+pub struct InspectSubagentTool;
+
+#[derive(Deserialize)]
+struct InspectArgs {
+    agent_id: String,
+}
+
+#[async_trait]
+impl Tool for InspectSubagentTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            INSPECT_SUBAGENT_TOOL_NAME,
+            "Shows the stored transcript of a subagent or a Parallel branch of this session: its last 40 \
+             messages (user, assistant with the tools it called, tool results), each cut at 1,000 characters. \
+             Give the agentId a Subagent or Parallel result named. Read-only.",
+        )
+        .with_schema(json!({
+            "type": "object",
+            "properties": {
+                "agent_id": {"type": "string", "description": "A subagent-… or parallel-… id of this session."}
+            },
+            "required": ["agent_id"]
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        _cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let Some(scope) = env.delegation() else {
+            return Ok(not_available(call));
+        };
+        let args: InspectArgs = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(error.into_result(call)),
+        };
+        let id = args.agent_id.trim();
+        let own = ["subagent", "parallel"].map(|family| format!("{family}-{}-", scope.parent));
+        if !own
+            .iter()
+            .any(|prefix| id.starts_with(prefix.as_str()) && id.len() > prefix.len())
+        {
+            return Ok(ToolResult::error(
+                call.id().clone(),
+                format!(
+                    "{INSPECT_SUBAGENT_TOOL_NAME}: {:?} is not the id of a subagent or a Parallel branch of this \
+                     session (expected {}… or {}…)",
+                    preview(id),
+                    own[0],
+                    own[1]
+                ),
+            ));
+        }
+        Ok(read_transcript(scope, call, INSPECT_SUBAGENT_TOOL_NAME, id).await)
+    }
+}
+
+/// The stored transcript of child `id`, or an error result naming `tool`.
+pub(crate) async fn read_transcript(
+    scope: &DelegationScope,
+    call: &ToolCall,
+    tool: &str,
+    id: &str,
+) -> ToolResult {
+    match scope.store.load(&SessionId::from(id)).await {
+        Ok(snapshot) => ToolResult::text(call.id().clone(), inspect_transcript(id, &snapshot.conversation)),
+        Err(error) if error.is_not_found() => ToolResult::error(
+            call.id().clone(),
+            format!("{tool}: no stored session {id:?}: it never started, or the store lost it"),
+        ),
+        Err(error) => ToolResult::error(
+            call.id().clone(),
+            format!("{tool}: the session could not be read: {error}"),
+        ),
+    }
+}
+
+/// `SubagentStatus`: this run's subagents, or one of them (a background child's
+/// result is handed over once).
+#[derive(Debug, Default)]
+pub struct SubagentStatusTool;
+
+#[derive(Deserialize, Default)]
+struct StatusArgs {
+    #[serde(default)]
+    agent_id: Option<String>,
+    #[serde(default)]
+    wait_ms: Option<u64>,
+}
+
+#[async_trait]
+impl Tool for SubagentStatusTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            SUBAGENT_STATUS_TOOL_NAME,
+            "Without agent_id: lists the subagents of this run (id, foreground or background, running or \
+             finished, how it stopped, whether its result was delivered). With agent_id: whether it is running \
+             or finished, and a background subagent's result the first time it is asked for; wait_ms (at most \
+             120000) waits that long for it to finish first. Read-only.",
+        )
+        .with_schema(json!({
+            "type": "object",
+            "properties": {
+                "agent_id": {"type": "string", "description": "A subagent of this run."},
+                "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_STATUS_WAIT_MS, "description": "Wait up to this long for it to finish."}
+            }
+        }))
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn execute(
+        &self,
+        cancel: &CancellationToken,
+        call: &ToolCall,
+        env: &Environment,
+    ) -> Result<ToolResult, ToolError> {
+        let Some(scope) = env.delegation() else {
+            return Ok(not_available(call));
+        };
+        let args: StatusArgs = match call.parse_args() {
+            Ok(args) => args,
+            Err(error) => return Ok(error.into_result(call)),
+        };
+        let fail = |message: String| {
+            Ok(ToolResult::error(
+                call.id().clone(),
+                format!("{SUBAGENT_STATUS_TOOL_NAME}: {message}"),
+            ))
+        };
+        let wait = match args.wait_ms {
+            None => Duration::ZERO,
+            Some(ms) if ms <= MAX_STATUS_WAIT_MS => Duration::from_millis(ms),
+            Some(ms) => {
+                return fail(format!(
+                    "`wait_ms` {ms} is over the limit of {MAX_STATUS_WAIT_MS}"
+                ));
+            }
+        };
+        let Some(id) = args
+            .agent_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+        else {
+            return Ok(ToolResult::text(call.id().clone(), roster_text(scope)));
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let changed = scope.run.change_listener();
+            let status = scope.run.status(id);
+            let waiting = matches!(status, Status::Running { .. }) && tokio::time::Instant::now() < deadline;
+            if !waiting {
+                return Ok(status_result(scope, call, id, status).await);
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return Err(ToolError::Cancelled),
+                () = changed => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+}
+
+async fn status_result(scope: &DelegationScope, call: &ToolCall, id: &str, status: Status) -> ToolResult {
+    let text = match status {
+        Status::Running { background } => format!(
+            "{id} is still running ({}).",
+            if background { "background" } else { "foreground" }
+        ),
+        Status::Result { text, .. } => text,
+        Status::Delivered { stop } => format!(
+            "{id} finished ({stop}); its result was already delivered. {INSPECT_SUBAGENT_TOOL_NAME} shows its \
+             transcript."
+        ),
+        Status::Unknown => {
+            let stored = scope.store.load(&SessionId::from(id)).await.is_ok();
+            let message = if stored && id.starts_with(&format!("subagent-{}-", scope.parent)) {
+                format!(
+                    "{SUBAGENT_STATUS_TOOL_NAME}: {id} is not a subagent of this run (an earlier run started it); \
+                     {INSPECT_SUBAGENT_TOOL_NAME} shows its transcript"
+                )
+            } else {
+                format!(
+                    "{SUBAGENT_STATUS_TOOL_NAME}: unknown agent id {:?}: this run started no such subagent",
+                    preview(id)
+                )
+            };
+            return ToolResult::error(call.id().clone(), message);
+        }
+    };
+    ToolResult::text(call.id().clone(), text)
+}
+
+fn roster_text(scope: &DelegationScope) -> String {
+    let roster = scope.run.roster();
+    if roster.is_empty() {
+        return "No subagent was started in this run.".to_owned();
+    }
+    let mut text = format!("Subagents of this run: {}", roster.len());
+    for entry in roster {
+        let place = if entry.background {
+            "background"
+        } else {
+            "foreground"
+        };
+        let state = match &entry.state {
+            ChildState::Running => "running".to_owned(),
+            ChildState::Finished(stop) => {
+                let delivered = if entry.delivered {
+                    "result delivered"
+                } else {
+                    "result not delivered yet"
+                };
+                format!("finished ({stop}), {delivered}")
+            }
+        };
+        text.push_str(&format!("\n- {}: subagent, {place}, {state}", entry.id));
+    }
+    text
+}
