@@ -4,6 +4,7 @@
 
 mod parallel;
 mod subagent;
+mod team;
 
 use adapter_llm::MockScript;
 use app::{AppConfig, Built, ModelConfig, build};
