@@ -4,6 +4,7 @@
 
 mod parallel;
 mod subagent;
+mod surfaces;
 mod team;
 
 use adapter_llm::MockScript;
