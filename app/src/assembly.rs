@@ -234,7 +234,16 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 }
             }
             FamilySlot::Team => {
-                run.narrate(|| format!("{} tools disabled: not built yet (reserved slot)", slot.as_str()));
+                if inputs.child.is_none() {
+                    run.builtin(Family::Delegation, &assets.delegation.team, Confined::No);
+                    run.narrate(|| {
+                        if assets.delegation.team.is_empty() {
+                            "Team and InspectMember disabled: --enable-teams=false".to_owned()
+                        } else {
+                            "Team and InspectMember enabled".to_owned()
+                        }
+                    });
+                }
             }
             FamilySlot::Skill => {
                 let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));

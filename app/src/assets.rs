@@ -89,6 +89,8 @@ pub(crate) struct DelegationAssets {
     pub(crate) subagent: Vec<Arc<dyn Tool>>,
     /// `Parallel`.
     pub(crate) parallel: Vec<Arc<dyn Tool>>,
+    /// `Team`, `InspectMember`.
+    pub(crate) team: Vec<Arc<dyn Tool>>,
     /// How many named agents `Subagent` lists.
     pub(crate) agents: usize,
 }

@@ -15,7 +15,7 @@ use adapter_skillfs::{
 };
 use engine_core::{
     AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
-    SkillTool, Tool, subagent_tools,
+    SkillTool, Tool, subagent_tools, team_tools,
 };
 use engine_ports::{
     Diagnostic, Diagnostics, Level, LlmProvider, PermissionMode, ServerOrigin, SkillSource, SystemClock,
@@ -251,6 +251,11 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             } else {
                 Vec::new()
             },
+            team: if cfg.delegation.teams {
+                team_tools()
+            } else {
+                Vec::new()
+            },
             agents: agents.len(),
         },
         store: store.clone(),
@@ -320,6 +325,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         agents,
         DelegationSettings {
             subagent_model: cfg.delegation.subagent_model.clone(),
+            max_team_tokens: cfg.delegation.max_team_tokens,
         },
         Arc::new(forker),
     );

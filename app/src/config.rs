@@ -19,6 +19,10 @@ use engine_ports::{Diagnostic, PermissionMode};
 /// [`SessionEngineFactory`](crate::SessionEngineFactory).
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 
+/// The default `--max-team-tokens`: a team stops at its next round boundary once its
+/// members used this many tokens (input and output).
+pub const DEFAULT_MAX_TEAM_TOKENS: u64 = 2_000_000;
+
 /// The default `--max-turns`.
 pub const DEFAULT_MAX_TURNS: u64 = 100;
 
@@ -80,6 +84,11 @@ pub struct DelegationConfig {
     pub subagents: bool,
     /// `--enable-parallel` (default true): `Parallel` in every catalog.
     pub parallel: bool,
+    /// `--enable-teams` (default true): `Team` and `InspectMember` in every catalog.
+    pub teams: bool,
+    /// `--max-team-tokens` (default [`DEFAULT_MAX_TEAM_TOKENS`]): the most tokens one
+    /// `Team` may use, checked at round boundaries; 0 is unlimited.
+    pub max_team_tokens: u64,
     /// `--fork-preserved-cap` (default 8): how many preserved workspace copies (the
     /// winners of `Parallel` calls) are kept; the oldest is removed first.
     pub fork_preserved_cap: usize,
@@ -99,6 +108,8 @@ impl Default for DelegationConfig {
         Self {
             subagents: true,
             parallel: true,
+            teams: true,
+            max_team_tokens: DEFAULT_MAX_TEAM_TOKENS,
             fork_preserved_cap: adapter_fstools::DEFAULT_PRESERVED_CAP,
             fork_dir: None,
             subagent_model: None,

@@ -69,11 +69,12 @@ pub enum FamilySlot {
     GlobalMcp,
     /// A session's client MCP tools (`mcp-client`); per-session catalogs only.
     ClientMcp,
-    /// Subagent, InspectSubagent, SubagentStatus (`delegation`; reserved).
+    /// Subagent, InspectSubagent, SubagentStatus (`delegation`); in a child's
+    /// catalog, the child's own tools instead.
     Subagent,
-    /// Parallel (`delegation`; reserved).
+    /// Parallel (`delegation`; never in a child's catalog).
     Parallel,
-    /// Team, InspectMember (`delegation`; reserved).
+    /// Team, InspectMember (`delegation`; never in a child's catalog).
     Team,
     /// Remember, Recall, SearchMemory, ForgetMemory (`memory`).
     Memory,

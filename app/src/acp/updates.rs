@@ -5,7 +5,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use engine_ports::{EventKind, clip_chars};
+use engine_ports::{ChildPhase, EventKind, clip_chars};
 use serde_json::Value;
 
 /// Longest argument summary in a tool call title, in characters.
@@ -20,6 +20,8 @@ const TITLE_SUMMARY_CHARS: usize = 80;
 /// | `tool.call` | `tool_call` (status `pending`, kind by tool, `rawInput` = args) |
 /// | `permission.verdict` allowing | `tool_call_update` `in_progress` |
 /// | `tool.result` | `tool_call_update` `completed` / `failed` with the result text |
+///
+/// | `subagent.*`, `parallel.*`, `team.*` | `tool_call_update` `in_progress` of the delegating call, the child's latest activity as content |
 ///
 /// Everything else (`session.init`, turns, asks, denials, hooks, `result`) has no
 /// update of its own: asks become `session/request_permission`, `result` the
@@ -47,8 +49,83 @@ pub(crate) fn session_update(event: &EventKind) -> Option<SessionUpdate> {
             is_error,
             ..
         } => Some(tool_result_update(call_id.as_str(), content, *is_error)),
-        _ => None,
+        _ => child_activity(event).map(|(call_id, line)| {
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                call_id.to_owned(),
+                ToolCallUpdateFields::new()
+                    .status(ToolCallStatus::InProgress)
+                    .content(vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
+                        line,
+                    )))]),
+            ))
+        }),
     }
+}
+
+/// What a delegating call's children are doing, as a line for the call's
+/// `tool_call_update` (the call's own id, its latest activity as content).
+fn child_activity(event: &EventKind) -> Option<(&str, String)> {
+    let phase = |phase: &ChildPhase, name: &Option<String>, stop: &Option<String>, preview: &str| match phase
+    {
+        ChildPhase::Start => "started".to_owned(),
+        ChildPhase::Tool => format!("{} {preview}", name.as_deref().unwrap_or_default()),
+        ChildPhase::End => format!("ended ({})", stop.as_deref().unwrap_or_default()),
+    };
+    Some(match event {
+        EventKind::SubagentStart {
+            call_id, child_id, ..
+        } => (call_id.as_str(), format!("{child_id}: started")),
+        EventKind::SubagentTool {
+            call_id,
+            child_id,
+            name,
+            preview,
+        } => (call_id.as_str(), format!("{child_id}: {name} {preview}")),
+        EventKind::SubagentEnd {
+            call_id,
+            child_id,
+            stop,
+            ..
+        } => (call_id.as_str(), format!("{child_id}: ended ({stop})")),
+        EventKind::ParallelStart {
+            call_id,
+            branches,
+            join,
+            ..
+        } => (call_id.as_str(), format!("{branches} branch(es), join {join}")),
+        EventKind::ParallelBranch {
+            call_id,
+            index,
+            phase: p,
+            name,
+            stop,
+            preview,
+            ..
+        } => (
+            call_id.as_str(),
+            format!("branch-{index}: {}", phase(p, name, stop, preview)),
+        ),
+        EventKind::ParallelEnd { call_id, preview, .. } => (call_id.as_str(), format!("done: {preview}")),
+        EventKind::TeamStart { call_id, members, .. } => {
+            (call_id.as_str(), format!("team: {}", members.join(", ")))
+        }
+        EventKind::TeamMember {
+            call_id,
+            member,
+            round,
+            phase: p,
+            name,
+            stop,
+            preview,
+            ..
+        } => (
+            call_id.as_str(),
+            format!("round {round}, {member}: {}", phase(p, name, stop, preview)),
+        ),
+        EventKind::TeamTasks { call_id, preview, .. } => (call_id.as_str(), format!("tasks: {preview}")),
+        EventKind::TeamEnd { call_id, stop, .. } => (call_id.as_str(), format!("team ended ({stop})")),
+        _ => return None,
+    })
 }
 
 /// The `tool_call_update` carrying a call's final status (`completed`, or `failed`
@@ -208,6 +285,39 @@ mod tests {
                 "sessionUpdate": "tool_call_update", "toolCallId": "w1", "status": "failed",
                 "content": [{"type": "content", "content": {"type": "text", "text": "permission denied"}}]
             })
+        );
+    }
+
+    #[test]
+    fn child_activity_updates_the_delegating_call() {
+        let update = session_update(&EventKind::SubagentTool {
+            call_id: ToolCallId::from("c1"),
+            child_id: engine_ports::SessionId::from("subagent-s-c1"),
+            name: "Read".into(),
+            preview: "{\"path\":\"a.rs\"}".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            wire(&update),
+            json!({
+                "sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress",
+                "content": [{"type": "content", "content": {"type": "text", "text": "subagent-s-c1: Read {\"path\":\"a.rs\"}"}}]
+            })
+        );
+        let branch = session_update(&EventKind::ParallelBranch {
+            call_id: ToolCallId::from("c2"),
+            child_id: engine_ports::SessionId::from("parallel-s-c2-1"),
+            index: 1,
+            phase: ChildPhase::End,
+            name: None,
+            stop: Some("end_turn".into()),
+            preview: "done".into(),
+        })
+        .unwrap();
+        assert_eq!(wire(&branch)["toolCallId"], "c2");
+        assert_eq!(
+            wire(&branch)["content"][0]["content"]["text"],
+            "branch-1: ended (end_turn)"
         );
     }
 

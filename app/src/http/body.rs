@@ -198,6 +198,23 @@ pub(crate) fn elicitation_answer(
     Ok((id, response))
 }
 
+/// `POST /v1/sessions/{id}/cancel-child`: `{child_id}`, a non-empty string.
+pub(crate) fn child_id(body: Option<Map<String, Value>>) -> Result<String, ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["child_id"])?;
+    match map.get("child_id") {
+        Some(Value::String(id)) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
+        None | Some(Value::Null) => Err(ApiError::bad_request(
+            "missing field \"child_id\": send the child_id of a subagent, parallel or team event",
+        )),
+        Some(other) => Err(invalid(
+            "child_id",
+            other,
+            "expected the child_id of a subagent, parallel or team event",
+        )),
+    }
+}
+
 /// A mode name from `field`, or 400 naming the field, the value and the three modes.
 pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, ApiError> {
     value.parse::<PermissionMode>().map_err(|_| {

@@ -14,7 +14,7 @@ use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_mi
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::{JsonBody, approval, create_body, elicitation_answer, mode_value, prompt_text};
+use super::body::{JsonBody, approval, child_id, create_body, elicitation_answer, mode_value, prompt_text};
 use super::error::ApiError;
 use super::mcp_servers::reject_stdio;
 use super::server::ServerState;
@@ -219,6 +219,31 @@ pub(crate) async fn cancel(
         None => {
             stored(&state, &id).await?;
         }
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/sessions/{id}/cancel-child {child_id}` → 204 when that child (a
+/// subagent, a `Parallel` call or branch, a team or member) of the session's run was
+/// cancelled; its delegating call then ends with a cancelled stop note.
+pub(crate) async fn cancel_child(
+    State(state): AppState,
+    SessionPath(id): SessionPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let child = child_id(body)?;
+    let Some(session) = state.sessions.get(&id) else {
+        stored(&state, &id).await?;
+        return Err(no_run(&id));
+    };
+    if !session.engine().is_running(&id) {
+        return Err(no_run(&id));
+    }
+    if !session.engine().cancel_child(&id, &child) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no child {child:?} is running in session {:?}", id.as_str()),
+        ));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -359,6 +359,7 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}/approve", post(handlers::approve))
         .route("/v1/sessions/{id}/elicit", post(handlers::elicit))
         .route("/v1/sessions/{id}/cancel", post(handlers::cancel))
+        .route("/v1/sessions/{id}/cancel-child", post(handlers::cancel_child))
         .route("/v1/sessions/{id}/tools", get(handlers::tools))
         .route("/v1/sessions/{id}/commands", get(handlers::commands))
         .fallback(handlers::no_route)

@@ -35,7 +35,14 @@ const REQUIRED: &[(Family, &[&str])] = &[
     (Family::McpResource, &["ListMcpResources", "ReadMcpResource"]),
     (
         Family::Delegation,
-        &["Subagent", "InspectSubagent", "SubagentStatus", "Parallel"],
+        &[
+            "Subagent",
+            "InspectSubagent",
+            "SubagentStatus",
+            "Parallel",
+            "Team",
+            "InspectMember",
+        ],
     ),
     (
         Family::Memory,
@@ -440,11 +447,13 @@ async fn child_catalogs_are_the_shared_catalog_narrowed_by_their_profile_plus_th
     assert_eq!(
         never.iter().map(String::as_str).collect::<Vec<_>>(),
         [
+            "InspectMember",
             "InspectSubagent",
             "Parallel",
             "SkillDraft",
             "Subagent",
-            "SubagentStatus"
+            "SubagentStatus",
+            "Team"
         ]
     );
     let allowed: Vec<String> = names(shared).into_iter().filter(|n| !never.contains(n)).collect();

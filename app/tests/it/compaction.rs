@@ -45,6 +45,7 @@ async fn run(scratch: &Scratch, extra: &[&str]) -> Output {
         // The windows below are calibrated on the core tools' specs alone.
         "--enable-subagents=false",
         "--enable-parallel=false",
+        "--enable-teams=false",
         "--store-dir",
         store.as_str(),
         "--session",

@@ -40,6 +40,13 @@ pub(crate) enum Reporter {
         /// From 0.
         index: u64,
     },
+    /// A team member in a round.
+    Member {
+        /// Its name.
+        name: String,
+        /// The round, from 0.
+        round: u64,
+    },
 }
 
 impl Reporter {
@@ -49,6 +56,7 @@ impl Reporter {
         match self {
             Self::Subagent { description } => format!("subagent {description:?}"),
             Self::Branch { index } => format!("parallel branch {index}"),
+            Self::Member { name, .. } => format!("team member {name:?}"),
         }
     }
 
@@ -74,6 +82,16 @@ impl Reporter {
                 stop: None,
                 preview,
             },
+            Self::Member { name: member, round } => EventKind::TeamMember {
+                call_id,
+                child_id,
+                member: member.clone(),
+                round: *round,
+                phase: ChildPhase::Tool,
+                name: Some(name),
+                stop: None,
+                preview,
+            },
         }
     }
 }
@@ -85,6 +103,8 @@ pub(crate) struct ChildOutcome {
     pub(crate) stop: ChildStop,
     /// Its final text.
     pub(crate) text: String,
+    /// Its usage.
+    pub(crate) usage: Usage,
 }
 
 /// One child run to drive.
@@ -190,13 +210,17 @@ impl ChildRun<'_> {
                     self.relay(ask, &token, deadline).await;
                 }
                 EventKind::Result {
-                    stop, text, error, ..
+                    stop,
+                    text,
+                    error,
+                    usage,
+                    ..
                 } => {
                     let stop = match (timed_out, self.timeout) {
                         (true, Some(limit)) if stop == StopReason::Cancelled => ChildStop::Timeout(limit),
                         _ => ChildStop::Run { stop, error },
                     };
-                    return Ok(ChildOutcome { stop, text });
+                    return Ok(ChildOutcome { stop, text, usage });
                 }
                 _ => {}
             }

@@ -102,8 +102,12 @@ pub struct AgentDefinition {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DelegationSettings {
     /// `--subagent-model`: the model of subagents that neither their call nor their
-    /// agent gives one.
+    /// agent gives one (and of `Parallel` branches and team members).
     pub subagent_model: Option<String>,
+    /// `--max-team-tokens`: the most tokens (input and output, every member's) one
+    /// `Team` may use, checked at round boundaries; 0 is unlimited. A call may only
+    /// lower it.
+    pub max_team_tokens: u64,
 }
 
 /// A child engine that could not be built.

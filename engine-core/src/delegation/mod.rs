@@ -1,7 +1,8 @@
 //! Delegation: domain tools that run child engines — `Subagent` (with
-//! `InspectSubagent` and `SubagentStatus`) and `Parallel` (branches on private
+//! `InspectSubagent` and `SubagentStatus`), `Parallel` (branches on private
 //! workspace copies from the [`WorkspaceForker`](engine_ports::WorkspaceForker)
-//! port).
+//! port) and `Team` (with `InspectMember`: members coordinating in rounds through a
+//! shared board of messages, tasks and findings).
 //!
 //! Child engines come through [`ChildEngines`], which the composition root implements
 //! (it assembles each child's catalog through the one registration path, with a child
@@ -25,6 +26,8 @@ mod render;
 mod scope;
 mod subagent;
 mod submit;
+mod team;
+mod team_board;
 
 use std::sync::Arc;
 
@@ -45,6 +48,8 @@ pub use scope::MAX_RUNNING_SUBAGENTS;
 pub(crate) use scope::{DelegationScope, RunDelegation};
 pub use subagent::{MAX_SUBAGENT_TIMEOUT_MS, SubagentTool};
 pub use submit::{MAX_OUTPUT_SCHEMA_BYTES, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME};
+pub use team::{InspectMemberTool, MAX_MEMBER_TURNS_AT_ONCE, MAX_TEAM_MEMBERS, MAX_TEAM_ROUNDS, TeamTool};
+pub use team_board::{MAX_QUEUED_MESSAGES, MAX_TEAM_FINDINGS, MAX_TEAM_TASKS};
 
 use crate::tool::Tool;
 
@@ -56,6 +61,10 @@ pub const INSPECT_SUBAGENT_TOOL_NAME: &str = "InspectSubagent";
 pub const SUBAGENT_STATUS_TOOL_NAME: &str = "SubagentStatus";
 /// The name of the `Parallel` tool.
 pub const PARALLEL_TOOL_NAME: &str = "Parallel";
+/// The name of the `Team` tool.
+pub const TEAM_TOOL_NAME: &str = "Team";
+/// The name of the `InspectMember` tool.
+pub const INSPECT_MEMBER_TOOL_NAME: &str = "InspectMember";
 
 /// The system prompt paragraph every child without a named agent gets after the
 /// parent's system prompt.
@@ -71,6 +80,11 @@ pub fn subagent_tools(agents: &[AgentDefinition]) -> Vec<Arc<dyn Tool>> {
         Arc::new(InspectSubagentTool),
         Arc::new(SubagentStatusTool),
     ]
+}
+
+/// `Team` and `InspectMember`.
+pub fn team_tools() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(TeamTool), Arc::new(InspectMemberTool)]
 }
 
 /// The result of a delegation tool called by an engine that cannot start children.

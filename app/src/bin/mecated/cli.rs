@@ -229,6 +229,14 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) enable_parallel: bool,
+    /// Offer Team and InspectMember (child agents working on one goal in rounds).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) enable_teams: bool,
+    /// The most tokens one Team may use (every member's input and output, checked
+    /// between rounds); 0 is unlimited.
+    #[arg(long, value_name = "N", default_value = "2000000", value_parser = parse_team_tokens)]
+    pub(crate) max_team_tokens: u64,
     /// How many preserved workspace copies (Parallel winners) are kept; the oldest
     /// is removed first.
     #[arg(long, value_name = "N", default_value = "8", value_parser = parse_preserved_cap)]
@@ -484,6 +492,12 @@ fn parse_allowed_host(value: &str) -> Result<app::AllowedHost, String> {
 
 fn parse_allowed_origin(value: &str) -> Result<app::AllowedOrigin, String> {
     value.parse()
+}
+
+fn parse_team_tokens(value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| "expected a whole number of tokens (0 for unlimited)".to_owned())
 }
 
 fn parse_preserved_cap(value: &str) -> Result<usize, String> {

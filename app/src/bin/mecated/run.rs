@@ -194,6 +194,40 @@ impl TextPrinter {
                 };
                 out::stderr(&format!("[parallel] {child_id} {what}"));
             }
+            EventKind::TeamStart {
+                child_id, members, ..
+            } => {
+                self.end_line();
+                out::stderr(&format!("[team] {child_id}: {}", members.join(", ")));
+            }
+            EventKind::TeamMember {
+                member,
+                round,
+                phase,
+                name,
+                stop,
+                preview,
+                ..
+            } => {
+                let what = match phase {
+                    engine_ports::ChildPhase::Start => "started".to_owned(),
+                    engine_ports::ChildPhase::Tool => format!(
+                        "→ {} {}",
+                        name.as_deref().unwrap_or_default(),
+                        out::clip(preview, 120)
+                    ),
+                    engine_ports::ChildPhase::End => {
+                        format!("ended: {}", stop.as_deref().unwrap_or_default())
+                    }
+                };
+                out::stderr(&format!("[team] round {round}, {member} {what}"));
+            }
+            EventKind::TeamTasks { preview, .. } => {
+                out::stderr(&format!("[team] {preview}"));
+            }
+            EventKind::TeamEnd { child_id, stop, .. } => {
+                out::stderr(&format!("[team] {child_id} ended: {stop}"));
+            }
             EventKind::ParallelEnd { winner, preview, .. } => {
                 let winner = winner.map_or_else(|| "none".to_owned(), |w| format!("branch-{w}"));
                 out::stderr(&format!("[parallel] winner: {winner} {preview}"));

@@ -202,6 +202,8 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.delegation.subagent_model = common.subagent_model.clone();
     cfg.delegation.subagents = common.enable_subagents;
     cfg.delegation.parallel = common.enable_parallel;
+    cfg.delegation.teams = common.enable_teams;
+    cfg.delegation.max_team_tokens = common.max_team_tokens;
     cfg.delegation.fork_preserved_cap = common.fork_preserved_cap;
     cfg.shell = if common.no_shell {
         None

@@ -4,6 +4,8 @@
 
 mod parallel;
 mod subagent;
+mod surfaces;
+mod team;
 
 use adapter_llm::MockScript;
 use app::{AppConfig, Built, ModelConfig, build};

@@ -683,3 +683,33 @@ async fn inspect_subagent_renders_a_stored_child_of_this_session_and_status_list
     );
     h.built.close().await.unwrap();
 }
+
+const CANCELLED: &str = r#"{
+  "turns": [
+    {"tool_calls": [{"id": "c1", "name": "Subagent", "args": {"prompt": "NEVER-ENDS"}}]},
+    {"text": "unreachable"}
+  ],
+  "children": [{"match": "NEVER-ENDS", "turns": [{"delay_ms": 30000, "text": "late"}]}]
+}"#;
+
+#[tokio::test]
+async fn cancelling_the_parent_run_cancels_its_foreground_child_which_is_saved() {
+    use futures::StreamExt as _;
+    let h = Harness::new(CANCELLED, |_, _| {}).await;
+    let engine = h.built.shared_engine();
+    let id = engine_ports::SessionId::from("p1");
+    let mut run = engine.run(&id, "go").unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = run.next().await {
+        let started = matches!(event.kind, EventKind::SubagentStart { .. });
+        events.push(event);
+        if started {
+            assert!(engine.cancel(&id));
+        }
+    }
+    assert_eq!(outcome(&events).0, StopReason::Cancelled);
+    let (text, _) = tool_result(&events, "c1");
+    assert!(text.contains("cancelled"), "{text}");
+    assert_eq!(user_texts(&h.snapshot("subagent-p1-c1").await), ["NEVER-ENDS"]);
+    h.built.close().await.unwrap();
+}
