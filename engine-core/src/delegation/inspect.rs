@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::render::{inspect_transcript, preview};
 use super::scope::{ChildState, DelegationScope, Status};
-use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, not_available};
+use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, scope_and_args};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
@@ -56,12 +56,9 @@ impl Tool for InspectSubagentTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: InspectArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<InspectArgs>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         let id = args.agent_id.trim();
         let own = ["subagent", "parallel"].map(|family| format!("{family}-{}-", scope.parent));
@@ -146,12 +143,9 @@ impl Tool for SubagentStatusTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: StatusArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<StatusArgs>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         let fail = |message: String| {
             Ok(ToolResult::error(

@@ -87,6 +87,20 @@ pub fn team_tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(TeamTool), Arc::new(InspectMemberTool)]
 }
 
+/// What every delegation tool's `execute` starts with: the calling run's delegation
+/// scope (or the not-available result in an engine that cannot start children) and
+/// the call's arguments as `A` (or the uniform invalid-arguments result).
+fn scope_and_args<'e, A: serde::de::DeserializeOwned>(
+    call: &ToolCall,
+    env: &'e crate::Environment,
+) -> Result<(&'e Arc<DelegationScope>, A), ToolResult> {
+    let Some(scope) = env.delegation() else {
+        return Err(not_available(call));
+    };
+    let args = call.parse_args().map_err(|error| error.into_result(call))?;
+    Ok((scope, args))
+}
+
 /// The result of a delegation tool called by an engine that cannot start children.
 fn not_available(call: &ToolCall) -> ToolResult {
     ToolResult::error(

@@ -20,7 +20,7 @@ use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildS
 use super::policy::ChildPolicy;
 use super::render::{ChildStop, neutralise, preview};
 use super::scope::DelegationScope;
-use super::{PARALLEL_TOOL_NAME, not_available};
+use super::{PARALLEL_TOOL_NAME, scope_and_args};
 use crate::engine::Limits;
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -115,12 +115,9 @@ impl Tool for ParallelTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<Args>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         let fail = |message: String| {
             Ok(ToolResult::error(

@@ -19,7 +19,7 @@ use super::policy::ChildPolicy;
 use super::render::{ChildStop, fork_seed, neutralise, preview};
 use super::scope::{DelegationScope, Refusal};
 use super::submit::{OutputSchema, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME, Submission, SubmitResultTool};
-use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, not_available};
+use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, scope_and_args};
 use crate::engine::{Engine, Limits};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -176,12 +176,9 @@ impl Tool for SubagentTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<Args>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         match Prepared::new(scope, call, args).await {
             Ok(prepared) => Ok(prepared.run(cancel).await),

@@ -22,7 +22,7 @@ use super::policy::ChildPolicy;
 use super::render::{neutralise, preview};
 use super::scope::DelegationScope;
 use super::team_board::{TaskState, TeamBoard, tasks_text};
-use super::{INSPECT_MEMBER_TOOL_NAME, TEAM_TOOL_NAME, not_available};
+use super::{INSPECT_MEMBER_TOOL_NAME, TEAM_TOOL_NAME, scope_and_args};
 use crate::engine::{Engine, Limits};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -113,12 +113,9 @@ impl Tool for TeamTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: Args = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<Args>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         let team_id = SessionId::from(format!("team-{}-{}", scope.parent, call.id()));
         let team = match Team::new(scope, call.id(), team_id, args, env).await {
@@ -715,12 +712,9 @@ impl Tool for InspectMemberTool {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        let Some(scope) = env.delegation() else {
-            return Ok(not_available(call));
-        };
-        let args: InspectArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+        let (scope, args) = match scope_and_args::<InspectArgs>(call, env) {
+            Ok(prepared) => prepared,
+            Err(result) => return Ok(result),
         };
         let prefix = format!("team-{}-", scope.parent);
         let team = args.team_id.trim();
