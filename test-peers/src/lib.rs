@@ -6,15 +6,18 @@
 //! turns that into a skip announced on stderr with a `PEER-SKIP` line — except under
 //! `CI=true`, where nothing is ever skipped. [`PeerProcess`] starts a peer on a free
 //! loopback port, waits until it accepts connections and kills its whole process
-//! group on drop. [`PgCluster`] runs a throwaway PostgreSQL server. This crate
+//! group on drop. [`PgCluster`] runs a throwaway PostgreSQL server;
+//! [`ReflinkFs`] mounts a throwaway filesystem that clones files by reference. This crate
 //! depends on no workspace crate.
 
 // Test support: failing loudly is the point.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod postgres;
+pub mod reflink;
 
 pub use postgres::{PG_USER, PgCluster, postgres_bin};
+pub use reflink::ReflinkFs;
 
 use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};

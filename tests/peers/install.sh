@@ -7,8 +7,9 @@
 #   npm   tests/peers/package.json + package-lock.json -> .peers/npm   (npm ci)
 #   venv  tests/peers/requirements.txt                 -> .peers/venv  (python3 -m venv, pip install -r)
 # System packages (apt-get, only when missing): PostgreSQL server binaries (the
-# store tests start throwaway clusters from /usr/lib/postgresql/<version>/bin) and
-# the openssl CLI (their TLS certificates).
+# store tests start throwaway clusters from /usr/lib/postgresql/<version>/bin), the
+# openssl CLI (their TLS certificates) and mkfs.xfs (the workspace-copy tests clone
+# files on a loop-mounted XFS image).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -28,6 +29,7 @@ fresh() { # part stamp -> 0 when the installed part matches
 missing_debs=()
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing_debs+=(postgresql)
 command -v openssl >/dev/null || missing_debs+=(openssl)
+[ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ] || missing_debs+=(xfsprogs)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing ${missing_debs[*]} with apt-get" >&2
