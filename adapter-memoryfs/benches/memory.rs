@@ -1,9 +1,11 @@
-//! Criterion benches of the file-backed memory store through the tools the model
-//! calls: `SearchMemory` over 4,096 entries, and `Remember` (a compare-and-set
-//! replace: lock, read check, temp file, `fsync`, rename, directory `fsync`) on a
-//! store of 1,024 entries. Before each criterion run the bench prints p50/p99 over a
-//! fixed number of sequential calls (`MEMORYFS_BENCH_CALLS`, default 1,000 searches
-//! and 300 writes).
+//! Criterion benches of the file-backed memory store through the port calls the
+//! memory tools make: the search of `SearchMemory` (limit 10) over 4,096 entries, and
+//! the compare-and-set replace of `Remember` (lock, read check, temp file, `fsync`,
+//! rename, directory `fsync`) on a store of 1,024 entries. Before each criterion run
+//! the bench prints p50/p99 over a fixed number of sequential calls
+//! (`MEMORYFS_BENCH_CALLS`, default 1,000 searches and 300 writes). The PostgreSQL
+//! store's bench (`adapter-pgstore`, `pg_memory`) measures the same calls at the same
+//! sizes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
 use std::collections::HashMap;
@@ -13,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use adapter_memoryfs::{MemoryFs, MemoryFsOptions};
 use criterion::{Criterion, criterion_group, criterion_main};
-use engine_core::{Environment, Tool, memory_tools};
-use engine_ports::{CancellationToken, MemoryStore, MemoryWrite, ToolCall};
+use engine_ports::{MemoryStore, MemoryWrite};
 
 const WORDS: &[&str] = &[
     "build",
@@ -115,41 +116,24 @@ fn percentiles(name: &str, mut samples: Vec<Duration>) {
     );
 }
 
-fn tool(store: &Arc<MemoryFs>, name: &str) -> Arc<dyn Tool> {
-    memory_tools(Arc::clone(store) as Arc<dyn MemoryStore>)
-        .into_iter()
-        .find(|t| t.spec().name() == name)
-        .unwrap()
-}
-
 fn search_memory(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(MemoryFs::open(dir.path(), MemoryFsOptions::default()));
     fill(&rt, &store, 4096);
-    let search = tool(&store, "SearchMemory");
-    let env = Environment::new(dir.path()).unwrap();
-    let cancel = CancellationToken::new();
-    let queries: Vec<ToolCall> = (0..16)
-        .map(|i| {
-            let query = format!("{} term{}", WORDS[i % WORDS.len()], i * 113 % 2000);
-            ToolCall::new(
-                "s1",
-                "SearchMemory",
-                serde_json::json!({ "query": query }).to_string(),
-            )
-        })
+    let queries: Vec<String> = (0..16)
+        .map(|i| format!("{} term{}", WORDS[i % WORDS.len()], i * 113 % 2000))
         .collect();
     // The first search builds the index; the figures are for a warm store.
-    rt.block_on(search.execute(&cancel, &queries[0], &env)).unwrap();
+    rt.block_on(store.search(&queries[0], 10)).unwrap();
     let mut samples = Vec::new();
     for i in 0..calls(1000) {
         let started = Instant::now();
-        let result = rt
-            .block_on(search.execute(&cancel, &queries[i % queries.len()], &env))
+        let hits = rt
+            .block_on(store.search(&queries[i % queries.len()], 10))
             .unwrap();
         samples.push(started.elapsed());
-        assert!(!result.is_error(), "{}", result.content());
+        assert!(!hits.is_empty());
     }
     percentiles("search_memory (4096 entries, limit 10)", samples);
     let mut i = 0;
@@ -157,7 +141,7 @@ fn search_memory(c: &mut Criterion) {
         b.iter(|| {
             i += 1;
             black_box(
-                rt.block_on(search.execute(&cancel, &queries[i % queries.len()], &env))
+                rt.block_on(store.search(&queries[i % queries.len()], 10))
                     .unwrap(),
             )
         });
@@ -169,38 +153,34 @@ fn remember(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(MemoryFs::open(dir.path(), MemoryFsOptions::default()));
     fill(&rt, &store, 1024);
-    let remember = tool(&store, "Remember");
-    let env = Environment::new(dir.path()).unwrap();
-    let cancel = CancellationToken::new();
     let mut versions: HashMap<usize, u64> = HashMap::new();
     let mut i = 0usize;
-    let mut call = move || {
+    let mut write = move || {
         i += 1;
         let slot = i % 256;
-        let key = format!("area{}/note-{slot}", slot % 64);
         let version = versions.entry(slot).or_insert(1);
-        let call = ToolCall::new(
-            "r1",
-            "Remember",
-            serde_json::json!({"key": key, "value": words(i, 28), "description": words(i, 6), "expected_version": *version})
-                .to_string(),
-        );
+        let write = MemoryWrite {
+            key: format!("area{}/note-{slot}", slot % 64),
+            value: words(i, 28),
+            description: words(i, 6),
+            expected_version: Some(*version),
+            writer: "bench".to_owned(),
+        };
         *version += 1;
-        call
+        write
     };
     let mut samples = Vec::new();
     for _ in 0..calls(300).min(3000) {
-        let next = call();
+        let next = write();
         let started = Instant::now();
-        let result = rt.block_on(remember.execute(&cancel, &next, &env)).unwrap();
+        rt.block_on(store.put(next)).unwrap();
         samples.push(started.elapsed());
-        assert!(!result.is_error(), "{}", result.content());
     }
     percentiles("remember (lock + fsync, 1024 entries)", samples);
     c.bench_function("memory/remember_1024", |b| {
         b.iter(|| {
-            let next = call();
-            black_box(rt.block_on(remember.execute(&cancel, &next, &env)).unwrap())
+            let next = write();
+            black_box(rt.block_on(store.put(next)).unwrap())
         });
     });
 }

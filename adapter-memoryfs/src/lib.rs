@@ -7,7 +7,7 @@
 //! creates `0700`. Nothing is created before the first write.
 //!
 //! Every write takes the lock, reads the current document, applies the change through
-//! [`engine_core::MemoryDocument`] (the caps and compare-and-set of the port
+//! [`engine_ports::MemoryDocument`] (the caps and compare-and-set of the port
 //! contract), writes a fresh temp file, `fsync`s it, renames it over `memory.json` and
 //! `fsync`s the directory. So two processes on one directory never lose a write, and a
 //! crash at any point leaves either the previous document or the new one whole. A

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_core::{MemoryDocument, MemorySearch};
 use engine_ports::{
-    Clock, MAX_MEMORY_DOCUMENT_BYTES, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix,
-    MemoryRevision, MemoryStore, MemoryWrite, SystemClock,
+    Applied, Clock, MAX_MEMORY_DOCUMENT_BYTES, MemoryDocument, MemoryEntry, MemoryError, MemoryHit,
+    MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemorySearch, MemoryStore, MemoryWrite, SystemClock,
 };
 use serde::Deserialize;
 
@@ -280,7 +279,7 @@ impl Inner {
     /// Runs one change under the lock: load, apply, write atomically, cache.
     fn write<T>(
         &self,
-        change: impl FnOnce(&mut MemoryDocument) -> Result<engine_core::Applied<T>, MemoryError>,
+        change: impl FnOnce(&mut MemoryDocument) -> Result<Applied<T>, MemoryError>,
     ) -> Result<T, MemoryError> {
         fsio::create_dir(&self.dir).map_err(|e| self.io("create directory", &self.dir, e))?;
         let _lock =

@@ -2,6 +2,8 @@
 //! `engine-ports` traits `SessionStore`, `EventLog` and `ToolCallRecorder` on one
 //! database, so several `mecated` replicas share their sessions: a session created on
 //! one is listed, loaded and run on another, one run at a time across all of them.
+//! [`PgMemoryStore`] implements `MemoryStore` for one named memory scope (project
+//! memory, the user model) as one row, shared the same way.
 //!
 //! - **Schema**: created and migrated at [`PgStore::open`] from SQL embedded in the
 //!   binary ([`migrations`]), versioned in `mecated_schema_version`; a database whose
@@ -35,12 +37,14 @@
 
 mod db;
 mod lease;
+mod memory;
 pub mod migrations;
 mod options;
 mod store;
 mod tls;
 mod url;
 
+pub use memory::{MAX_SCOPE_BYTES, PgMemoryStore};
 pub use options::PgStoreOptions;
 pub use store::{MAX_ID_BYTES, OpenError, PgStore};
 pub use url::{DEFAULT_CONNECT_TIMEOUT, RootCerts, SslMode, StoreUrl, UrlError, redact_raw};

@@ -15,11 +15,18 @@ use deadpool_postgres::Object;
 use crate::db::describe;
 
 /// Every migration, in version order (version = index + 1).
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../migrations/0001_initial.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "memory",
+        sql: include_str!("../migrations/0002_memory.sql"),
+    },
+];
 
 /// One embedded schema step.
 #[derive(Clone, Copy, Debug)]

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::db::{Db, retrying};
 use crate::lease::{self, Leases};
+use crate::memory::PgMemoryStore;
 use crate::migrations::{self, current_version};
 use crate::options::PgStoreOptions;
 use crate::url::StoreUrl;
@@ -28,7 +29,7 @@ pub struct PgStore {
 
 /// What the store, its leases and their background tasks share.
 pub(crate) struct Shared {
-    pub(crate) db: Db,
+    pub(crate) db: Arc<Db>,
     pub(crate) leases: Leases,
     pub(crate) options: PgStoreOptions,
     pub(crate) runtime: Handle,
@@ -59,49 +60,9 @@ impl PgStore {
     /// # Panics
     /// Outside a tokio runtime.
     pub async fn open(url: &StoreUrl, options: PgStoreOptions) -> Result<Self, OpenError> {
-        let failed = |reason: String| OpenError {
-            target: url.target(),
-            reason,
-        };
         let mut options = options;
         options.lease_ttl = options.lease_ttl.max(PgStoreOptions::MIN_LEASE_TTL);
-        let db = Db::new(url, &options).map_err(failed)?;
-        let limit = url.connect_timeout();
-        let mut client = db
-            .connect_once(limit)
-            .await
-            .map_err(|reason| failed(format!("cannot connect: {reason}")))?;
-        let encoding = tokio::time::timeout(options.timeout, client.query_one("SHOW server_encoding", &[]))
-            .await
-            .map_err(|_| failed(format!("no answer within {:?}", options.timeout)))?
-            .map_err(|e| {
-                failed(format!(
-                    "reading server_encoding failed: {}",
-                    crate::db::describe(&e)
-                ))
-            })?;
-        let encoding: String = encoding.get(0);
-        if encoding != "UTF8" {
-            return Err(failed(format!(
-                "the database's encoding is {encoding}; session ids and events need UTF8 (create the database with ENCODING 'UTF8')"
-            )));
-        }
-        let before = tokio::time::timeout(options.timeout, migrations::migrate(&mut client))
-            .await
-            .map_err(|_| {
-                failed(format!(
-                    "the schema migration did not finish within {:?}",
-                    options.timeout
-                ))
-            })?
-            .map_err(failed)?;
-        if before < current_version() {
-            tracing::info!(
-                target = %db.target(), from = before, to = current_version(),
-                "migrated the store's schema"
-            );
-        }
-        drop(client);
+        let db = connect(url, &options).await?;
         let shared = Arc::new(Shared {
             db,
             leases: Leases::default(),
@@ -115,6 +76,15 @@ impl PgStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(renewer.abort_handle());
         Ok(Self { shared })
+    }
+
+    /// The memory scope named `scope` in this database, over this store's connections
+    /// (see [`PgMemoryStore`]).
+    ///
+    /// # Errors
+    /// [`OpenError`] when the name is empty, too long or holds a NUL character.
+    pub fn memory(&self, scope: &str) -> Result<PgMemoryStore, OpenError> {
+        PgMemoryStore::over(Arc::clone(&self.shared.db), scope)
     }
 
     /// `host:port/database` of the server.
@@ -175,6 +145,54 @@ impl PgStore {
         }
         self.shared.db.close();
     }
+}
+
+/// Connects to `url` once (bounded by its connect timeout), checks the server's
+/// encoding and brings the schema to this binary's version: what every handle on the
+/// database does first.
+pub(crate) async fn connect(url: &StoreUrl, options: &PgStoreOptions) -> Result<Arc<Db>, OpenError> {
+    let failed = |reason: String| OpenError {
+        target: url.target(),
+        reason,
+    };
+    let db = Db::new(url, options).map_err(failed)?;
+    let limit = url.connect_timeout();
+    let mut client = db
+        .connect_once(limit)
+        .await
+        .map_err(|reason| failed(format!("cannot connect: {reason}")))?;
+    let encoding = tokio::time::timeout(options.timeout, client.query_one("SHOW server_encoding", &[]))
+        .await
+        .map_err(|_| failed(format!("no answer within {:?}", options.timeout)))?
+        .map_err(|e| {
+            failed(format!(
+                "reading server_encoding failed: {}",
+                crate::db::describe(&e)
+            ))
+        })?;
+    let encoding: String = encoding.get(0);
+    if encoding != "UTF8" {
+        return Err(failed(format!(
+            "the database's encoding is {encoding}; session ids and events need UTF8 (create the database with ENCODING 'UTF8')"
+        )));
+    }
+    let before = tokio::time::timeout(options.timeout, migrations::migrate(&mut client))
+        .await
+        .map_err(|_| {
+            failed(format!(
+                "the schema migration did not finish within {:?}",
+                options.timeout
+            ))
+        })?
+        .map_err(failed)?;
+    if before < current_version() {
+        tracing::info!(
+            target = %db.target(), from = before, to = current_version(),
+            "migrated the store's schema"
+        );
+    }
+    drop(client);
+    Ok(Arc::new(db))
 }
 
 impl Drop for PgStore {

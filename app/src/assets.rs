@@ -50,10 +50,6 @@ pub(crate) struct MemoryAssets {
 
 impl MemoryAssets {
     pub(crate) fn new(config: &MemoryConfig, stores: &MemoryStores) -> Self {
-        let place = |dir: Option<&std::path::PathBuf>| match dir {
-            Some(dir) => dir.display().to_string(),
-            None => "in memory".to_owned(),
-        };
         let off = |setting: &MemorySetting, flag: &str| match setting {
             MemorySetting::Off => flag.to_owned(),
             _ => "no usable directory (see the warning)".to_owned(),
@@ -67,7 +63,7 @@ impl MemoryAssets {
             project_place: stores
                 .project
                 .as_ref()
-                .map_or_else(|| off(&config.project, "--no-memory"), |m| place(m.dir.as_ref())),
+                .map_or_else(|| off(&config.project, "--no-memory"), |m| m.place.clone()),
             user: stores
                 .user
                 .as_ref()
@@ -76,7 +72,7 @@ impl MemoryAssets {
             user_place: stores
                 .user
                 .as_ref()
-                .map_or_else(|| off(&config.user, "--no-user-model"), |m| place(m.dir.as_ref())),
+                .map_or_else(|| off(&config.user, "--no-user-model"), |m| m.place.clone()),
         }
     }
 }

@@ -43,7 +43,7 @@ pub const MOCK_MODEL_NAME: &str = "mock";
 /// Composes one process, in this order (run it **once per process**):
 ///
 /// 1. resolve the config: canonicalize the workspace, place the memory stores (outside
-///    the workspace), assemble the system prompt (with the memory index and operator
+///    the workspace, or as scopes of the `--store-url` database), assemble the system prompt (with the memory index and operator
 ///    profile), resolve the provider (a missing key is fatal, naming the variable),
 ///    check the skill draft directory;
 /// 2. connect the server-global MCP manager: static servers, then ToolHive workloads;
@@ -68,7 +68,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
     // 1. Resolve the config.
     let root = resolve_workspace(&cfg.workspace)?;
     diagnostics.extend(cfg.mcp.notes.iter().cloned());
-    let memory = open_memory(&cfg.memory, &root)?;
+    let memory = open_memory(&cfg.memory, &root).await?;
     diagnostics.extend(memory.diagnostics.iter().cloned());
     let prompt = session_prompt(&cfg, &root, &memory).await?;
     diagnostics.extend(prompt.diagnostics.iter().cloned());
@@ -407,11 +407,11 @@ fn agent_definition(agent: ParsedAgent) -> AgentDefinition {
 /// (`mecated run --print-system-prompt`).
 ///
 /// # Errors
-/// [`BuildError::Workspace`], [`BuildError::SystemPromptFile`] and
-/// [`BuildError::MemoryDir`].
+/// [`BuildError::Workspace`], [`BuildError::SystemPromptFile`],
+/// [`BuildError::MemoryDir`] and [`BuildError::Database`] (memory in a database).
 pub async fn system_prompt(cfg: &AppConfig) -> Result<SystemPrompt, BuildError> {
     let root = resolve_workspace(&cfg.workspace)?;
-    let memory = open_memory(&cfg.memory, &root)?;
+    let memory = open_memory(&cfg.memory, &root).await?;
     let mut prompt = session_prompt(cfg, &root, &memory).await?;
     prompt.diagnostics.splice(0..0, memory.diagnostics);
     Ok(prompt)

@@ -88,7 +88,8 @@ pub use http::{
     MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,
 };
 pub use memory::{
-    MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, workspace_token,
+    MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, project_memory_scope,
+    user_model_scope, workspace_token,
 };
 pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
 pub use session_id::new_session_id;

@@ -1,11 +1,20 @@
 //! Where project memory and the user model live ([`MemoryConfig`], the default
-//! directories, the workspace token) and opening their stores ([`open_memory`]): a
-//! directory outside the workspace through `adapter-memoryfs`, or in memory.
+//! directories and database scopes, the workspace token) and opening their stores
+//! ([`open_memory`]): a directory outside the workspace through `adapter-memoryfs`,
+//! a scope (one row) in the `--store-url` database through `adapter-pgstore`, or in
+//! memory.
+//!
+//! With `--store-url`, both scopes default to the database (a scope named as the
+//! default directory is: `project:<workspace token>`, `user-model:<login name>`), so
+//! replicas sharing the database share memory; `--memory-dir` / `--user-model-dir`
+//! given explicitly keep that scope in files, `--no-memory` / `--no-user-model` turn
+//! it off.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use adapter_memoryfs::{MemoryFs, MemoryFsOptions};
+use adapter_pgstore::{PgMemoryStore, PgStoreOptions, StoreUrl};
 use engine_core::InMemoryMemory;
 use engine_ports::{Diagnostic, Level, MemoryStore};
 use sha2::{Digest, Sha256};
@@ -29,6 +38,16 @@ pub enum MemorySetting {
     /// No default directory could be found (no `$HOME`, no XDG variable): the family
     /// is off, and the reason is reported.
     Unavailable(String),
+    /// A scope of the `--store-url` database (the default when the store is one and
+    /// no directory flag is given).
+    Database {
+        /// The database (its `Debug` and `Display` never show the password).
+        url: Box<StoreUrl>,
+        /// Time limits of its calls.
+        options: PgStoreOptions,
+        /// The scope's name ([`project_memory_scope`], [`user_model_scope`]).
+        scope: String,
+    },
 }
 
 /// Both memory scopes. The library default is both off; the command line turns them
@@ -50,20 +69,28 @@ pub struct MemoryEnv {
     pub xdg_state_home: Option<PathBuf>,
     /// `$XDG_CONFIG_HOME` (ignored unless absolute).
     pub xdg_config_home: Option<PathBuf>,
+    /// The login name (`$USER`, else `$LOGNAME`), naming the user model's database
+    /// scope.
+    pub user: Option<String>,
 }
 
 impl MemoryEnv {
-    /// Reads `$HOME`, `$XDG_STATE_HOME` and `$XDG_CONFIG_HOME`.
+    /// Reads `$HOME`, `$XDG_STATE_HOME`, `$XDG_CONFIG_HOME` and the login name.
     pub fn from_process() -> Self {
         let var = |name: &str| {
             std::env::var_os(name)
                 .map(PathBuf::from)
                 .filter(|path| path.is_absolute())
         };
+        let user = ["USER", "LOGNAME"]
+            .iter()
+            .filter_map(|name| std::env::var(name).ok())
+            .find(|user| !user.is_empty());
         Self {
             home: var("HOME"),
             xdg_state_home: var("XDG_STATE_HOME"),
             xdg_config_home: var("XDG_CONFIG_HOME"),
+            user,
         }
     }
 
@@ -108,6 +135,20 @@ impl MemoryEnv {
     }
 }
 
+/// The database scope of a workspace's project memory: `project:<workspace token>`,
+/// the name of its default directory, so a workspace at the same path on every replica
+/// shares one scope.
+pub fn project_memory_scope(workspace: &Path) -> String {
+    format!("project:{}", workspace_token(workspace))
+}
+
+/// The database scope of the user model: `user-model:<login name>` (`$USER`, else
+/// `$LOGNAME`, else `default`), as the default directory is one per login (replicas
+/// running as one service account share one).
+pub fn user_model_scope(env: &MemoryEnv) -> String {
+    format!("user-model:{}", env.user.as_deref().unwrap_or("default"))
+}
+
 /// The per-workspace directory name: up to 40 characters of the workspace's last
 /// component (outside `[A-Za-z0-9_-]` → `_`), `-`, then 32 hex digits of the SHA-256
 /// of its canonical path, so two workspaces never share memory and the name still
@@ -139,14 +180,19 @@ pub fn workspace_token(workspace: &Path) -> String {
 pub struct OpenedMemory {
     /// The store.
     pub store: Arc<dyn MemoryStore>,
-    /// Its directory (`None` in memory).
+    /// Its directory (`None` in memory or in a database).
     pub dir: Option<PathBuf>,
+    /// Its database scope (`None` unless in a database).
+    pub scope: Option<String>,
+    /// Where it lives, for people: the directory, `scope "…" in PostgreSQL at
+    /// host:port/db`, or `in memory`.
+    pub place: String,
 }
 
 impl std::fmt::Debug for OpenedMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenedMemory")
-            .field("dir", &self.dir)
+            .field("place", &self.place)
             .finish_non_exhaustive()
     }
 }
@@ -162,37 +208,74 @@ pub struct MemoryStores {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Opens the stores `config` describes for the workspace `root` (canonical). Nothing
-/// is read or created yet: a directory comes into being with its first write.
+/// Opens the stores `config` describes for the workspace `root` (canonical). A
+/// directory is neither read nor created yet (it comes into being with its first
+/// write); a database is connected (its schema migrated) once, both scopes sharing the
+/// connections.
 ///
 /// # Errors
 /// [`BuildError::MemoryDir`] when `--memory-dir` or `--user-model-dir` lies inside the
-/// workspace (the model's file tools could read and rewrite it) or is not a directory.
-pub fn open_memory(config: &MemoryConfig, root: &Path) -> Result<MemoryStores, BuildError> {
+/// workspace (the model's file tools could read and rewrite it) or is not a directory;
+/// [`BuildError::Database`] when the database cannot be opened (naming the server).
+pub async fn open_memory(config: &MemoryConfig, root: &Path) -> Result<MemoryStores, BuildError> {
     let mut stores = MemoryStores::default();
+    let mut database: Option<PgMemoryStore> = None;
     stores.project = open_one(
         &config.project,
         root,
         "--memory-dir",
         "project memory",
         &mut stores.diagnostics,
-    )?;
+        &mut database,
+    )
+    .await?;
     stores.user = open_one(
         &config.user,
         root,
         "--user-model-dir",
         "the user model",
         &mut stores.diagnostics,
-    )?;
+        &mut database,
+    )
+    .await?;
     Ok(stores)
 }
 
-fn open_one(
+/// The scope `scope` of `url`, over the connections of `opened` when it is on the
+/// same database.
+async fn open_scope(
+    url: &StoreUrl,
+    options: PgStoreOptions,
+    scope: &str,
+    opened: &mut Option<PgMemoryStore>,
+) -> Result<OpenedMemory, BuildError> {
+    let failed = |error: adapter_pgstore::OpenError| BuildError::Database {
+        url: url.to_string(),
+        reason: error.to_string(),
+    };
+    let store = match opened.as_ref() {
+        Some(first) if first.target() == url.target() => first.scope(scope).map_err(failed)?,
+        _ => {
+            let store = PgMemoryStore::open(url, options, scope).await.map_err(failed)?;
+            *opened = Some(store.clone());
+            store
+        }
+    };
+    Ok(OpenedMemory {
+        place: format!("scope {scope:?} in PostgreSQL at {}", store.target()),
+        store: Arc::new(store),
+        dir: None,
+        scope: Some(scope.to_owned()),
+    })
+}
+
+async fn open_one(
     setting: &MemorySetting,
     root: &Path,
     flag: &'static str,
     what: &str,
     diagnostics: &mut Vec<Diagnostic>,
+    database: &mut Option<PgMemoryStore>,
 ) -> Result<Option<OpenedMemory>, BuildError> {
     let warn = |diagnostics: &mut Vec<Diagnostic>, message: String| {
         tracing::warn!("{message}");
@@ -211,7 +294,12 @@ fn open_one(
             return Ok(Some(OpenedMemory {
                 store: Arc::new(InMemoryMemory::new()),
                 dir: None,
+                scope: None,
+                place: "in memory".to_owned(),
             }));
+        }
+        MemorySetting::Database { url, options, scope } => {
+            return open_scope(url, *options, scope, database).await.map(Some);
         }
         MemorySetting::Dir(dir) => (dir, true),
         MemorySetting::DefaultDir(dir) => (dir, false),
@@ -245,7 +333,9 @@ fn open_one(
     }
     Ok(Some(OpenedMemory {
         store: Arc::new(MemoryFs::open(&resolved, MemoryFsOptions::default())),
+        place: resolved.display().to_string(),
         dir: Some(resolved),
+        scope: None,
     }))
 }
 
@@ -294,6 +384,7 @@ mod tests {
             home: Some("/home/ana".into()),
             xdg_state_home: Some("/state".into()),
             xdg_config_home: None,
+            user: Some("ana".to_owned()),
         };
         let token = workspace_token(workspace);
         assert!(
@@ -320,14 +411,17 @@ mod tests {
             MemoryEnv::default().default_user_model_dir(),
             MemorySetting::Unavailable(_)
         ));
+        assert_eq!(project_memory_scope(workspace), format!("project:{token}"));
+        assert_eq!(user_model_scope(&env), "user-model:ana");
+        assert_eq!(user_model_scope(&MemoryEnv::default()), "user-model:default");
         assert_ne!(
             workspace_token(Path::new("/a/x")),
             workspace_token(Path::new("/b/x"))
         );
     }
 
-    #[test]
-    fn a_memory_dir_inside_the_workspace_is_refused_or_turned_off() {
+    #[tokio::test]
+    async fn a_memory_dir_inside_the_workspace_is_refused_or_turned_off() {
         let workspace = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(workspace.path()).unwrap();
         let inside = root.join("notes/../.memory");
@@ -335,7 +429,7 @@ mod tests {
             project: MemorySetting::Dir(inside.clone()),
             user: MemorySetting::Off,
         };
-        let error = open_memory(&config, &root).unwrap_err();
+        let error = open_memory(&config, &root).await.unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -349,7 +443,7 @@ mod tests {
             project: MemorySetting::Off,
             user: MemorySetting::DefaultDir(root.join("home/.config/mecatl/usermodel")),
         };
-        let stores = open_memory(&config, &root).unwrap();
+        let stores = open_memory(&config, &root).await.unwrap();
         assert!(stores.user.is_none());
         assert!(
             stores.diagnostics[0]
@@ -363,12 +457,12 @@ mod tests {
             project: MemorySetting::Dir(outside.path().join("link/mem")),
             user: MemorySetting::Off,
         };
-        assert!(open_memory(&config, &root).is_err());
+        assert!(open_memory(&config, &root).await.is_err());
         let config = MemoryConfig {
             project: MemorySetting::Dir(outside.path().join("mem")),
             user: MemorySetting::InMemory,
         };
-        let stores = open_memory(&config, &root).unwrap();
+        let stores = open_memory(&config, &root).await.unwrap();
         assert!(stores.project.unwrap().dir.unwrap().ends_with("mem"));
         assert!(
             !outside.path().join("mem").exists(),

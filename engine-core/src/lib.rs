@@ -67,8 +67,6 @@ mod emitter;
 mod engine;
 mod environment;
 pub mod memory;
-mod memory_document;
-mod memory_search;
 mod memory_store;
 mod memory_tools;
 mod output_cap;
@@ -116,8 +114,6 @@ pub use emitter::EventEmitter;
 pub use engine::{DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, Run};
 pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
 pub use memory::InMemoryStore;
-pub use memory_document::{Applied, MemoryDocument};
-pub use memory_search::MemorySearch;
 pub use memory_store::InMemoryMemory;
 pub use memory_tools::{
     DEFAULT_MEMORY_SEARCH_LIMIT, FORGET_MEMORY_TOOL_NAME, FORGET_USER_TOOL_NAME, MAX_MEMORY_QUERY_BYTES,

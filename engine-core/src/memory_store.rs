@@ -5,12 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Clock, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryStore,
-    MemoryWrite, SystemClock,
+    Clock, MemoryDocument, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix,
+    MemoryRevision, MemorySearch, MemoryStore, MemoryWrite, SystemClock,
 };
-
-use crate::memory_document::MemoryDocument;
-use crate::memory_search::MemorySearch;
 
 /// One memory scope held in memory, with the same rules as every store (it applies
 /// writes through [`MemoryDocument`]).

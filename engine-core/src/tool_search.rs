@@ -4,8 +4,8 @@
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use bm25::{Embedder, EmbedderBuilder, Scorer, Tokenizer};
-use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec};
+use bm25::{Embedder, EmbedderBuilder, Scorer};
+use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec, WordTokenizer};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -157,7 +157,7 @@ fn mcp_prefix(name: &str) -> Option<&str> {
 struct KeywordIndex {
     /// Document id → catalog key (ids follow the catalog's order).
     names: Vec<Arc<str>>,
-    embedder: Embedder<u32, ToolTokenizer>,
+    embedder: Embedder<u32, WordTokenizer>,
     scorer: Scorer<u32>,
 }
 
@@ -169,8 +169,8 @@ impl KeywordIndex {
             .map(|(name, tool)| document(name, &tool.spec()))
             .collect();
         let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
-            ToolTokenizer::new(),
+        let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
+            WordTokenizer::new(),
             &corpus,
         )
         .build();
@@ -213,45 +213,6 @@ fn document(name: &str, spec: &ToolSpec) -> String {
         }
     }
     text
-}
-
-/// BM25's English tokenizer (lower case, stop words, Snowball stems) after splitting
-/// identifiers into words: on `__`, `_`, `-`, `.` and other punctuation, and at
-/// camelCase boundaries (`getTinyImage` → get tiny image, `HTTPServer` → http server).
-#[derive(Debug)]
-pub(crate) struct ToolTokenizer(bm25::DefaultTokenizer);
-
-impl ToolTokenizer {
-    pub(crate) fn new() -> Self {
-        Self(bm25::DefaultTokenizer::new(bm25::Language::English))
-    }
-}
-
-impl Tokenizer for ToolTokenizer {
-    fn tokenize(&self, input_text: &str) -> Vec<String> {
-        self.0.tokenize(&split_words(input_text))
-    }
-}
-
-/// `text` with a space at every identifier boundary (see [`ToolTokenizer`]).
-pub(crate) fn split_words(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_punctuation() {
-            out.push(' ');
-            continue;
-        }
-        if c.is_uppercase() && i > 0 {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
-                out.push(' ');
-            }
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `ToolSearch` bound to one turn's view: the tools available in the session's
@@ -412,18 +373,7 @@ pub fn returned_names(result: &ToolResult) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{mcp_prefix, split_words};
-
-    #[test]
-    fn identifiers_split_into_words() {
-        assert_eq!(split_words("mcp__fs__read_text_file"), "mcp  fs  read text file");
-        assert_eq!(split_words("get-tiny-image.v2"), "get tiny image v2");
-        assert_eq!(split_words("getTinyImage"), "get Tiny Image");
-        assert_eq!(
-            split_words("HTTPServer listFiles2Go"),
-            "HTTP Server list Files2 Go"
-        );
-    }
+    use super::mcp_prefix;
 
     #[test]
     fn mcp_names_group_by_server_prefix() {

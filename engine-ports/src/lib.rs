@@ -12,7 +12,10 @@
 //! Start with [`ToolCall`] and [`ToolResult`], then the port you implement; its
 //! `# Contract` section says what the engine relies on. Behind the `testkit` feature,
 //! `testkit` holds test doubles and one conformance suite per port, which every
-//! implementation runs from its own tests.
+//! implementation runs from its own tests. Behind the `memory-document` feature,
+//! `MemoryDocument` and `MemorySearch` hold the rules and the ranking every
+//! [`MemoryStore`] applies, so a new memory store reuses them instead of restating
+//! them.
 //!
 //! A downstream skill source in a few lines:
 //!
@@ -70,6 +73,10 @@ mod hooks;
 mod ids;
 mod llm;
 mod memory;
+#[cfg(feature = "memory-document")]
+mod memory_document;
+#[cfg(feature = "memory-document")]
+mod memory_search;
 mod mode;
 mod permission;
 mod recorder;
@@ -79,6 +86,8 @@ mod spec;
 mod store;
 mod text;
 mod usage;
+#[cfg(feature = "memory-document")]
+mod word_tokenizer;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -111,8 +120,12 @@ pub use llm::{
 pub use memory::{
     MAX_MEMORY_DESCRIPTION_BYTES, MAX_MEMORY_DOCUMENT_BYTES, MAX_MEMORY_KEY_BYTES, MAX_MEMORY_KEYS,
     MAX_MEMORY_VALUE_BYTES, MEMORY_REVISIONS_KEPT, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry,
-    MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, check_memory_key,
+    MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, check_memory_key, check_memory_write,
 };
+#[cfg(feature = "memory-document")]
+pub use memory_document::{Applied, MemoryDocument};
+#[cfg(feature = "memory-document")]
+pub use memory_search::MemorySearch;
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
@@ -128,6 +141,8 @@ pub use store::{
 };
 pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;
+#[cfg(feature = "memory-document")]
+pub use word_tokenizer::WordTokenizer;
 
 /// Re-exported so implementors name the same token type as the engine.
 pub use tokio_util::sync::CancellationToken;

@@ -67,6 +67,29 @@ pub fn check_memory_key(key: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
+/// The checks of one write that need no stored state: the key grammar
+/// ([`check_memory_key`]) and the value and description caps.
+///
+/// # Errors
+/// [`MemoryError::InvalidKey`], [`MemoryError::ValueTooLarge`] or
+/// [`MemoryError::DescriptionTooLarge`].
+pub fn check_memory_write(write: &MemoryWrite) -> Result<(), MemoryError> {
+    check_memory_key(&write.key)?;
+    if write.value.len() > MAX_MEMORY_VALUE_BYTES {
+        return Err(MemoryError::ValueTooLarge {
+            key: write.key.clone(),
+            bytes: write.value.len(),
+        });
+    }
+    if write.description.len() > MAX_MEMORY_DESCRIPTION_BYTES {
+        return Err(MemoryError::DescriptionTooLarge {
+            key: write.key.clone(),
+            bytes: write.description.len(),
+        });
+    }
+    Ok(())
+}
+
 /// The current value of one key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryEntry {
@@ -171,7 +194,8 @@ pub struct MemoryPrefix {
 /// - Two writers over the same storage (threads, store values, processes) never lose
 ///   a write: every successful `put_many` / `forget` is seen by later reads.
 /// - A store never silently replaces data it cannot read: such storage makes every
-///   operation fail with [`MemoryError::Corrupt`] or [`MemoryError::Foreign`].
+///   operation fail with [`MemoryError::Corrupt`], [`MemoryError::Foreign`] or
+///   [`MemoryError::CorruptScope`].
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
     /// The live entry of `key`, `None` when missing or forgotten.
@@ -315,6 +339,30 @@ pub enum MemoryError {
         path: PathBuf,
         /// How long we waited.
         waited: Duration,
+    },
+    /// A scope kept in a database holds a document that does not decode or breaks a
+    /// rule; it is left untouched.
+    #[error(
+        "memory scope {scope:?} in {store} cannot be used: {reason}; it was left as it is (fix or delete its row)"
+    )]
+    CorruptScope {
+        /// The scope's name.
+        scope: String,
+        /// Where it is kept (a database, without credentials).
+        store: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The database keeping a scope failed (unreachable past the time limit, a
+    /// statement refused); nothing is known to have changed unless the text says so.
+    #[error("memory scope {scope:?}: {op} failed: {reason}")]
+    Backend {
+        /// The scope's name.
+        scope: String,
+        /// The operation (`read`, `write`).
+        op: &'static str,
+        /// What went wrong (it names the database, never its password).
+        reason: String,
     },
     /// An I/O operation failed.
     #[error("memory {op} {} failed: {source}", path.display())]

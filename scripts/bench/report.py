@@ -438,8 +438,9 @@ def store(rep: Report) -> str:
 
 
 def memory(rep: Report) -> str:
-    """The memory store's figures, from `adapter-memoryfs`'s `memory` bench: the p50/p99 it
-    prints over sequential tool calls, then criterion's median."""
+    """The memory stores' figures, from `adapter-memoryfs`'s `memory` bench and
+    `adapter-pgstore`'s `pg_memory` bench (the same calls at the same sizes): the p50/p99
+    each prints over sequential store calls, then criterion's median."""
     rows = []
     target = "adapter-memoryfs/memory"
     line = rep.line(target, r"^search_memory")
@@ -459,6 +460,23 @@ def memory(rep: Report) -> str:
                      shown, fmt_ns(e["median"] if e else None), spread(e), "no target (device-bound)",
                      "for reference"])
         rep.summary.append(f"| Remember with the lock (1,024 entries) | {shown} | device-bound, no target |")
+    target = "adapter-pgstore/pg_memory"
+    line = rep.line(target, r"^pg_search_memory")
+    e = rep.crit("pg_memory/search_4096")
+    if line:
+        p50, p99 = durations(line.split(":", 1)[1])[:2]
+        rows.append(["`SearchMemory` over 4,096 entries on PostgreSQL (loopback; warm: a version round trip, "
+                     "the cached index)", f"p50 {fmt_ns(p50)}, p99 {fmt_ns(p99)}",
+                     fmt_ns(e["median"] if e else None), spread(e), "no target", "for comparison"])
+    line = rep.line(target, r"^pg_remember")
+    e = rep.crit("pg_memory/remember_1024")
+    if line:
+        p50, p99 = durations(line.split(":", 1)[1])[:2]
+        shown = f"p50 {fmt_ns(p50)}, p99 {fmt_ns(p99)}"
+        rows.append(["`Remember` replacing a key of 1,024 on PostgreSQL (loopback; row lock, the document "
+                     "written back, commit)", shown, fmt_ns(e["median"] if e else None), spread(e),
+                     "no target", "for comparison"])
+        rep.summary.append(f"| Remember on PostgreSQL (1,024 entries) | {shown} | no target |")
     return table(["what", "figure", "criterion median per call", "spread", "target", "verdict"], rows)
 
 

@@ -47,6 +47,8 @@ CRITERION_BENCHES = [
     {"package": "adapter-mcp", "bench": "mcp_overhead"},
     # Its p50/p99 loops run the mode's number of calls (MEMORYFS_BENCH_CALLS).
     {"package": "adapter-memoryfs", "bench": "memory", "calls_env": "MEMORYFS_BENCH_CALLS"},
+    # The same calls at the same sizes on PostgreSQL (PGMEMORY_BENCH_CALLS).
+    {"package": "adapter-pgstore", "bench": "pg_memory", "calls_env": "PGMEMORY_BENCH_CALLS"},
     {"package": "app", "bench": "build"},
     {"package": "app", "bench": "assembly"},
     {"package": "app", "bench": "turn"},

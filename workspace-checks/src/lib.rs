@@ -70,9 +70,9 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
     match crate_name {
         "engine-ports" => Some(BTreeSet::new()),
         "engine-core" => Some(set(&["engine-ports"])),
-        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" => Some(set(&["engine-ports"])),
-        // adapter-memoryfs applies writes through engine-core's MemoryDocument.
-        "adapter-memoryfs" => Some(set(&["engine-ports", "engine-core"])),
+        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs" => {
+            Some(set(&["engine-ports"]))
+        }
         name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core"])),
         "app" => Some(
             members

@@ -186,35 +186,3 @@ async fn a_held_lock_times_out_with_a_clear_error() {
     drop(held);
     store.put(create("k", "v", "")).await.unwrap();
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_remember_waiting_on_a_held_lock_stops_when_cancelled() {
-    use std::sync::Arc;
-
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(LOCK_FILE), "").unwrap();
-    let held = std::fs::File::open(dir.path().join(LOCK_FILE)).unwrap();
-    held.lock().unwrap();
-    let store = Arc::new(MemoryFs::open(dir.path(), MemoryFsOptions::default()));
-    let remember = engine_core::memory_tools(store as Arc<dyn MemoryStore>)
-        .into_iter()
-        .find(|t| t.spec().name() == "Remember")
-        .unwrap();
-    let cancel = engine_ports::CancellationToken::new();
-    let call = engine_ports::ToolCall::new("c1", "Remember", r#"{"key":"k","value":"v"}"#);
-    let env = engine_core::Environment::new(dir.path()).unwrap();
-    let started = std::time::Instant::now();
-    let trigger = cancel.clone();
-    let (outcome, ()) = tokio::join!(remember.execute(&cancel, &call, &env), async move {
-        trigger.cancel();
-    });
-    assert!(
-        matches!(outcome, Err(engine_core::ToolError::Cancelled)),
-        "{outcome:?}"
-    );
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(5),
-        "the lock's 10 s wait was not cut short"
-    );
-    drop(held);
-}

@@ -1,7 +1,7 @@
 //! Integration tests of `adapter-pgstore` against a real PostgreSQL (a throwaway
 //! cluster per test binary, a database per test): the `engine-ports` conformance
 //! suites, the schema and its versions, ids, run leases across store values and
-//! processes, time limits, a database restart, TLS and concurrency.
+//! processes, time limits, a database restart, TLS and concurrency, and memory scopes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -10,6 +10,7 @@ mod concurrency;
 mod conformance;
 mod ids;
 mod leases;
+mod memory;
 mod restart;
 mod schema;
 mod sessions;

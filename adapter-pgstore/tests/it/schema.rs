@@ -16,9 +16,9 @@ async fn a_fresh_database_gets_every_table_at_the_current_version() {
     assert_eq!(
         db.cluster.psql(
             &db.name,
-            "SELECT version || ':' || name FROM mecated_schema_version ORDER BY version"
+            "SELECT string_agg(version || ':' || name, ',' ORDER BY version) FROM mecated_schema_version"
         ),
-        "1:initial"
+        "1:initial,2:memory"
     );
     let tables = db.cluster.psql(
         &db.name,
@@ -26,7 +26,7 @@ async fn a_fresh_database_gets_every_table_at_the_current_version() {
     );
     assert_eq!(
         tables,
-        "mecated_events,mecated_run_leases,mecated_schema_version,mecated_sessions,mecated_tool_calls"
+        "mecated_events,mecated_memory,mecated_run_leases,mecated_schema_version,mecated_sessions,mecated_tool_calls"
     );
 }
 
@@ -46,14 +46,14 @@ async fn replicas_opening_together_migrate_once() {
     assert_eq!(
         db.cluster
             .psql(&db.name, "SELECT count(*) FROM mecated_schema_version"),
-        "1"
+        current_version().to_string()
     );
     // Opening again changes nothing.
     drop(db.open().await);
     assert_eq!(
         db.cluster
             .psql(&db.name, "SELECT count(*) FROM mecated_schema_version"),
-        "1"
+        current_version().to_string()
     );
 }
 

@@ -451,3 +451,137 @@ async fn a_corrupt_memory_file_is_reported_to_the_model_and_the_operator_and_kep
         "{\"format\":\"mecatl-memory/1\",\"docu"
     );
 }
+
+/// `mecated ARGS…` on the `--store-url` database `name` of `cluster` (password from
+/// `PGPASSWORD`), with the scratch workspace and no memory flags.
+async fn mecated_on_database(
+    scratch: &Scratch,
+    cluster: &test_peers::PgCluster,
+    name: &str,
+    args: &[&str],
+) -> Output {
+    let ws = scratch.ws().display().to_string();
+    let url = cluster.url_without_password(name);
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--workspace", ws.as_str(), "--store-url", url.as_str()]);
+    mecated(scratch.dir.path(), &all, &[("PGPASSWORD", cluster.password())]).await
+}
+
+/// With `--store-url`, project memory lives in the database: one process remembers,
+/// a second recalls it and has it in its prompt's index, `mecated memory` sees and
+/// prunes it, and nothing lands in the default directory. `--memory-dir` keeps the
+/// scope in files instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_store_url_one_process_remembers_and_another_recalls_from_the_database() {
+    let Some(cluster) = test_peers::PgCluster::shared(
+        "with_a_store_url_one_process_remembers_and_another_recalls_from_the_database",
+    ) else {
+        return;
+    };
+    let name = cluster.fresh_database("mem");
+    let scratch = Scratch::new();
+    let remember = scratch.write("remember.json", REMEMBER).display().to_string();
+    let recall = scratch.write("recall.json", RECALL).display().to_string();
+    let run = |script: &str| {
+        vec![
+            "run".to_owned(),
+            "--toolhive=false".to_owned(),
+            "--output".to_owned(),
+            "jsonl".to_owned(),
+            "--approve".to_owned(),
+            "all".to_owned(),
+            "--mock-script".to_owned(),
+            script.to_owned(),
+            "go".to_owned(),
+        ]
+    };
+    let args = run(&remember);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = mecated_on_database(&scratch, cluster, &name, &args).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(
+        results(&output)[0]["content"],
+        r#"remembered key="build/test-command" version="1""#
+    );
+    let scope = app::project_memory_scope(&std::fs::canonicalize(scratch.ws()).unwrap());
+    assert_eq!(
+        cluster.psql(
+            &name,
+            "SELECT string_agg(scope, ',' ORDER BY scope) FROM mecated_memory"
+        ),
+        scope
+    );
+    assert!(
+        !scratch.path(".local/state/mecatl").exists(),
+        "no memory directory was made"
+    );
+
+    let args = run(&recall);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = mecated_on_database(&scratch, cluster, &name, &args).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    assert_eq!(
+        results(&output)[0]["content"],
+        format!(
+            "{}\n<memory-value key=\"build/test-command\" version=\"1\">\ncargo nextest run --workspace\n</memory-value>",
+            engine_core::MEMORY_DATA_LINE
+        )
+    );
+    let prompt = mecated_on_database(
+        &scratch,
+        cluster,
+        &name,
+        &["run", "--toolhive=false", "--mock", "--print-system-prompt"],
+    )
+    .await;
+    assert!(
+        prompt
+            .stdout
+            .contains("<memory-index>\n- build/test-command (v1): how the tests are run\n</memory-index>"),
+        "{prompt:?}"
+    );
+
+    let list = mecated_on_database(&scratch, cluster, &name, &["memory", "list", "--json"]).await;
+    assert_eq!(list.code, 0, "{list:?}");
+    let value: Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(value["scope"], scope.as_str());
+    assert_eq!(value["dir"], Value::Null);
+    assert_eq!(value["keys"][0]["key"], "build/test-command");
+
+    // An explicit --memory-dir wins: that scope is in files, empty.
+    let dir = scratch.path("files-memory").display().to_string();
+    let files = mecated_on_database(
+        &scratch,
+        cluster,
+        &name,
+        &["memory", "list", "--memory-dir", &dir],
+    )
+    .await;
+    assert_eq!(files.code, 0, "{files:?}");
+    assert!(
+        files
+            .stderr
+            .contains(&format!("[memory] nothing remembered in {dir}")),
+        "{}",
+        files.stderr
+    );
+
+    let forget = mecated_on_database(
+        &scratch,
+        cluster,
+        &name,
+        &["memory", "forget", "build/test-command"],
+    )
+    .await;
+    assert_eq!(forget.code, 0, "{forget:?}");
+    assert_eq!(forget.stdout, "forgot key=\"build/test-command\" version=\"2\"\n");
+    let list = mecated_on_database(&scratch, cluster, &name, &["memory", "list"]).await;
+    assert!(
+        list.stderr.contains(&format!(
+            "[memory] nothing remembered in scope {scope:?} in PostgreSQL at 127.0.0.1:{}/{name}",
+            cluster.port()
+        )),
+        "{}",
+        list.stderr
+    );
+}

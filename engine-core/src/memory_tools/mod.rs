@@ -19,7 +19,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::Environment;
-use crate::memory_document::check_write;
 use crate::tool::{Tool, ToolError};
 
 pub use render::{
@@ -338,7 +337,7 @@ impl MemoryTool {
             expected_version: args.expected_version,
             writer: self.name.to_owned(),
         };
-        if let Err(e) = check_write(&write) {
+        if let Err(e) = engine_ports::check_memory_write(&write) {
             return error(call, e.to_string());
         }
         for (part, text) in [("value", &write.value), ("description", &write.description)] {

@@ -3,8 +3,12 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use engine_core::{Catalog, InMemoryMemory, MEMORY_DATA_LINE, Tool, memory_tools, user_model_tools};
-use engine_ports::{CancellationToken, MemoryStore, PermissionMode, ToolCall, ToolResult};
+use engine_ports::{
+    CancellationToken, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix, MemoryRevision,
+    MemoryStore, MemoryWrite, PermissionMode, ToolCall, ToolResult,
+};
 use serde_json::json;
 
 use crate::support::{context, env};
@@ -466,5 +470,53 @@ async fn bad_arguments_are_model_visible_errors() {
     assert_eq!(
         text,
         "invalid memory key \"\": give a key or the start of keys, 1 to 128 bytes"
+    );
+}
+
+/// A store whose writes never finish (a lock another process holds, a database that
+/// stopped answering); reads answer at once.
+struct StuckWrites;
+
+#[async_trait]
+impl MemoryStore for StuckWrites {
+    async fn get(&self, _key: &str) -> Result<Option<MemoryEntry>, MemoryError> {
+        Ok(None)
+    }
+    async fn put_many(&self, _writes: Vec<MemoryWrite>) -> Result<Vec<MemoryEntry>, MemoryError> {
+        std::future::pending().await
+    }
+    async fn forget(&self, _key: &str, _expected: u64, _writer: &str) -> Result<u64, MemoryError> {
+        std::future::pending().await
+    }
+    async fn prefix(&self, _prefix: &str, _limit: usize) -> Result<MemoryPrefix, MemoryError> {
+        Ok(MemoryPrefix::default())
+    }
+    async fn search(&self, _query: &str, _limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
+        Ok(Vec::new())
+    }
+    async fn index(&self) -> Result<Vec<MemoryIndexEntry>, MemoryError> {
+        Ok(Vec::new())
+    }
+    async fn history(&self, _key: &str) -> Result<Vec<MemoryRevision>, MemoryError> {
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test]
+async fn a_remember_waiting_on_its_store_stops_when_cancelled() {
+    let remember = memory_tools(Arc::new(StuckWrites))
+        .into_iter()
+        .find(|t| t.spec().name() == "Remember")
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let call = ToolCall::new("c1", "Remember", r#"{"key":"k","value":"v"}"#);
+    let env = env();
+    let trigger = cancel.clone();
+    let (outcome, ()) = tokio::join!(remember.execute(&cancel, &call, &env), async move {
+        trigger.cancel();
+    });
+    assert!(
+        matches!(outcome, Err(engine_core::ToolError::Cancelled)),
+        "{outcome:?}"
     );
 }

@@ -74,6 +74,10 @@ pub(crate) struct MemoryScopeArgs {
     /// The workspace whose project memory is meant.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub(crate) workspace: PathBuf,
+    /// The PostgreSQL database whose memory scopes are meant (as `--store-url` of
+    /// `run`/`serve`; the password from PGPASSWORD, else the URL).
+    #[arg(long, value_name = "URL")]
+    pub(crate) store_url: Option<String>,
     #[command(flatten)]
     pub(crate) memory: MemoryArgs,
     /// The user model instead of project memory (keys under user/, added when missing).
@@ -86,7 +90,7 @@ pub(crate) struct MemoryScopeArgs {
 pub(crate) struct MemoryListArgs {
     #[command(flatten)]
     pub(crate) scope: MemoryScopeArgs,
-    /// Print one JSON object: {"dir","keys":[{"key","description","version","updated_at"}]}.
+    /// Print one JSON object: {"dir","scope","keys":[{"key","description","version","updated_at"}]}.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -266,15 +270,18 @@ pub(crate) struct CommonArgs {
 #[derive(Debug, Args)]
 pub(crate) struct MemoryArgs {
     /// Keep project memory (Remember, Recall, SearchMemory, ForgetMemory) in this
-    /// directory, outside the workspace (default:
-    /// `$XDG_STATE_HOME/mecatl/memory/<workspace token>`, else `~/.local/state/…`).
+    /// directory, outside the workspace (default: with --store-url the database's scope
+    /// `project:<workspace token>`, else `$XDG_STATE_HOME/mecatl/memory/<workspace
+    /// token>`, else `~/.local/state/…`).
     #[arg(long, value_name = "DIR", conflicts_with = "no_memory")]
     pub(crate) memory_dir: Option<PathBuf>,
     /// Turn project memory off.
     #[arg(long)]
     pub(crate) no_memory: bool,
     /// Keep the user model (RememberUser, RecallUser, SearchUserModel, ForgetUser) in
-    /// this directory (default: $XDG_CONFIG_HOME/mecatl/usermodel, else ~/.config/…).
+    /// this directory (default: with --store-url the database's scope
+    /// `user-model:<login name>`, else $XDG_CONFIG_HOME/mecatl/usermodel, else
+    /// ~/.config/…).
     #[arg(long, value_name = "DIR", conflicts_with = "no_user_model")]
     pub(crate) user_model_dir: Option<PathBuf>,
     /// Turn the user model off.

@@ -3,13 +3,14 @@
 
 use std::process::ExitCode;
 
-use app::{BuildError, MemoryConfig, MemoryEnv, MemorySetting, OpenedMemory, open_memory};
+use adapter_pgstore::PgStoreOptions;
+use app::{BuildError, MemoryConfig, MemoryEnv, MemorySetting, OpenedMemory, StoreConfig, open_memory};
 use engine_ports::{MemoryStore, check_memory_key, format_rfc3339_micros, truncate_with_ellipsis};
 use serde_json::json;
 
 use crate::cli::{MemoryCommand, MemoryScopeArgs};
 use crate::out;
-use crate::to_config::{existing_dir, memory_config};
+use crate::to_config::{existing_dir, memory_config, store_url};
 use crate::usage::UsageError;
 
 /// Who `memory forget` writes as.
@@ -22,14 +23,15 @@ pub(crate) async fn memory(command: MemoryCommand) -> ExitCode {
         MemoryCommand::List(args) => &args.scope,
         MemoryCommand::Show(args) | MemoryCommand::Forget(args) => &args.scope,
     };
-    let opened = match open_scope(scope) {
-        Ok(opened) => opened,
+    let opened = match open_scope(scope).await {
+        Ok(Ok(opened)) => opened,
+        Ok(Err(message)) => {
+            out::stderr(&format!("error: {message}"));
+            return ExitCode::FAILURE;
+        }
         Err(error) => return error.exit(),
     };
-    let place = match &opened.dir {
-        Some(dir) => dir.display().to_string(),
-        None => "memory".to_owned(),
-    };
+    let place = opened.place.clone();
     let result = match &command {
         MemoryCommand::List(args) => list(&opened, &place, args.json).await,
         MemoryCommand::Show(args) => match key_of(scope, &args.key) {
@@ -50,10 +52,18 @@ pub(crate) async fn memory(command: MemoryCommand) -> ExitCode {
     }
 }
 
-/// The store the flags select: project memory, or the user model with `--user`.
-fn open_scope(scope: &MemoryScopeArgs) -> Result<OpenedMemory, UsageError> {
+/// The store the flags select: project memory, or the user model with `--user`. A
+/// usage error, or (inner) a database that cannot be opened.
+async fn open_scope(scope: &MemoryScopeArgs) -> Result<Result<OpenedMemory, String>, UsageError> {
     let workspace = existing_dir("--workspace", &scope.workspace)?;
-    let config = memory_config(&scope.memory, &workspace, &MemoryEnv::from_process())?;
+    let store = match &scope.store_url {
+        Some(raw) => StoreConfig::Postgres {
+            url: Box::new(store_url(raw)?),
+            options: PgStoreOptions::default(),
+        },
+        None => StoreConfig::Memory,
+    };
+    let config = memory_config(&scope.memory, &workspace, &MemoryEnv::from_process(), &store)?;
     let (setting, off) = if scope.user {
         (config.user, "the user model is off (--no-user-model)")
     } else {
@@ -75,12 +85,13 @@ fn open_scope(scope: &MemoryScopeArgs) -> Result<OpenedMemory, UsageError> {
             user: MemorySetting::Off,
         }
     };
-    let stores = open_memory(&config, &workspace).map_err(|error| match error {
-        BuildError::MemoryDir { .. } => UsageError::new(error.to_string()),
-        other => UsageError::new(other.to_string()),
-    })?;
+    let stores = match open_memory(&config, &workspace).await {
+        Ok(stores) => stores,
+        Err(error @ BuildError::Database { .. }) => return Ok(Err(error.to_string())),
+        Err(error) => return Err(UsageError::new(error.to_string())),
+    };
     let opened = if scope.user { stores.user } else { stores.project };
-    opened.ok_or_else(|| {
+    opened.map(Ok).ok_or_else(|| {
         let reason = stores
             .diagnostics
             .first()
@@ -114,7 +125,7 @@ async fn list(opened: &OpenedMemory, place: &str, json: bool) -> Result<(), Stri
                 })
             })
             .collect();
-        out::stdout(&json!({"dir": opened.dir, "keys": keys}).to_string());
+        out::stdout(&json!({"dir": opened.dir, "scope": opened.scope, "keys": keys}).to_string());
         return Ok(());
     }
     if index.is_empty() {

@@ -11,15 +11,19 @@ use adapter_mcp::{
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
-use app::{AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, StoreConfig};
+use app::{
+    AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, StoreConfig, project_memory_scope,
+    user_model_scope,
+};
 use engine_ports::{Diagnostic, Level};
 
 use crate::cli::{CommonArgs, MemoryArgs, ModelArgs};
 use crate::usage::UsageError;
 
-/// Where memory and the user model live: a flag's directory, off, or the default
-/// directory from `env`. Whether a directory lies inside the workspace is the build's
-/// check (it needs the resolved workspace).
+/// Where memory and the user model live: off, a flag's directory, else the default
+/// place: with a PostgreSQL `store`, a scope of that database (named as the default
+/// directory is), otherwise the default directory from `env`. Whether a directory
+/// lies inside the workspace is the build's check (it needs the resolved workspace).
 ///
 /// # Errors
 /// A [`UsageError`] for an empty path, or a path that exists but is not a directory.
@@ -27,7 +31,16 @@ pub(crate) fn memory_config(
     args: &MemoryArgs,
     workspace: &Path,
     env: &MemoryEnv,
+    store: &StoreConfig,
 ) -> Result<MemoryConfig, UsageError> {
+    let in_database = |scope: String, default: MemorySetting| match store {
+        StoreConfig::Postgres { url, options } => MemorySetting::Database {
+            url: url.clone(),
+            options: *options,
+            scope,
+        },
+        StoreConfig::Dir { .. } | StoreConfig::Memory => default,
+    };
     let one = |flag: &str, dir: &Option<PathBuf>, off: bool, default: MemorySetting| {
         if off {
             return Ok(MemorySetting::Off);
@@ -50,15 +63,25 @@ pub(crate) fn memory_config(
             "--memory-dir",
             &args.memory_dir,
             args.no_memory,
-            env.default_memory_dir(workspace),
+            in_database(project_memory_scope(workspace), env.default_memory_dir(workspace)),
         )?,
         user: one(
             "--user-model-dir",
             &args.user_model_dir,
             args.no_user_model,
-            env.default_user_model_dir(),
+            in_database(user_model_scope(env), env.default_user_model_dir()),
         )?,
     })
+}
+
+/// `--store-url`, with the password from `PGPASSWORD` when set.
+///
+/// # Errors
+/// A [`UsageError`] naming the flag and the URL without its password.
+pub(crate) fn store_url(raw: &str) -> Result<StoreUrl, UsageError> {
+    let password = env_var("PGPASSWORD");
+    StoreUrl::parse(raw, password.as_deref())
+        .map_err(|error| UsageError::value("--store-url", &error.url, &error.reason))
 }
 
 /// Reads a process environment variable (empty counts as unset for keys).
@@ -98,9 +121,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         };
     }
     if let Some(raw) = &common.store_url {
-        let password = env_var("PGPASSWORD");
-        let url = StoreUrl::parse(raw, password.as_deref())
-            .map_err(|error| UsageError::value("--store-url", &error.url, &error.reason))?;
+        let url = store_url(raw)?;
         let mut options = PgStoreOptions::default();
         if let Some(secs) = common.store_lease_ttl {
             options.lease_ttl = Duration::from_secs(secs);
@@ -183,7 +204,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         group: common.toolhive_group.clone(),
     });
 
-    cfg.memory = memory_config(&common.memory, &workspace, &MemoryEnv::from_process())?;
+    cfg.memory = memory_config(&common.memory, &workspace, &MemoryEnv::from_process(), &cfg.store)?;
     cfg.skills.dirs = common.skills_dir.clone();
     cfg.skills.conventional = common.skills_conventional;
     cfg.skills.trust = ProjectTrust::from_flag(common.trust_project);

@@ -1,15 +1,16 @@
 //! [`MemoryDocument`]: one memory scope as a value — the versioned revisions of every
 //! key and the rules the `MemoryStore` contract fixes (key grammar, caps,
 //! compare-and-set, tombstones, kept revisions). Every store applies writes through
-//! it, so the in-memory store and the file adapter refuse the same input the same way.
+//! it (the in-memory store, the file adapter, the PostgreSQL adapter), so they all
+//! refuse the same input the same way and store the same document.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use engine_ports::{
-    MAX_MEMORY_DESCRIPTION_BYTES, MAX_MEMORY_DOCUMENT_BYTES, MAX_MEMORY_KEYS, MAX_MEMORY_VALUE_BYTES,
-    MEMORY_REVISIONS_KEPT, MemoryEntry, MemoryError, MemoryIndexEntry, MemoryPrefix, MemoryRevision,
-    MemoryWrite, check_memory_key,
+use crate::memory::{MAX_MEMORY_DESCRIPTION_BYTES, MAX_MEMORY_VALUE_BYTES};
+use crate::memory::{
+    MAX_MEMORY_DOCUMENT_BYTES, MAX_MEMORY_KEYS, MEMORY_REVISIONS_KEPT, MemoryEntry, MemoryError,
+    MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryWrite, check_memory_key, check_memory_write,
 };
 use serde::{Deserialize, Serialize};
 
@@ -57,12 +58,12 @@ mod rfc3339 {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub(super) fn serialize<S: Serializer>(time: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&engine_ports::format_rfc3339_micros(*time))
+        serializer.serialize_str(&crate::format_rfc3339_micros(*time))
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<SystemTime, D::Error> {
         let text = String::deserialize(deserializer)?;
-        engine_ports::parse_rfc3339(&text).map_err(serde::de::Error::custom)
+        crate::parse_rfc3339(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -245,7 +246,7 @@ impl MemoryDocument {
         now: SystemTime,
     ) -> Result<Applied<Vec<MemoryEntry>>, MemoryError> {
         for write in &writes {
-            check_write(write)?;
+            check_memory_write(write)?;
         }
         // Check versions and the key cap against the state the batch builds up.
         let mut state: BTreeMap<&str, (Option<u64>, u64)> = BTreeMap::new();
@@ -449,24 +450,6 @@ impl MemoryDocument {
 struct Saved {
     seq: u64,
     keys: BTreeMap<String, Option<Vec<StoredRevision>>>,
-}
-
-/// The per-write checks that need no state: key grammar, value and description caps.
-pub(crate) fn check_write(write: &MemoryWrite) -> Result<(), MemoryError> {
-    check_memory_key(&write.key)?;
-    if write.value.len() > MAX_MEMORY_VALUE_BYTES {
-        return Err(MemoryError::ValueTooLarge {
-            key: write.key.clone(),
-            bytes: write.value.len(),
-        });
-    }
-    if write.description.len() > MAX_MEMORY_DESCRIPTION_BYTES {
-        return Err(MemoryError::DescriptionTooLarge {
-            key: write.key.clone(),
-            bytes: write.description.len(),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

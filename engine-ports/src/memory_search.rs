@@ -2,15 +2,15 @@
 //! description, value), built once per document state and reused by every search.
 
 use bm25::{Embedder, EmbedderBuilder, Scorer};
-use engine_ports::{MemoryEntry, MemoryHit};
 
-use crate::tool_search::ToolTokenizer;
+use crate::memory::{MemoryEntry, MemoryHit};
+use crate::word_tokenizer::WordTokenizer;
 
 /// The keyword index of one document state.
 pub struct MemorySearch {
     /// Document id → (key, description, version), ids in key order.
     rows: Vec<(String, String, u64)>,
-    embedder: Embedder<u32, ToolTokenizer>,
+    embedder: Embedder<u32, WordTokenizer>,
     scorer: Scorer<u32>,
 }
 
@@ -38,8 +38,8 @@ impl MemorySearch {
             rows.push((entry.key, entry.description, entry.version));
         }
         let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
-            ToolTokenizer::new(),
+        let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
+            WordTokenizer::new(),
             &corpus,
         )
         .build();
