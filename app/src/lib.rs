@@ -53,6 +53,7 @@ mod family;
 mod global_mcp;
 mod http;
 mod live_catalog;
+mod mcp_servers;
 mod memory;
 mod report;
 mod session_id;

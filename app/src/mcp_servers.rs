@@ -78,7 +78,8 @@ pub(crate) fn parse_mcp_servers(value: &Value) -> Result<Vec<ClientServerSpec>, 
         return Err(McpServersError::Invalid {
             path: FIELD.to_owned(),
             value: Some(value.to_string()),
-            expected: "expected an array of MCP servers ({\"type\":\"http\",\"name\",\"url\",\"headers\"})".to_owned(),
+            expected: "expected an array of MCP servers ({\"type\":\"http\",\"name\",\"url\",\"headers\"})"
+                .to_owned(),
         });
     }
     let entries: Vec<Entry> = serde_path_to_error::deserialize(value).map_err(|error| {
@@ -204,6 +205,23 @@ mod tests {
                     }
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn acp_typed_entries_take_the_same_parser() {
+        use agent_client_protocol::v1::schema::McpServer;
+        let wire = json!([
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+             "headers": [{"name": "X-Key", "value": "secret"}]},
+            {"name": "fs", "command": "/usr/bin/node", "args": ["x.js", "/ws"],
+             "env": [{"name": "A", "value": "1"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},
+        ]);
+        let typed: Vec<McpServer> = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(
+            parse_mcp_servers(&serde_json::to_value(&typed).unwrap()).unwrap(),
+            parse_mcp_servers(&wire).unwrap()
         );
     }
 
