@@ -134,7 +134,12 @@ struct Bare;
 
 impl ClientHandler for Bare {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        adapter_mcp::client_info()
+        // The adapter's protocol version, no capabilities: the handshake it does.
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::default(),
+            rmcp::model::Implementation::new("bare", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::server_name::ServerName;
 use crate::url_check::validate_url;
 
 /// Most client-provided servers per session.
-pub const MAX_CLIENT_SERVERS: usize = 8;
+pub(crate) const MAX_CLIENT_SERVERS: usize = 8;
 
 /// Headers a client may not set: the transport owns them.
 const RESERVED_HEADERS: [&str; 7] = [

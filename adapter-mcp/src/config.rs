@@ -10,10 +10,10 @@ use crate::server_name::{ServerName, ServerNameError};
 
 /// How long connecting to an operator-configured or ToolHive server may take
 /// (spawn, `initialize` and the listings together).
-pub const OPERATOR_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const OPERATOR_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long connecting to a client-provided (per-session) server may take.
-pub const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One MCP server to connect to.
 #[derive(Clone, Debug)]
@@ -162,7 +162,7 @@ impl fmt::Display for TransportKind {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The name breaks the [`ServerName`] rule.
+    /// The name breaks the server-name rule (`[A-Za-z0-9._-]`, 1 to 64 bytes, no `__`).
     #[error("MCP server name {name:?}: {problem}")]
     Name {
         /// The name as given.
@@ -244,7 +244,7 @@ impl ServerConfig {
         }
     }
 
-    /// Checks the rules that hold before dialling: a valid [`ServerName`], a URL for
+    /// Checks the rules that hold before dialling: a valid server name, a URL for
     /// HTTP and a program for stdio.
     ///
     /// # Errors

@@ -9,13 +9,13 @@ use crate::manager::{ConnectOptions, McpManager};
 use crate::tool::MountOptions;
 
 /// The scenarios [`run_conformance_scenario`] supports.
-pub const CONFORMANCE_SCENARIOS: [&str; 3] = ["initialize", "tools_call", "sse-retry"];
+pub(crate) const CONFORMANCE_SCENARIOS: [&str; 3] = ["initialize", "tools_call", "sse-retry"];
 
 /// Why a conformance scenario did not complete.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConformanceError {
-    /// The scenario is not one of [`CONFORMANCE_SCENARIOS`] (exit status 2).
+    /// The scenario is not `initialize`, `tools_call` or `sse-retry` (exit status 2).
     #[error("scenario {0:?} is not supported (supported: initialize, tools_call, sse-retry)")]
     Unsupported(String),
     /// The scenario ran and failed (exit status 1).

@@ -11,6 +11,8 @@ use engine_ports::{
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 
+use crate::resources::ResourceChunk;
+
 const OCTET_STREAM: &str = "application/octet-stream";
 const SUPPORTED_IMAGES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -315,19 +317,22 @@ pub(crate) fn block_text(block: &ContentBlock) -> String {
 }
 
 /// The text of one resource chunk: text verbatim, a blob as MIME and size.
-pub(crate) fn resource_chunk_text(chunk: &ResourceContents) -> String {
+pub(crate) fn resource_chunk_text(chunk: &ResourceChunk) -> String {
     match chunk {
-        ResourceContents::TextResourceContents { text, .. } => text.clone(),
-        ResourceContents::BlobResourceContents {
-            uri, mime_type, blob, ..
+        ResourceChunk::Text { text, .. } => text.clone(),
+        ResourceChunk::Blob {
+            uri,
+            mime_type,
+            base64,
+            ..
         } => {
             let mime = mime_type.as_deref().unwrap_or(OCTET_STREAM);
-            match decode(blob) {
+            match decode(base64) {
                 Ok(bytes) => format!("[binary resource {uri}: {mime}, {} bytes]", bytes.len()),
                 Err(reason) => format!("[binary resource {uri}: {mime}, invalid data ({reason})]"),
             }
         }
-        _ => "[unsupported resource content]".to_owned(),
+        ResourceChunk::Unsupported => "[unsupported resource content]".to_owned(),
     }
 }
 

@@ -27,11 +27,11 @@ globs or ~, and never run through a shell; the child runs in the workspace witho
 credentials (pass a secret through the command, e.g. `env KEY=value prog`).";
 
 /// The flag `--mcp-server`.
-pub const FLAG_MCP_SERVER: &str = "--mcp-server";
+pub(crate) const FLAG_MCP_SERVER: &str = "--mcp-server";
 /// The flag `--mcp-server-insecure-http`.
-pub const FLAG_MCP_SERVER_INSECURE_HTTP: &str = "--mcp-server-insecure-http";
+pub(crate) const FLAG_MCP_SERVER_INSECURE_HTTP: &str = "--mcp-server-insecure-http";
 /// The flag `--mcp-stdio`.
-pub const FLAG_MCP_STDIO: &str = "--mcp-stdio";
+pub(crate) const FLAG_MCP_STDIO: &str = "--mcp-stdio";
 
 /// The raw values of the MCP flags, each list in argv order.
 #[derive(Clone, Debug, Default)]
@@ -67,7 +67,7 @@ fn error(flag: &'static str, value: &str, reason: impl Into<String>) -> FlagErro
 }
 
 /// The environment variable holding the bearer token of `--mcp-server NAME`.
-pub fn token_variable(name: &str) -> String {
+pub(crate) fn token_variable(name: &str) -> String {
     format!("MCP_{}_TOKEN", name.to_ascii_uppercase())
 }
 

@@ -9,7 +9,7 @@
 //! arrived (D13), offers the resource meta-tools ([`resource_tools`]) and the
 //! `/mcp__<server>__<prompt>` command expander ([`McpPromptExpander`]), and owns the
 //! `--mcp-*` / `--toolhive*` rules as pure functions ([`parse_mcp_flags`],
-//! [`validate_url`], [`discover_toolhive`]). It is not the composition root: `app`
+//! [`parse_mcp_config`], [`discover_toolhive`]). It is not the composition root: `app`
 //! maps clap and ACP/HTTP bodies onto these types, owns the global manager's
 //! lifecycle and alone registers tools into catalogs (order, first wins): this crate
 //! produces tools and never registers them itself.
@@ -37,6 +37,13 @@
 //! rewrite the agent's goal through it. Enable MCP prompts (`--mcp-prompts`) only for
 //! servers you trust. Likewise, tool descriptions and results come from the server
 //! and reach the model as they are.
+//!
+//! The SDK stays inside: live reads and prompts come back as this crate's
+//! [`ResourceChunk`] and [`PromptReply`], and no `rmcp` type is part of the API.
+
+// The surface below is the whole API: nothing public hides in a module, and no type
+// reachable from it is left unnamed (an `rmcp` type would be one).
+#![deny(unreachable_pub, unnameable_types)]
 
 mod calls;
 mod client_servers;
@@ -65,46 +72,29 @@ mod tool;
 mod toolhive;
 mod url_check;
 
-// The public surface, in one place.
+// The public surface, in one place: what `app` (the composition root, its tests and
+// benches) names, and the types those items carry. Everything else is crate-private;
+// no `rmcp` type crosses this line.
 pub use client_servers::{
     ClientServerContext, ClientServerKind, ClientServerProblem, ClientServerSpec, ClientServersError,
-    MAX_CLIENT_SERVERS, connect_client_servers, validate_client_servers,
+    connect_client_servers, validate_client_servers,
 };
-pub use config::{
-    CLIENT_CONNECT_TIMEOUT, ConfigError, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource,
-    TransportConfig, TransportKind,
-};
-pub use conformance::{CONFORMANCE_SCENARIOS, ConformanceError, run_conformance_scenario};
+pub use config::{ConfigError, Redirects, ServerConfig, ServerSource, TransportConfig, TransportKind};
+pub use conformance::{ConformanceError, run_conformance_scenario};
 pub use error::{McpError, Operation};
 pub use flags::{
-    FLAG_MCP_SERVER, FLAG_MCP_SERVER_INSECURE_HTTP, FLAG_MCP_STDIO, FlagError, MCP_SERVER_HELP,
-    MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags, token_variable,
+    FlagError, MCP_SERVER_HELP, MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags,
 };
-pub use listing::{MAX_LIST_ENTRIES, MAX_LIST_PAGES, McpPrompt, McpPromptArgument, McpResource};
-pub use manager::{
-    ConnectOptions, Connected, MAX_CONCURRENT_CONNECTS, McpManager, McpServerInfo, ServerStatus, ToolSnapshot,
-};
+pub use listing::{McpPrompt, McpPromptArgument, McpResource};
+pub use manager::{ConnectOptions, Connected, McpManager, McpServerInfo, ServerStatus, ToolSnapshot};
 pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
-pub use naming::{MAX_TOOL_NAME_BYTES, NameError, catalog_tool_name, validate_tool_name};
-pub use output_schema::MAX_OUTPUT_SCHEMA_BYTES;
-pub use prompts::{McpPromptExpander, PromptCommand, parse_prompt_command, prompt_expander, render_prompt};
-pub use resources::{
-    LIST_MCP_RESOURCES, ListMcpResources, READ_MCP_RESOURCE, ReadMcpResource, ResourceTools, resource_tools,
-};
+pub use prompts::{McpPromptExpander, PromptMessage, PromptReply, prompt_expander};
+pub use resources::{ListMcpResources, ReadMcpResource, ResourceChunk, ResourceTools, resource_tools};
 pub use server::ConnectFailure;
-pub use server_name::{MAX_SERVER_NAME_BYTES, ServerName, ServerNameError};
-pub use session::{
-    CLIENT_NAME, CLIENT_VERSION, DEFAULT_MAX_CALL, DEFAULT_REQUEST_TIMEOUT, RequestLimits, client_info,
-};
+pub use server_name::ServerNameError;
+pub use session::RequestLimits;
 pub use tool::{McpTool, MountOptions};
 pub use toolhive::{
-    MAX_BODY_BYTES as MAX_TOOLHIVE_BODY_BYTES, MAX_WORKLOADS, MergedServers, TOOLHIVE_DEFAULT_GROUP,
-    TOOLHIVE_DEFAULT_URL, TOOLHIVE_URL_ENV, ToolhiveDiscovery, ToolhiveOptions, ToolhiveSkip,
-    decode_workloads, discover_toolhive, merge_servers, toolhive_base_url,
+    MergedServers, ToolhiveDiscovery, ToolhiveOptions, ToolhiveSkip, discover_toolhive, merge_servers,
+    toolhive_base_url,
 };
-pub use url_check::{UrlError, validate_url};
-
-/// The SDK, re-exported so callers of the raw provider surface
-/// ([`McpManager::call_tool`], [`McpManager::read_resource`],
-/// [`McpManager::get_prompt`]) name the same `rmcp` version as this crate.
-pub use rmcp;

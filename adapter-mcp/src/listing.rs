@@ -13,9 +13,9 @@ use crate::naming::validate_tool_name;
 use crate::session::{Failure, ListKind, Session};
 
 /// Most entries one listing gathers.
-pub const MAX_LIST_ENTRIES: usize = 10_000;
+pub(crate) const MAX_LIST_ENTRIES: usize = 10_000;
 /// Most pages one listing reads.
-pub const MAX_LIST_PAGES: usize = 1_000;
+pub(crate) const MAX_LIST_PAGES: usize = 1_000;
 
 /// One advertised tool, as built once per listing.
 #[derive(Clone)]

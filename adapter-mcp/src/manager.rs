@@ -18,12 +18,14 @@ use crate::config::{ServerConfig, ServerSource, TransportKind};
 use crate::content::CallReply;
 use crate::error::{McpError, Operation};
 use crate::listing::{McpPrompt, McpResource, result_value};
+use crate::prompts::PromptReply;
+use crate::resources::ResourceChunk;
 use crate::server::{CLOSE_LIMIT, ConnectFailure, ServerState};
 use crate::session::{Failure, ListKind, RequestLimits};
 use crate::tool::{McpTool, MountOptions};
 
 /// Most connects in flight at once.
-pub const MAX_CONCURRENT_CONNECTS: usize = 16;
+pub(crate) const MAX_CONCURRENT_CONNECTS: usize = 16;
 
 /// Options of [`McpManager::connect`].
 #[derive(Clone, Debug)]
@@ -31,7 +33,7 @@ pub struct ConnectOptions {
     /// Cancels the whole connect: it returns promptly, every server counted as
     /// failed, nothing left in flight.
     pub cancel: CancellationToken,
-    /// Most connects in flight at once (at most [`MAX_CONCURRENT_CONNECTS`]).
+    /// Most connects in flight at once (at most 16).
     pub max_in_flight: usize,
     /// How long each later request to these servers may wait for its reply.
     pub limits: RequestLimits,
@@ -340,7 +342,7 @@ impl McpManager {
             .collect()
     }
 
-    /// Reads one resource live (through the resilience wrapper); returns its content chunks, raw.
+    /// Reads one resource live (through the resilience wrapper); returns its content chunks.
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.
@@ -349,7 +351,7 @@ impl McpManager {
         server: &str,
         uri: &str,
         cancel: &CancellationToken,
-    ) -> Result<Vec<ResourceContents>, McpError> {
+    ) -> Result<Vec<ResourceChunk>, McpError> {
         let state = self.server(server)?;
         state
             .call(Operation::ReadResource, cancel, |session| {
@@ -358,7 +360,8 @@ impl McpManager {
                 ));
                 async move {
                     let reply = session.request(request, cancel).await?;
-                    decode_reply::<ReadResourceResultLenient>(reply, "resources/read").map(|r| r.contents)
+                    decode_reply::<ReadResourceResultLenient>(reply, "resources/read")
+                        .map(|r| r.contents.into_iter().map(ResourceChunk::from_contents).collect())
                 }
             })
             .await
@@ -385,7 +388,8 @@ impl McpManager {
             .collect()
     }
 
-    /// Gets one prompt live (through the resilience wrapper). `None` arguments send no `arguments`.
+    /// Gets one prompt live (through the resilience wrapper): its messages as role and
+    /// text. `None` arguments send no `arguments`.
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.
@@ -395,7 +399,7 @@ impl McpManager {
         name: &str,
         arguments: Option<BTreeMap<String, String>>,
         cancel: &CancellationToken,
-    ) -> Result<GetPromptResult, McpError> {
+    ) -> Result<PromptReply, McpError> {
         let state = self.server(server)?;
         let arguments: Option<JsonObject> =
             arguments.map(|args| args.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
@@ -413,6 +417,7 @@ impl McpManager {
                 }
             })
             .await
+            .map(|result| PromptReply::from_result(&result))
     }
 
     /// Calls one remote tool live (through the resilience wrapper), raw and untruncated. Content items of
@@ -421,7 +426,7 @@ impl McpManager {
     ///
     /// # Errors
     /// [`McpError`]: unknown server, closed, unavailable, or the server's error.
-    pub async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         server: &str,
         tool: &str,

@@ -2,18 +2,18 @@
 //! advertised tool name must pass.
 
 /// Longest catalog name of an MCP tool, in bytes (exactly this many is fine).
-pub const MAX_TOOL_NAME_BYTES: usize = 256;
+pub(crate) const MAX_TOOL_NAME_BYTES: usize = 256;
 
 /// The catalog name of remote tool `tool` of server `server`: plain concatenation,
 /// never sanitized, lowercased or truncated.
-pub fn catalog_tool_name(server: &str, tool: &str) -> String {
+pub(crate) fn catalog_tool_name(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{tool}")
 }
 
 /// An advertised tool name that fails D6's rules (it fails its whole server).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum NameError {
+pub(crate) enum NameError {
     /// The remote name is empty.
     #[error("MCP server {server:?} advertises a tool with an empty name")]
     Empty {
@@ -49,7 +49,7 @@ pub enum NameError {
 /// # Errors
 /// [`NameError`] naming the server and the rule; a bad name only appears
 /// Debug-escaped.
-pub fn validate_tool_name(server: &str, tool: &str) -> Result<String, NameError> {
+pub(crate) fn validate_tool_name(server: &str, tool: &str) -> Result<String, NameError> {
     if tool.is_empty() {
         return Err(NameError::Empty {
             server: server.to_owned(),
@@ -70,4 +70,33 @@ pub fn validate_tool_name(server: &str, tool: &str) -> Result<String, NameError>
         });
     }
     Ok(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_name_rules() {
+        let long_ok = "é".repeat(124);
+        assert_eq!(validate_tool_name("s", &long_ok).unwrap().len(), 256);
+        for ok in ["read_file", "café", "a.b-c", "a__b"] {
+            assert_eq!(validate_tool_name("srv", ok).unwrap(), format!("mcp__srv__{ok}"));
+        }
+        let too_long = format!("{long_ok}x");
+        assert!(matches!(
+            validate_tool_name("s", &too_long),
+            Err(NameError::TooLong { bytes: 257, .. })
+        ));
+        assert!(matches!(
+            validate_tool_name("s", ""),
+            Err(NameError::Empty { .. })
+        ));
+        for bad in ["read\nfile", "read\0file", "read\u{85}file"] {
+            let error = validate_tool_name("s", bad).unwrap_err();
+            assert!(matches!(error, NameError::ControlCharacter { .. }), "{bad:?}");
+            // The bad name only shows Debug-escaped.
+            assert!(!error.to_string().contains(bad), "{error}");
+        }
+    }
 }

@@ -14,7 +14,7 @@ use jsonschema::{PatternOptions, Validator};
 use serde_json::Value;
 
 /// Largest `outputSchema` compiled, in bytes of its compact JSON.
-pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
 
 /// Most mismatches named in one error.
 const NAMED_ERRORS: usize = 3;

@@ -17,7 +17,7 @@ use crate::manager::McpManager;
 
 /// A parsed `/mcp__<server>__<prompt> key=value …` invocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PromptCommand {
+pub(crate) struct PromptCommand {
     /// The server.
     pub server: String,
     /// The prompt (may contain `__`).
@@ -32,7 +32,7 @@ pub struct PromptCommand {
 /// splits at its first `__` after `/mcp__`. Tail tokens split at their first `=`;
 /// tokens without `=` or with an empty key are ignored; there is no quoting; a later
 /// duplicate key wins; `k=` gives an empty string.
-pub fn parse_prompt_command(input: &str) -> Option<PromptCommand> {
+pub(crate) fn parse_prompt_command(input: &str) -> Option<PromptCommand> {
     let text = input.trim_start_matches([' ', '\t']);
     let rest = text.strip_prefix("/mcp__")?;
     let head_end = rest.find([' ', '\t']).unwrap_or(rest.len());
@@ -56,21 +56,53 @@ pub fn parse_prompt_command(input: &str) -> Option<PromptCommand> {
     })
 }
 
-/// Renders a prompt: `<role>: <text>` per message, separated by a blank line, the
-/// text being the content text mapping (markers for non-text content, never base64);
-/// the whole within `cap`.
-pub fn render_prompt(result: &GetPromptResult, cap: OutputCap) -> String {
-    let text = result
+/// A `prompts/get` reply, as [`McpManager::get_prompt`] gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PromptReply {
+    /// The prompt's description, when the server gave one.
+    pub description: Option<String>,
+    /// Its messages, in order.
+    pub messages: Vec<PromptMessage>,
+}
+
+/// One message of a [`PromptReply`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptMessage {
+    /// `user` or `assistant` (as the server named it; `user` when it named none).
+    pub role: String,
+    /// The content text mapping: text verbatim, markers for non-text content, never
+    /// base64.
+    pub text: String,
+}
+
+impl PromptReply {
+    pub(crate) fn from_result(result: &GetPromptResult) -> Self {
+        let messages = result
+            .messages
+            .iter()
+            .map(|message| PromptMessage {
+                role: serde_json::to_value(&message.role)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "user".to_owned()),
+                text: block_text(&message.content),
+            })
+            .collect();
+        Self {
+            description: result.description.clone(),
+            messages,
+        }
+    }
+}
+
+/// Renders a prompt: `<role>: <text>` per message, separated by a blank line; the
+/// whole within `cap`.
+pub(crate) fn render_prompt(reply: &PromptReply, cap: OutputCap) -> String {
+    let text = reply
         .messages
         .iter()
-        .map(|message| {
-            let role = serde_json::to_value(&message.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "user".to_owned());
-            format!("{role}: {}", block_text(&message.content))
-        })
+        .map(|message| format!("{}: {}", message.role, message.text))
         .collect::<Vec<_>>()
         .join("\n\n");
     cap.truncate_owned(text)
@@ -184,5 +216,48 @@ impl CommandExpander for McpPromptExpander {
                 description: prompt.description.clone().unwrap_or_default(),
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_command_grammar() {
+        let args = |pairs: &[(&str, &str)]| {
+            Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        };
+        assert_eq!(
+            parse_prompt_command("/mcp__srv__greet who=Ada"),
+            Some(PromptCommand {
+                server: "srv".into(),
+                prompt: "greet".into(),
+                arguments: args(&[("who", "Ada")]),
+            })
+        );
+        assert_eq!(
+            parse_prompt_command(" \t/mcp__srv__greet").unwrap().arguments,
+            None
+        );
+        let nested = parse_prompt_command("/mcp__srv__a__b k=v").unwrap();
+        assert_eq!((nested.server.as_str(), nested.prompt.as_str()), ("srv", "a__b"));
+        for no in [
+            "/review x",
+            "plain",
+            "/mcp__onlyserver",
+            "/mcp____x",
+            "/mcp__srv__",
+            "mcp__srv__p",
+        ] {
+            assert_eq!(parse_prompt_command(no), None, "{no}");
+        }
+        let tricky = parse_prompt_command("/mcp__s__p a=1 novalue =x a=2 b= \"q=v w\"").unwrap();
+        assert_eq!(tricky.arguments, args(&[("\"q", "v"), ("a", "2"), ("b", "")]));
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{Diagnostics, ToolCall, ToolResult, ToolSpec};
+use rmcp::model::ResourceContents;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -15,9 +16,60 @@ use crate::error::{McpError, Operation};
 use crate::manager::McpManager;
 
 /// Name of the listing meta-tool.
-pub const LIST_MCP_RESOURCES: &str = "ListMcpResources";
+pub(crate) const LIST_MCP_RESOURCES: &str = "ListMcpResources";
 /// Name of the reading meta-tool.
-pub const READ_MCP_RESOURCE: &str = "ReadMcpResource";
+pub(crate) const READ_MCP_RESOURCE: &str = "ReadMcpResource";
+
+/// One chunk of a `resources/read` reply, as [`McpManager::read_resource`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResourceChunk {
+    /// A text chunk.
+    Text {
+        /// The chunk's URI.
+        uri: String,
+        /// Its MIME type, when the server gave one.
+        mime_type: Option<String>,
+        /// The text.
+        text: String,
+    },
+    /// A binary chunk.
+    Blob {
+        /// The chunk's URI.
+        uri: String,
+        /// Its MIME type, when the server gave one.
+        mime_type: Option<String>,
+        /// The bytes, base64-encoded as the server sent them.
+        base64: String,
+    },
+    /// A chunk of a kind this adapter does not know.
+    Unsupported,
+}
+
+impl ResourceChunk {
+    pub(crate) fn from_contents(contents: ResourceContents) -> Self {
+        match contents {
+            ResourceContents::TextResourceContents {
+                uri, mime_type, text, ..
+            } => Self::Text { uri, mime_type, text },
+            ResourceContents::BlobResourceContents {
+                uri, mime_type, blob, ..
+            } => Self::Blob {
+                uri,
+                mime_type,
+                base64: blob,
+            },
+            #[allow(unreachable_patterns)]
+            _ => Self::Unsupported,
+        }
+    }
+
+    /// The text the model reads for this chunk: text verbatim, a blob as its MIME
+    /// type and size (never base64).
+    pub fn model_text(&self) -> String {
+        resource_chunk_text(self)
+    }
+}
 
 /// The meta-tools to register (both or neither) and the INFO that says why.
 pub struct ResourceTools {

@@ -5,15 +5,11 @@
 //! and its prompts' commands, so it must not contain `__` (a name such as `a__b` would
 //! forge another server's namespace) and stays short and printable.
 
-use std::fmt;
-
 /// Longest server name, in bytes.
-pub const MAX_SERVER_NAME_BYTES: usize = 64;
+pub(crate) const MAX_SERVER_NAME_BYTES: usize = 64;
 
-/// A valid server name: 1 to [`MAX_SERVER_NAME_BYTES`] bytes of `[A-Za-z0-9._-]`,
-/// without `__`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ServerName(String);
+/// The rule: 1 to [`MAX_SERVER_NAME_BYTES`] bytes of `[A-Za-z0-9._-]`, without `__`.
+pub(crate) struct ServerName;
 
 /// Why a server name was refused; the message says what is expected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -22,7 +18,7 @@ pub enum ServerNameError {
     /// The name is empty.
     #[error("the name is empty")]
     Empty,
-    /// The name is longer than [`MAX_SERVER_NAME_BYTES`].
+    /// The name is longer than 64 bytes.
     #[error("the name is {bytes} bytes, longer than {MAX_SERVER_NAME_BYTES}")]
     TooLong {
         /// Its length in bytes.
@@ -41,22 +37,7 @@ impl ServerName {
     ///
     /// # Errors
     /// The first rule it breaks, in the order empty, too long, characters, `__`.
-    ///
-    /// ```
-    /// use adapter_mcp::{ServerName, ServerNameError};
-    /// assert_eq!(ServerName::parse("sequential-thinking").unwrap().as_str(), "sequential-thinking");
-    /// assert_eq!(ServerName::parse("a__b"), Err(ServerNameError::DoubleUnderscore));
-    /// assert_eq!(ServerName::parse("a b"), Err(ServerNameError::Characters));
-    /// ```
-    pub fn parse(name: &str) -> Result<Self, ServerNameError> {
-        Self::check(name).map(|()| Self(name.to_owned()))
-    }
-
-    /// [`parse`](Self::parse) without keeping the name.
-    ///
-    /// # Errors
-    /// As [`parse`](Self::parse).
-    pub fn check(name: &str) -> Result<(), ServerNameError> {
+    pub(crate) fn check(name: &str) -> Result<(), ServerNameError> {
         if name.is_empty() {
             return Err(ServerNameError::Empty);
         }
@@ -73,23 +54,6 @@ impl ServerName {
             return Err(ServerNameError::DoubleUnderscore);
         }
         Ok(())
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ServerName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl AsRef<str> for ServerName {
-    fn as_ref(&self) -> &str {
-        &self.0
     }
 }
 

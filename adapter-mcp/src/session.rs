@@ -31,10 +31,10 @@ use crate::stdio::{self, ChildProcess};
 const STDIN_CLOSE_LIMIT: Duration = Duration::from_millis(500);
 
 /// The client name sent in `initialize`.
-pub const CLIENT_NAME: &str = "mecatl";
+pub(crate) const CLIENT_NAME: &str = "mecatl";
 
 /// The client version sent in `initialize` (this crate's version).
-pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Which list a `list_changed` notification or a re-list is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,7 +216,7 @@ impl Handler {
 /// (a server may ask the user a question during a tool call; no roots, sampling or
 /// URL elicitation), the newest protocol version that still has the `initialize`
 /// handshake.
-pub fn client_info() -> ClientConfig {
+pub(crate) fn client_info() -> ClientConfig {
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
     ClientConfig::new(capabilities, Implementation::new(CLIENT_NAME, CLIENT_VERSION))
@@ -261,9 +261,9 @@ pub struct RequestLimits {
 }
 
 /// Default of [`RequestLimits::idle`]: 60 s.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default of [`RequestLimits::total`]: 600 s.
-pub const DEFAULT_MAX_CALL: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_MAX_CALL: Duration = Duration::from_secs(600);
 
 impl Default for RequestLimits {
     fn default() -> Self {

@@ -11,15 +11,15 @@ use crate::config::{OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSou
 use crate::server_name::ServerName;
 
 /// The API base when neither `--toolhive-url` nor `MECATED_TOOLHIVE_URL` is set.
-pub const TOOLHIVE_DEFAULT_URL: &str = "http://127.0.0.1:8080";
+pub(crate) const TOOLHIVE_DEFAULT_URL: &str = "http://127.0.0.1:8080";
 /// The environment variable naming the API base.
-pub const TOOLHIVE_URL_ENV: &str = "MECATED_TOOLHIVE_URL";
+pub(crate) const TOOLHIVE_URL_ENV: &str = "MECATED_TOOLHIVE_URL";
 /// The ToolHive group used without `--toolhive-group`.
-pub const TOOLHIVE_DEFAULT_GROUP: &str = "default";
+pub(crate) const TOOLHIVE_DEFAULT_GROUP: &str = "default";
 /// Most workloads one consultation accepts (counted before filtering).
-pub const MAX_WORKLOADS: usize = 128;
+pub(crate) const MAX_WORKLOADS: usize = 128;
 /// Largest response body accepted.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 const WORKLOADS_PATH: &str = "/api/v1beta/workloads";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -101,7 +101,10 @@ fn warn_skip(diagnostics: &mut Diagnostics, skip: &ToolhiveSkip) {
 ///
 /// # Errors
 /// A consultation failure: malformed JSON or more than [`MAX_WORKLOADS`] entries.
-pub fn decode_workloads(body: &[u8], group: &str) -> Result<(Vec<ServerConfig>, Vec<ToolhiveSkip>), String> {
+pub(crate) fn decode_workloads(
+    body: &[u8],
+    group: &str,
+) -> Result<(Vec<ServerConfig>, Vec<ToolhiveSkip>), String> {
     let decoded: Workloads =
         serde_json::from_slice(body).map_err(|e| format!("the workload list is not valid JSON ({e})"))?;
     let entries = decoded.workloads.unwrap_or_default();

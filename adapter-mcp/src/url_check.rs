@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv6Addr};
 /// Why a URL failed [`validate_url`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum UrlError {
+pub(crate) enum UrlError {
     /// Nothing was given.
     #[error("the URL is empty")]
     Empty,
@@ -46,7 +46,7 @@ pub enum UrlError {
 ///
 /// # Errors
 /// A [`UrlError`] saying which rule failed.
-pub fn validate_url(url: &str) -> Result<(), UrlError> {
+pub(crate) fn validate_url(url: &str) -> Result<(), UrlError> {
     let parsed = parse_absolute(url)?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(UrlError::Userinfo);

@@ -10,7 +10,7 @@ use engine_ports::{Diagnostic, Diagnostics, Level};
 use serde::Serialize;
 
 use crate::assets::CatalogAssets;
-use crate::family::{FAMILY_ORDER, Family, FamilySlot};
+use crate::family::{FAMILY_ORDER, Family};
 
 /// What one assembly gets besides the shared assets.
 #[derive(Clone, Copy, Debug, Default)]
@@ -24,7 +24,7 @@ pub struct CatalogInputs<'a> {
     /// `SkillDraft` (the engine gives children no `ToolSearch`); of the other families
     /// only what its access allows (read-only: read-only tools; a workspace copy:
     /// read-only tools and the core tools, which act on the copy) and, when given,
-    /// only its tool names; then its own extra tools, in the delegation slot.
+    /// only its tool names; then its own extra tools, in the delegation family's place.
     pub child: Option<&'a ChildSpec>,
 }
 
@@ -134,9 +134,9 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
     let mut run = Assembly::new(inputs.narrate, capacity);
     run.child = inputs.child.map(ChildFilter::new);
 
-    for slot in FAMILY_ORDER {
-        match slot {
-            FamilySlot::Core => {
+    for family in FAMILY_ORDER {
+        match family {
+            Family::Core => {
                 run.builtin(Family::Core, &assets.core, Confined::Yes);
                 run.extra(&assets.extra);
                 run.narrate(|| {
@@ -152,7 +152,8 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                     format!("core tools enabled: {} tools, {shell}{extra}", assets.core.len())
                 });
             }
-            FamilySlot::GlobalMcp => {
+            Family::McpGlobal => {
+                // The resource meta-tools join this tier: one collision WARN for both.
                 let tools = global.tools();
                 let mut registration = run.mcp(Family::McpGlobal, tools);
                 let resources = run.mcp(Family::McpResource, &assets.resources.tools);
@@ -174,7 +175,9 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 // The resource meta-tools' INFO was logged once when they were built.
                 run.narrated(&assets.resources.note);
             }
-            FamilySlot::ClientMcp => {
+            // Registered right after the server-global MCP tools, in their tier.
+            Family::McpResource => {}
+            Family::McpClient => {
                 if let Some(tools) = &client {
                     let registration = run.mcp(Family::McpClient, tools);
                     run.warn_skipped(&registration, Tier::Client);
@@ -182,29 +185,9 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 }
                 run.narrate(|| "client MCP tools: mounted per session only".to_owned());
             }
-            FamilySlot::Memory => {
-                run.builtin(Family::Memory, &assets.memory.project, Confined::No);
-                run.narrate(|| match assets.memory.project.len() {
-                    0 => format!("memory tools disabled: {}", assets.memory.project_place),
-                    n => format!(
-                        "memory tools enabled: {n} tools, project memory {}",
-                        assets.memory.project_place
-                    ),
-                });
-            }
-            FamilySlot::UserModel => {
-                run.builtin(Family::Memory, &assets.memory.user, Confined::No);
-                run.narrate(|| match assets.memory.user.len() {
-                    0 => format!("user-model tools disabled: {}", assets.memory.user_place),
-                    n => format!(
-                        "user-model tools enabled: {n} tools, user model {}",
-                        assets.memory.user_place
-                    ),
-                });
-            }
-            FamilySlot::Subagent => match inputs.child {
+            Family::Delegation => match inputs.child {
                 // A child's own tools (SubmitResult, a team's coordination tools)
-                // take the delegation slot of its catalog.
+                // take the delegation place of its catalog.
                 Some(child) => run.child_extras(&child.extra_tools),
                 None => {
                     run.builtin(Family::Delegation, &assets.delegation.subagent, Confined::No);
@@ -219,10 +202,6 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                             )
                         }
                     });
-                }
-            },
-            FamilySlot::Parallel => {
-                if inputs.child.is_none() {
                     run.builtin(Family::Delegation, &assets.delegation.parallel, Confined::No);
                     run.narrate(|| {
                         if assets.delegation.parallel.is_empty() {
@@ -231,10 +210,6 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                             "Parallel enabled: branches on private workspace copies".to_owned()
                         }
                     });
-                }
-            }
-            FamilySlot::Team => {
-                if inputs.child.is_none() {
                     run.builtin(Family::Delegation, &assets.delegation.team, Confined::No);
                     run.narrate(|| {
                         if assets.delegation.team.is_empty() {
@@ -244,16 +219,32 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                         }
                     });
                 }
+            },
+            Family::Memory => {
+                run.builtin(Family::Memory, &assets.memory.project, Confined::No);
+                run.narrate(|| match assets.memory.project.len() {
+                    0 => format!("memory tools disabled: {}", assets.memory.project_place),
+                    n => format!(
+                        "memory tools enabled: {n} tools, project memory {}",
+                        assets.memory.project_place
+                    ),
+                });
+                run.builtin(Family::Memory, &assets.memory.user, Confined::No);
+                run.narrate(|| match assets.memory.user.len() {
+                    0 => format!("user-model tools disabled: {}", assets.memory.user_place),
+                    n => format!(
+                        "user-model tools enabled: {n} tools, user model {}",
+                        assets.memory.user_place
+                    ),
+                });
             }
-            FamilySlot::Skill => {
+            Family::Skill => {
                 let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));
                 run.builtin(Family::Skill, skill.as_slice(), Confined::No);
                 run.narrate(|| match &assets.skills {
                     Some(skills) => format!("Skill tool enabled: {} skill(s)", skills.metas.len()),
                     None => "Skill tool disabled: no skill resolved".to_owned(),
                 });
-            }
-            FamilySlot::SkillDraft => {
                 // Children never draft skills.
                 let draft = assets.skill_draft.clone().filter(|_| inputs.child.is_none());
                 run.builtin(Family::Skill, draft.as_slice(), Confined::No);
@@ -262,6 +253,8 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                     None => "SkillDraft tool disabled: no --skills-draft-dir".to_owned(),
                 });
             }
+            // `ToolSearch` belongs to each engine; hosts list it, catalogs never hold it.
+            Family::Meta => {}
         }
     }
 
@@ -629,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn narration_is_one_info_per_slot_and_only_when_asked() {
+    fn narration_is_one_info_per_registration_step_and_only_when_asked() {
         let quiet = assemble_catalog(&assets(&["Read"], None), CatalogInputs::default());
         assert!(quiet.diagnostics.is_empty(), "{:?}", quiet.diagnostics);
         let narrated = assemble_catalog(
@@ -639,9 +632,28 @@ mod tests {
                 ..CatalogInputs::default()
             },
         );
-        // One line per slot; the resource note was logged when the assets were built
-        // (empty here).
-        assert_eq!(narrated.diagnostics.len(), FAMILY_ORDER.len());
+        // One line per registration step, in order; the resource note was logged
+        // when the assets were built (empty here).
+        let heads: Vec<&str> = narrated
+            .diagnostics
+            .iter()
+            .map(|d| d.message.split([':', ' ']).next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "core",
+                "server-global",
+                "client",
+                "Subagent,",
+                "Parallel",
+                "Team",
+                "memory",
+                "user-model",
+                "Skill",
+                "SkillDraft"
+            ]
+        );
         assert!(narrated.diagnostics.iter().all(|d| d.level == Level::Info));
         assert_eq!(narrated.catalog.names().collect::<Vec<_>>(), ["Read"]);
     }

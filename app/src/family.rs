@@ -1,11 +1,12 @@
-//! Tool families ([`Family`]) and the canonical registration order
-//! ([`FAMILY_ORDER`] of [`FamilySlot`]s).
+//! Tool families ([`Family`]): the one taxonomy, its wire names and the canonical
+//! registration order ([`FAMILY_ORDER`]).
 
 use std::fmt;
 
 use serde::Serialize;
 
-/// The family of a catalog tool, as `mecated tools --json` shows it.
+/// The family of a catalog tool, as `mecated tools --json` shows it. Declared in
+/// [`FAMILY_ORDER`], so the derived order is the registration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -57,69 +58,24 @@ impl fmt::Display for Family {
     }
 }
 
-/// One slot of the canonical registration order. A slot whose family is not built
-/// yet is a no-op arm of the assembly loop; filling it later cannot reorder the
-/// others.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FamilySlot {
-    /// The core tools (family `core`).
-    Core,
-    /// Server-global MCP tools, then the resource meta-tools (`mcp-global`,
-    /// `mcp-resource`).
-    GlobalMcp,
-    /// A session's client MCP tools (`mcp-client`); per-session catalogs only.
-    ClientMcp,
-    /// Subagent, InspectSubagent, SubagentStatus (`delegation`); in a child's
-    /// catalog, the child's own tools instead.
-    Subagent,
-    /// Parallel (`delegation`; never in a child's catalog).
-    Parallel,
-    /// Team, InspectMember (`delegation`; never in a child's catalog).
-    Team,
-    /// Remember, Recall, SearchMemory, ForgetMemory (`memory`).
-    Memory,
-    /// RememberUser, RecallUser, SearchUserModel, ForgetUser (`memory`).
-    UserModel,
-    /// `Skill` (`skill`).
-    Skill,
-    /// `SkillDraft` (`skill`).
-    SkillDraft,
-}
-
-impl FamilySlot {
-    /// A short name for narration and tests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Core => "core",
-            Self::GlobalMcp => "server-global MCP",
-            Self::ClientMcp => "client MCP",
-            Self::Subagent => "Subagent/InspectSubagent/SubagentStatus",
-            Self::Parallel => "Parallel",
-            Self::Team => "Team/InspectMember",
-            Self::Memory => "memory",
-            Self::UserModel => "user-model",
-            Self::Skill => "Skill",
-            Self::SkillDraft => "SkillDraft",
-        }
-    }
-}
-
-/// The canonical order of registration, as the seed fixes it: core → server-global
-/// MCP (+ resource meta-tools) → client MCP → Subagent/InspectSubagent/SubagentStatus →
-/// Parallel → Team/InspectMember → memory → user-model → Skill → SkillDraft.
-/// [`assemble_catalog`](crate::assemble_catalog) walks it in one loop; earlier slots
-/// win name collisions.
-pub const FAMILY_ORDER: [FamilySlot; 10] = [
-    FamilySlot::Core,
-    FamilySlot::GlobalMcp,
-    FamilySlot::ClientMcp,
-    FamilySlot::Subagent,
-    FamilySlot::Parallel,
-    FamilySlot::Team,
-    FamilySlot::Memory,
-    FamilySlot::UserModel,
-    FamilySlot::Skill,
-    FamilySlot::SkillDraft,
+/// The canonical order of registration, as the seed fixes it, one entry per family:
+/// core → server-global MCP → its resource meta-tools → client MCP → delegation
+/// (Subagent/InspectSubagent/SubagentStatus, then Parallel, then Team/InspectMember) →
+/// memory (project memory, then the user model) → skill (`Skill`, then `SkillDraft`) →
+/// meta. [`assemble_catalog`](crate::assemble_catalog) walks it in one loop; earlier
+/// entries win name collisions. This list is the one place that says which families
+/// exist and in which order; every family is enabled (what a build leaves out is the
+/// configuration's choice, narrated per family). `meta` is last and registers nothing:
+/// `ToolSearch` is owned by each engine, never by a catalog.
+pub const FAMILY_ORDER: [Family; 8] = [
+    Family::Core,
+    Family::McpGlobal,
+    Family::McpResource,
+    Family::McpClient,
+    Family::Delegation,
+    Family::Memory,
+    Family::Skill,
+    Family::Meta,
 ];
 
 #[cfg(test)]
@@ -127,37 +83,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn family_order_is_the_seed_sequence() {
-        let names: Vec<&str> = FAMILY_ORDER.iter().map(|slot| slot.as_str()).collect();
+    fn family_order_is_the_seed_sequence_and_the_declaration_order() {
+        let names: Vec<&str> = FAMILY_ORDER.iter().map(|family| family.as_str()).collect();
         assert_eq!(
             names,
             [
                 "core",
-                "server-global MCP",
-                "client MCP",
-                "Subagent/InspectSubagent/SubagentStatus",
-                "Parallel",
-                "Team/InspectMember",
+                "mcp-global",
+                "mcp-resource",
+                "mcp-client",
+                "delegation",
                 "memory",
-                "user-model",
-                "Skill",
-                "SkillDraft",
+                "skill",
+                "meta",
             ]
         );
+        assert!(FAMILY_ORDER.is_sorted());
     }
 
     #[test]
     fn family_wire_names() {
-        let all = [
-            Family::Core,
-            Family::McpGlobal,
-            Family::McpResource,
-            Family::McpClient,
-            Family::Delegation,
-            Family::Memory,
-            Family::Skill,
-            Family::Meta,
-        ];
+        let all = FAMILY_ORDER;
         let names: Vec<String> = all
             .iter()
             .map(|f| serde_json::to_value(f).unwrap().as_str().unwrap().to_owned())

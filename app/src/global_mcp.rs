@@ -5,10 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use std::collections::BTreeMap;
 
-use adapter_mcp::rmcp::model::{GetPromptResult, ResourceContents};
 use adapter_mcp::{
     McpError, McpManager, McpPrompt, McpPromptExpander, McpResource, McpServerInfo, MountOptions,
-    ResourceTools, prompt_expander, resource_tools,
+    PromptReply, ResourceChunk, ResourceTools, prompt_expander, resource_tools,
 };
 use engine_core::{OutputCap, Tool};
 use engine_ports::CancellationToken;
@@ -120,7 +119,7 @@ impl GlobalMcp {
         server: &str,
         uri: &str,
         cancel: &CancellationToken,
-    ) -> Result<Vec<ResourceContents>, McpError> {
+    ) -> Result<Vec<ResourceChunk>, McpError> {
         self.inner.manager.read_resource(server, uri, cancel).await
     }
 
@@ -134,7 +133,7 @@ impl GlobalMcp {
         name: &str,
         arguments: Option<BTreeMap<String, String>>,
         cancel: &CancellationToken,
-    ) -> Result<GetPromptResult, McpError> {
+    ) -> Result<PromptReply, McpError> {
         self.inner
             .manager
             .get_prompt(server, name, arguments, cancel)

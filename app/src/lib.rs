@@ -53,6 +53,7 @@ mod family;
 mod global_mcp;
 mod http;
 mod live_catalog;
+mod mcp_servers;
 mod memory;
 mod report;
 mod session_id;
@@ -78,7 +79,7 @@ pub use config::{
 };
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
-pub use family::{FAMILY_ORDER, Family, FamilySlot};
+pub use family::{FAMILY_ORDER, Family};
 pub use global_mcp::{GlobalMcp, PinnedTools};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -1,13 +1,10 @@
 //! Registration, the provider surface, resource meta-tools and the
 //! prompt expander.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use adapter_mcp::{
-    McpError, McpManager, MountOptions, PromptCommand, parse_prompt_command, prompt_expander, resource_tools,
-};
+use adapter_mcp::{McpError, McpManager, MountOptions, prompt_expander, resource_tools};
 use async_trait::async_trait;
 use engine_core::{Catalog, Environment, OutputCap, Tool, ToolError};
 use engine_ports::{
@@ -216,44 +213,6 @@ async fn ambiguous_uris_name_the_candidates() {
         result.content().contains("a, b") && result.content().contains("several"),
         "{result:?}"
     );
-}
-
-#[test]
-fn prompt_command_grammar() {
-    let args = |pairs: &[(&str, &str)]| {
-        Some(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect::<BTreeMap<_, _>>(),
-        )
-    };
-    assert_eq!(
-        parse_prompt_command("/mcp__srv__greet who=Ada"),
-        Some(PromptCommand {
-            server: "srv".into(),
-            prompt: "greet".into(),
-            arguments: args(&[("who", "Ada")]),
-        })
-    );
-    assert_eq!(
-        parse_prompt_command(" \t/mcp__srv__greet").unwrap().arguments,
-        None
-    );
-    let nested = parse_prompt_command("/mcp__srv__a__b k=v").unwrap();
-    assert_eq!((nested.server.as_str(), nested.prompt.as_str()), ("srv", "a__b"));
-    for no in [
-        "/review x",
-        "plain",
-        "/mcp__onlyserver",
-        "/mcp____x",
-        "/mcp__srv__",
-        "mcp__srv__p",
-    ] {
-        assert_eq!(parse_prompt_command(no), None, "{no}");
-    }
-    let tricky = parse_prompt_command("/mcp__s__p a=1 novalue =x a=2 b= \"q=v w\"").unwrap();
-    assert_eq!(tricky.arguments, args(&[("\"q", "v"), ("a", "2"), ("b", "")]));
 }
 
 #[tokio::test]

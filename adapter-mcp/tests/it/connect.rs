@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use adapter_mcp::{
-    ConnectOptions, McpManager, MountOptions, NameError, ServerConfig, TransportConfig, validate_tool_name,
-};
+use adapter_mcp::{ConnectOptions, McpManager, MountOptions, ServerConfig, TransportConfig};
 use engine_core::Tool as _;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
@@ -84,30 +82,6 @@ async fn invalid_configs_fail_before_dialling() {
         "{errors:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(2));
-}
-
-#[test]
-fn tool_name_rules() {
-    let long_ok = "é".repeat(124);
-    assert_eq!(validate_tool_name("s", &long_ok).unwrap().len(), 256);
-    for ok in ["read_file", "café", "a.b-c", "a__b"] {
-        assert_eq!(validate_tool_name("srv", ok).unwrap(), format!("mcp__srv__{ok}"));
-    }
-    let too_long = format!("{long_ok}x");
-    assert!(matches!(
-        validate_tool_name("s", &too_long),
-        Err(NameError::TooLong { bytes: 257, .. })
-    ));
-    assert!(matches!(
-        validate_tool_name("s", ""),
-        Err(NameError::Empty { .. })
-    ));
-    for bad in ["read\nfile", "read\0file", "read\u{85}file"] {
-        let error = validate_tool_name("s", bad).unwrap_err();
-        assert!(matches!(error, NameError::ControlCharacter { .. }), "{bad:?}");
-        // The bad name only shows Debug-escaped.
-        assert!(!error.to_string().contains(bad), "{error}");
-    }
 }
 
 fn raw_tools(server: &FixtureServer, tools: Value) {

@@ -93,7 +93,7 @@ async fn running_streamable_http_workloads_become_servers() {
             group: "default".into()
         }
     );
-    assert_eq!(github.connect_timeout, adapter_mcp::OPERATOR_CONNECT_TIMEOUT);
+    assert_eq!(github.connect_timeout, std::time::Duration::from_secs(30));
     assert!(matches!(
         github.transport,
         TransportConfig::Http {

@@ -25,13 +25,13 @@ use serde_json::json;
 use super::elicitation::{Question, forward as forward_question};
 use super::history::replay;
 use super::listing::{list_sessions, session_cwd};
-use super::mcp_servers::client_server_spec;
 use super::permission::{permission_request, verdict};
 use super::prompt_text::prompt_text;
 use super::session::{Session, Sessions};
 use super::updates::session_update;
 use crate::error::FactoryError;
 use crate::factory::{SessionEngine, SessionRequest};
+use crate::mcp_servers::parse_mcp_servers;
 use crate::session_id::new_session_id;
 
 /// `initialize`: protocol v1, `agentInfo` `mecated` and this crate's version, no
@@ -136,7 +136,10 @@ async fn create_session(sessions: &Sessions, request: &NewSessionRequest) -> Res
 /// The engine a session runs on: the shared one, or a private one with the client's
 /// MCP servers, connected all or nothing.
 async fn session_engine(sessions: &Sessions, servers: &[McpServer]) -> Result<SessionEngine, Error> {
-    let client_servers = servers.iter().map(client_server_spec).collect();
+    // ACP's typed entries are the wire form itself: they go through the one parser.
+    let client_servers = serde_json::to_value(servers)
+        .map_err(|error| invalid_params(format!("invalid mcpServers: {error}")))
+        .and_then(|value| parse_mcp_servers(&value).map_err(|error| invalid_params(error.to_string())))?;
     sessions
         .factory
         .create(SessionRequest {

@@ -21,7 +21,6 @@ mod elicitation;
 mod handlers;
 mod history;
 mod listing;
-mod mcp_servers;
 mod permission;
 mod prompt_text;
 mod session;

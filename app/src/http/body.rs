@@ -13,7 +13,7 @@ use adapter_mcp::ClientServerSpec;
 
 use super::error::ApiError;
 use super::guard::body_too_large;
-use super::mcp_servers::parse_mcp_servers;
+use crate::mcp_servers::parse_mcp_servers;
 
 /// A request body: `None` when empty, else a JSON object.
 #[derive(Debug)]
@@ -77,7 +77,7 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
     };
     let mcp_servers = match map.get("mcp_servers") {
         None | Some(Value::Null) => Vec::new(),
-        Some(value) => parse_mcp_servers(value)?,
+        Some(value) => parse_mcp_servers(value).map_err(|error| ApiError::bad_request(error.to_string()))?,
     };
     Ok(CreateBody { mode, mcp_servers })
 }

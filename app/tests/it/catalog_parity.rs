@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use adapter_jsonlstore::SyncPolicy;
 use app::{
-    Built, CatalogInputs, ExtraTools, FAMILY_ORDER, Family, FamilySlot, MemoryConfig, MemorySetting,
-    SessionRequest, StoreConfig, assemble_catalog, build,
+    Built, CatalogInputs, ExtraTools, FAMILY_ORDER, Family, MemoryConfig, MemorySetting, SessionRequest,
+    StoreConfig, assemble_catalog, build,
 };
 use async_trait::async_trait;
 use engine_core::{
@@ -21,9 +21,8 @@ use engine_ports::{CancellationToken, PermissionMode, ToolCall, ToolResult, Tool
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
 use crate::support::{Scratch, client_spec, config, http_server};
 
-/// Every family and the names it must contribute to the fully loaded build. Reserved
-/// families list their names once they are built (this catches a family dropped from
-/// both sides).
+/// Every family and the names it must contribute to the fully loaded build (this
+/// catches a family dropped from both sides).
 const REQUIRED: &[(Family, &[&str])] = &[
     (
         Family::Core,
@@ -402,16 +401,14 @@ fn family_order_is_the_seed_sequence() {
     assert_eq!(
         FAMILY_ORDER,
         [
-            FamilySlot::Core,
-            FamilySlot::GlobalMcp,
-            FamilySlot::ClientMcp,
-            FamilySlot::Subagent,
-            FamilySlot::Parallel,
-            FamilySlot::Team,
-            FamilySlot::Memory,
-            FamilySlot::UserModel,
-            FamilySlot::Skill,
-            FamilySlot::SkillDraft,
+            Family::Core,
+            Family::McpGlobal,
+            Family::McpResource,
+            Family::McpClient,
+            Family::Delegation,
+            Family::Memory,
+            Family::Skill,
+            Family::Meta,
         ]
     );
 }
