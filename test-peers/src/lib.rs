@@ -7,12 +7,14 @@
 //! `CI=true`, where nothing is ever skipped. [`PeerProcess`] starts a peer on a free
 //! loopback port, waits until it accepts connections and kills its whole process
 //! group on drop. [`PgCluster`] runs a throwaway PostgreSQL server;
-//! [`ReflinkFs`] mounts a throwaway filesystem that clones files by reference. This crate
+//! [`ReflinkFs`] mounts a throwaway filesystem that clones files by reference;
+//! [`logs`] captures `tracing` events for tests that assert what was logged. This crate
 //! depends on no workspace crate.
 
 // Test support: failing loudly is the point.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod logs;
 pub mod postgres;
 pub mod reflink;
 

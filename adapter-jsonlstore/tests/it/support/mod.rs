@@ -2,7 +2,7 @@
 //! processes.
 
 pub(crate) mod child;
-pub(crate) mod logs;
+pub(crate) use test_peers::logs;
 
 use std::path::Path;
 use std::time::Duration;

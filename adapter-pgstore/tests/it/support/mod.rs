@@ -2,7 +2,7 @@
 //! plain client for the test's own SQL, log capture and child processes.
 
 pub(crate) mod child;
-pub(crate) mod logs;
+pub(crate) use test_peers::logs;
 pub(crate) mod proxy;
 
 use std::time::Duration;

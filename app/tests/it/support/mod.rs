@@ -3,7 +3,7 @@
 
 pub mod acp_client;
 pub mod http;
-pub mod logs;
+pub use test_peers::logs;
 pub mod mcp_fixture;
 
 use std::path::{Path, PathBuf};
