@@ -17,10 +17,10 @@ use super::live::LiveRun;
 use super::run::StartOutcome;
 use super::{EngineError, Inner};
 use crate::catalog::Catalog;
-use crate::context;
+use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
 use crate::disclosure::turn_specs;
-use crate::dispatch::{TurnContext, normalize_call_ids};
+use crate::dispatch::{TurnContext, normalize_owned_call_ids};
 use crate::emitter::EventEmitter;
 use crate::environment::Environment;
 
@@ -134,6 +134,7 @@ impl RunTask {
         }
         let mut counters = RunCounters::default();
         let mut final_text = String::new();
+        let mut sizes = inner.take_sizes(&self.session);
 
         let mut catalog = inner.latest_catalog().await;
         let advertised = turn_specs(
@@ -163,10 +164,12 @@ impl RunTask {
                     &mut snapshot,
                     &mut counters,
                     &mut final_text,
+                    &mut sizes,
                 )
                 .await
             }
         };
+        inner.keep_sizes(&self.session, sizes);
         // Background children still running are cancelled with the run, and saved
         // before it ends.
         if let Some(delegation) = &self.live.delegation {
@@ -199,6 +202,7 @@ impl RunTask {
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
         final_text: &mut String,
+        sizes: &mut ConversationSizes,
     ) -> Ending {
         let inner = &self.inner;
         let cancel = &self.live.cancel;
@@ -254,7 +258,7 @@ impl RunTask {
             );
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);
-            let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+            let estimate = context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
             if estimate > context::compaction_threshold(inner.context_window)
                 && let Err(ending) = self
                     .compact(
@@ -296,7 +300,8 @@ impl RunTask {
                     break streamed;
                 }
                 compacted_for_retry = true;
-                let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+                let estimate =
+                    context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
                 match self
                     .compact(
                         emitter,
@@ -333,10 +338,11 @@ impl RunTask {
                 return failure;
             }
 
-            let calls = normalize_call_ids(&streamed.calls, snapshot.turns);
+            let calls = normalize_owned_call_ids(streamed.calls, snapshot.turns);
+            let answered = calls.is_empty();
             snapshot.conversation.push(Message::Assistant {
                 text: streamed.text.clone(),
-                tool_calls: calls.clone(),
+                tool_calls: calls,
             });
             // The provider's count covers the request and its answer: the next
             // request's estimate starts from it.
@@ -348,7 +354,7 @@ impl RunTask {
                 messages: snapshot.conversation.len() as u64,
             });
             *final_text = streamed.text;
-            if calls.is_empty() {
+            if answered {
                 return Ending::stop(StopReason::EndTurn);
             }
 
@@ -367,7 +373,14 @@ impl RunTask {
                 events: Arc::clone(emitter),
                 cancel: cancel.clone(),
             };
-            let outcome = inner.dispatcher.dispatch(&ctx, &calls).await;
+            // The calls are dispatched from the message just appended (a shared
+            // handle on the conversation: nothing is copied).
+            let conversation = snapshot.conversation.clone();
+            let calls = match conversation.last() {
+                Some(Message::Assistant { tool_calls, .. }) => tool_calls.as_slice(),
+                _ => &[],
+            };
+            let outcome = inner.dispatcher.dispatch(&ctx, calls).await;
             let n = outcome.results.len() as u64;
             counters.tool_calls += n;
             snapshot.tool_calls += n;
@@ -411,7 +424,7 @@ impl RunTask {
             interactive: inner.config.interactive,
             model: inner.config.model.clone(),
             context_window: inner.context_window,
-            conversation: snapshot.conversation[..before_call].to_vec().into(),
+            conversation: snapshot.conversation.prefix(before_call),
             children: Arc::clone(children),
             llm: Arc::clone(&inner.llm),
             policy: Arc::clone(&inner.policy),
