@@ -7,6 +7,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use engine_ports::{Clock, Event, EventKind, EventLog, EventSink, SessionId, format_rfc3339_micros};
 use tokio::sync::mpsc;
 
+/// What the run's stream channel carries: one event, or several numbered together
+/// (deltas the model had already streamed), so a burst of events costs the consumer
+/// one wake-up rather than one per event.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    /// One event.
+    One(Event),
+    /// Consecutive events, in `seq` order.
+    Many(Vec<Event>),
+}
+
 /// Assigns `seq` (strictly increasing) and `time` (with a clock), then delivers each
 /// event to the durable log (a failed append is a WARN), the live sink and the run's
 /// stream, in that order.
@@ -23,7 +34,7 @@ pub struct EventEmitter {
     clock: Option<Arc<dyn Clock>>,
     log: Option<Arc<dyn EventLog>>,
     sink: Option<Arc<dyn EventSink>>,
-    channel: Option<mpsc::Sender<Event>>,
+    channel: Option<mpsc::Sender<Delivery>>,
     /// The first audit record (event or tool-call record) that could not be written.
     audit_failure: Mutex<Option<String>>,
 }
@@ -83,7 +94,7 @@ impl EventEmitter {
 
     /// Sends events to this channel (a closed channel is ignored).
     #[must_use]
-    pub fn with_channel(mut self, channel: mpsc::Sender<Event>) -> Self {
+    pub(crate) fn with_channel(mut self, channel: mpsc::Sender<Delivery>) -> Self {
         self.channel = Some(channel);
         self
     }
@@ -111,6 +122,36 @@ impl EventEmitter {
         let seq = self.reserve_seq();
         self.emit_with_seq(seq, kind).await;
         seq
+    }
+
+    /// Emits `kinds` as consecutive events (numbered together, under one hold of the
+    /// order lock) and hands them to the run's stream in one delivery.
+    pub async fn emit_all(&self, kinds: Vec<EventKind>) {
+        let _order = self.order.lock().await;
+        let mut events = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            let seq = self.reserve_seq();
+            if let Some(event) = self.log_with_seq(seq, kind).await {
+                events.push(event);
+            }
+        }
+        if events.is_empty() {
+            return;
+        }
+        if let Some(sink) = &self.sink {
+            for event in &events {
+                sink.emit(&self.session, event);
+            }
+        }
+        if let Some(channel) = &self.channel {
+            let delivery = if events.len() == 1 {
+                events.pop().map_or(Delivery::Many(Vec::new()), Delivery::One)
+            } else {
+                Delivery::Many(events)
+            };
+            // A closed channel means the consumer dropped the run (which cancels it).
+            let _ = channel.send(delivery).await;
+        }
     }
 
     /// Emits one event under a `seq` taken from [`EventEmitter::reserve_seq`].
@@ -149,7 +190,7 @@ impl EventEmitter {
         }
         if let Some(channel) = &self.channel {
             // A closed channel means the consumer dropped the run (which cancels it).
-            let _ = channel.send(event).await;
+            let _ = channel.send(Delivery::One(event)).await;
         }
     }
 }

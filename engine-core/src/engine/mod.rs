@@ -207,7 +207,8 @@ impl Inner {
     }
 }
 
-/// Bound of a run's event channel (the run waits when the consumer lags).
+/// Bound of a run's event channel, in deliveries (one event, or up to 64 deltas the
+/// model streamed at once); the run waits when the consumer lags.
 const RUN_CHANNEL_BOUND: usize = 256;
 
 impl Engine {

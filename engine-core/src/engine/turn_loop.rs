@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_ports::{
-    Chunk, CompactionTrigger, Event, EventKind, Expansion, LlmError, LlmRequest, Message, ReportedContext,
-    RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
+    Chunk, ChunkStream, CompactionTrigger, EventKind, Expansion, LlmError, LlmRequest, Message,
+    ReportedContext, RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use tokio::sync::{mpsc, oneshot};
 
 use super::compaction::Compacted;
@@ -21,7 +21,7 @@ use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
 use crate::disclosure::turn_specs;
 use crate::dispatch::{TurnContext, normalize_owned_call_ids};
-use crate::emitter::EventEmitter;
+use crate::emitter::{Delivery, EventEmitter};
 use crate::environment::Environment;
 
 /// One run, moved into its own task.
@@ -30,7 +30,7 @@ pub(super) struct RunTask {
     pub(super) live: Arc<LiveRun>,
     pub(super) session: SessionId,
     pub(super) prompt: String,
-    pub(super) channel: mpsc::Sender<Event>,
+    pub(super) channel: mpsc::Sender<Delivery>,
 }
 
 /// Counters of this run (limits are per run).
@@ -67,6 +67,9 @@ impl Ending {
         ))
     }
 }
+
+/// Most deltas emitted as one delivery to the run's stream.
+const MAX_DELTA_BATCH: usize = 64;
 
 /// One model turn as streamed.
 struct Streamed {
@@ -508,23 +511,30 @@ impl RunTask {
                 return out;
             }
         };
+        // An item read ahead while collecting deltas, handled next.
+        let mut read_ahead = None;
         loop {
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => {
-                    out.failure = Some(Ending::stop(StopReason::Cancelled));
-                    return out;
-                }
-                item = stream.next() => item,
+            let item = match read_ahead.take() {
+                Some(item) => item,
+                None => tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        out.failure = Some(Ending::stop(StopReason::Cancelled));
+                        return out;
+                    }
+                    item = stream.next() => item,
+                },
             };
             match item {
                 None | Some(Ok(Chunk::Done)) => return out,
                 Some(Ok(Chunk::Text(text))) => {
                     out.text.push_str(&text);
-                    emitter.emit(EventKind::MessageDelta { text }).await;
+                    let first = EventKind::MessageDelta { text };
+                    read_ahead = self.emit_deltas(emitter, &mut stream, &mut out.text, first).await;
                 }
                 Some(Ok(Chunk::Reasoning(text))) => {
-                    emitter.emit(EventKind::ReasoningDelta { text }).await;
+                    let first = EventKind::ReasoningDelta { text };
+                    read_ahead = self.emit_deltas(emitter, &mut stream, &mut out.text, first).await;
                 }
                 Some(Ok(Chunk::ToolCall(call))) => out.calls.push(call),
                 Some(Ok(Chunk::Usage(usage))) => out.usage += usage,
@@ -543,6 +553,44 @@ impl RunTask {
                 }
             }
         }
+    }
+
+    /// Emits `first` together with the text and reasoning deltas the model already
+    /// streamed (those ready without waiting, at most [`MAX_DELTA_BATCH`]) in one
+    /// delivery; the first other item read, if any, is handed back.
+    async fn emit_deltas(
+        &self,
+        emitter: &EventEmitter,
+        stream: &mut ChunkStream,
+        text: &mut String,
+        first: EventKind,
+    ) -> Option<Option<Result<Chunk, LlmError>>> {
+        let mut deltas = vec![first];
+        let mut read_ahead = None;
+        while deltas.len() < MAX_DELTA_BATCH && !self.live.cancel.is_cancelled() {
+            match stream.next().now_or_never() {
+                Some(Some(Ok(Chunk::Text(delta)))) => {
+                    text.push_str(&delta);
+                    deltas.push(EventKind::MessageDelta { text: delta });
+                }
+                Some(Some(Ok(Chunk::Reasoning(delta)))) => {
+                    deltas.push(EventKind::ReasoningDelta { text: delta });
+                }
+                Some(other) => {
+                    read_ahead = Some(other);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if deltas.len() == 1 {
+            for kind in deltas {
+                emitter.emit(kind).await;
+            }
+        } else {
+            emitter.emit_all(deltas).await;
+        }
+        read_ahead
     }
 
     async fn finish(
