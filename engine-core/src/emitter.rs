@@ -128,15 +128,20 @@ impl EventEmitter {
     /// order lock) and hands them to the run's stream in one delivery.
     pub async fn emit_all(&self, kinds: Vec<EventKind>) {
         let _order = self.order.lock().await;
-        let mut events = Vec::with_capacity(kinds.len());
-        for kind in kinds {
-            let seq = self.reserve_seq();
-            if let Some(event) = self.log_with_seq(seq, kind).await {
-                events.push(event);
-            }
-        }
-        if events.is_empty() {
+        let first = self.next_seq.fetch_add(kinds.len() as u64, Ordering::SeqCst);
+        if !self.is_active() || kinds.is_empty() {
             return;
+        }
+        let mut events: Vec<Event> = (first..)
+            .zip(kinds)
+            .map(|(seq, kind)| Event {
+                seq,
+                time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
+                kind,
+            })
+            .collect();
+        for event in &events {
+            self.append_to_log(event).await;
         }
         if let Some(sink) = &self.sink {
             for event in &events {
@@ -173,13 +178,20 @@ impl EventEmitter {
             time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
             kind,
         };
+        self.append_to_log(&event).await;
+        Some(event)
+    }
+
+    /// Appends `event` to the durable log, if any (a failure is a WARN and an audit
+    /// failure).
+    async fn append_to_log(&self, event: &Event) {
         if let Some(log) = &self.log
-            && let Err(error) = log.append(&self.session, &event).await
+            && let Err(error) = log.append(&self.session, event).await
         {
+            let seq = event.seq;
             tracing::warn!(session_id = %self.session, seq, %error, "event log append failed");
             self.note_audit_failure(format!("event {seq} was not logged: {error}"));
         }
-        Some(event)
     }
 
     /// The second half of [`EventEmitter::emit_with_seq`]: the live sink, then the

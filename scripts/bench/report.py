@@ -32,9 +32,9 @@ MISS_NOTES = {
                     "example's per-run times show where it starts); the in-memory store's event and record "
                     "vectors only grow by amortised pushes.",
     "events": "Deltas the model streamed at once already go out as one delivery to the run's stream; what "
-              "remains per event is its sequence stamp, the `Event` value moved through the emitter's "
-              "futures, the log and sink hand-off and one `String` per `message.delta`. Boxing the event, or "
-              "building a batch's events in place, would cut the copies.",
+              "remains per event is building the `Event`, the log and sink hand-off, the consumer's poll and "
+              "one `String` per `message.delta`; a single event (not a burst) still goes through the "
+              "emitter's futures on its own.",
     "dispatch": "Each call of a read batch runs on a tokio task of its own (parallel reads; D2 panic "
                 "containment), so a batch pays a spawn, a join and usually a wake-up of the other worker per "
                 "call, plus the `tool.call`/`tool.result` bookkeeping; a lone call already runs inline. Polling "
