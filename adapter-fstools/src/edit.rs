@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
+use std::sync::LazyLock;
 
 use crate::atomic_write::{read_existing, replace};
 use crate::confinement::Workspace;
@@ -36,27 +37,31 @@ struct Args {
 #[async_trait]
 impl Tool for Edit {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Edit",
-            "Replaces exact text in an existing text file of the workspace. `path` is \
-             relative to the workspace root. `old_string` must be non-empty, differ from \
-             `new_string`, and match the file byte for byte (whitespace and indentation \
-             included). Without `replace_all` it must occur exactly once: include enough \
-             surrounding lines to make it unique; with `replace_all: true` every occurrence \
-             is replaced. The file is replaced atomically, keeping its permission bits. \
-             An edit may not grow a file past 10 MiB. Returns the number of replacements.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "old_string": {"type": "string", "description": "The exact text to replace (non-empty)."},
-                "new_string": {"type": "string", "description": "The replacement text (must differ from old_string)."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one. Default false."}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Edit",
+                "Replaces exact text in an existing text file of the workspace. `path` is \
+                 relative to the workspace root. `old_string` must be non-empty, differ from \
+                 `new_string`, and match the file byte for byte (whitespace and indentation \
+                 included). Without `replace_all` it must occur exactly once: include enough \
+                 surrounding lines to make it unique; with `replace_all: true` every occurrence \
+                 is replaced. The file is replaced atomically, keeping its permission bits. \
+                 An edit may not grow a file past 10 MiB. Returns the number of replacements.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                    "old_string": {"type": "string", "description": "The exact text to replace (non-empty)."},
+                    "new_string": {"type": "string", "description": "The replacement text (must differ from old_string)."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one. Default false."}
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

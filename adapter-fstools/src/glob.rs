@@ -5,6 +5,7 @@ use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
+use std::sync::LazyLock;
 
 use crate::confinement::Workspace;
 use crate::reply::{self, Reply};
@@ -36,26 +37,30 @@ struct Args {
 #[async_trait]
 impl Tool for Glob {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Glob",
-            "Finds files by path pattern. `pattern` uses glob syntax (`*` and `?` stay within \
-             one path segment, `**` crosses directories, `{a,b}` alternates, `[ab]` classes) \
-             and is matched against `/`-separated paths relative to the search directory: \
-             `*.rs` matches only at its top level, `**/*.rs` at any depth. `path` is the \
-             search directory, relative to the workspace root (default: the root). Lists files \
-             only, one path per line relative to the workspace root, sorted; skips `.git` and \
-             whatever .gitignore/.ignore files exclude; symlinks are not followed. At most \
-             1000 paths, then a note with the total count. The pattern is at most 4096 bytes.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.rs` or `src/*.toml`."},
-                "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default: the root."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Glob",
+                "Finds files by path pattern. `pattern` uses glob syntax (`*` and `?` stay within \
+                 one path segment, `**` crosses directories, `{a,b}` alternates, `[ab]` classes) \
+                 and is matched against `/`-separated paths relative to the search directory: \
+                 `*.rs` matches only at its top level, `**/*.rs` at any depth. `path` is the \
+                 search directory, relative to the workspace root (default: the root). Lists files \
+                 only, one path per line relative to the workspace root, sorted; skips `.git` and \
+                 whatever .gitignore/.ignore files exclude; symlinks are not followed. At most \
+                 1000 paths, then a note with the total count. The pattern is at most 4096 bytes.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.rs` or `src/*.toml`."},
+                    "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default: the root."}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

@@ -2,6 +2,7 @@
 
 use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::Path;
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
@@ -53,31 +54,35 @@ struct Args {
 #[async_trait]
 impl Tool for Grep {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Grep",
-            "Searches file contents with a regular expression (Rust `regex` syntax: no \
-             look-around or backreferences). `path` is a file or directory relative to the \
-             workspace root (default: the root); directories are searched recursively, \
-             skipping `.git`, files excluded by .gitignore/.ignore, symlinks and binary files. \
-             `glob` keeps only matching files (a pattern without `/`, like `*.rs`, matches file \
-             names at any depth; one with `/` matches the path relative to `path`). \
-             `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
-             path then line number, at most `max_results` (default 500, at most 5000) \
-             followed by a note when the search stopped early. `pattern` and `glob` are at \
-             most 4096 bytes each.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
-                "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
-                "case_insensitive": {"type": "boolean", "description": "Match case-insensitively. Default false."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "Maximum matching lines. Default 500."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Grep",
+                "Searches file contents with a regular expression (Rust `regex` syntax: no \
+                 look-around or backreferences). `path` is a file or directory relative to the \
+                 workspace root (default: the root); directories are searched recursively, \
+                 skipping `.git`, files excluded by .gitignore/.ignore, symlinks and binary files. \
+                 `glob` keeps only matching files (a pattern without `/`, like `*.rs`, matches file \
+                 names at any depth; one with `/` matches the path relative to `path`). \
+                 `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
+                 path then line number, at most `max_results` (default 500, at most 5000) \
+                 followed by a note when the search stopped early. `pattern` and `glob` are at \
+                 most 4096 bytes each.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
+                    "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
+                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
+                    "case_insensitive": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+                    "max_results": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "Maximum matching lines. Default 500."}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

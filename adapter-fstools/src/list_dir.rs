@@ -1,6 +1,7 @@
 //! `ListDir`: the entries of one directory, sorted, directories marked with `/`.
 
 use std::ffi::OsString;
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
@@ -27,21 +28,25 @@ struct Args {
 #[async_trait]
 impl Tool for ListDir {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "ListDir",
-            "Lists one directory of the workspace (not recursive). `path` is relative to the \
-             workspace root (default: the root). One entry per line, sorted by name; \
-             directories end in `/`; a symlink is shown as `name -> target` and not followed. \
-             Hidden entries are included. At most 1000 entries, then a note with the total \
-             count. Use Glob to find files recursively.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default: the root."}
-            },
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "ListDir",
+                "Lists one directory of the workspace (not recursive). `path` is relative to the \
+                 workspace root (default: the root). One entry per line, sorted by name; \
+                 directories end in `/`; a symlink is shown as `name -> target` and not followed. \
+                 Hidden entries are included. At most 1000 entries, then a note with the total \
+                 count. Use Glob to find files recursively.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default: the root."}
+                },
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
@@ -36,26 +37,30 @@ struct Args {
 #[async_trait]
 impl Tool for Read {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Read",
-            "Reads a text file from the workspace. `path` is relative to the workspace root \
-             (an absolute path must lie inside it). Returns the lines prefixed with their \
-             1-based number and a tab. `offset` is the first line to show (1-based, default \
-             1) and `limit` the number of lines (default 2000); a note says how to read \
-             further when lines remain. Binary files (a NUL byte in the first 8 KiB, or \
-             invalid UTF-8) are refused with their size; for a directory use ListDir. Output \
-             is capped; text beyond the cap is cut with a truncation marker.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines. Default 2000."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Read",
+                "Reads a text file from the workspace. `path` is relative to the workspace root \
+                 (an absolute path must lie inside it). Returns the lines prefixed with their \
+                 1-based number and a tab. `offset` is the first line to show (1-based, default \
+                 1) and `limit` the number of lines (default 2000); a note says how to read \
+                 further when lines remain. Binary files (a NUL byte in the first 8 KiB, or \
+                 invalid UTF-8) are refused with their size; for a directory use ListDir. Output \
+                 is capped; text beyond the cap is cut with a truncation marker.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines. Default 2000."}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

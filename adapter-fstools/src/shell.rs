@@ -1,6 +1,7 @@
 //! `Shell`: runs a command through the environment's [`CommandRunner`] in the
 //! workspace root.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -30,27 +31,31 @@ struct Args {
 #[async_trait]
 impl Tool for Shell {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Shell",
-            "Runs a shell command as `<shell> -c <command>` (the configured shell, /bin/sh by \
-             default) with the workspace root as working directory and stdin empty, so \
-             interactive commands cannot wait for input. Returns stdout and stderr merged in \
-             the order written, then a final `[exit status: N]` line; a non-zero exit status \
-             is an error. `timeout_ms` defaults to 120000 (at most 600000); on timeout the \
-             command's process group gets SIGTERM, then SIGKILL after 2 s, and the output so \
-             far is returned with the timeout stated. Background processes still holding the \
-             output when the command exits are killed. Output is capped; text beyond the cap \
-             is cut with a truncation marker. Prefer Read, Grep, Glob and Edit for files.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line, run with `-c` by the shell."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 120000."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Shell",
+                "Runs a shell command as `<shell> -c <command>` (the configured shell, /bin/sh by \
+                 default) with the workspace root as working directory and stdin empty, so \
+                 interactive commands cannot wait for input. Returns stdout and stderr merged in \
+                 the order written, then a final `[exit status: N]` line; a non-zero exit status \
+                 is an error. `timeout_ms` defaults to 120000 (at most 600000); on timeout the \
+                 command's process group gets SIGTERM, then SIGKILL after 2 s, and the output so \
+                 far is returned with the timeout stated. Background processes still holding the \
+                 output when the command exits are killed. Output is capped; text beyond the cap \
+                 is cut with a truncation marker. Prefer Read, Grep, Glob and Edit for files.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line, run with `-c` by the shell."},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 120000."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
+use std::sync::LazyLock;
 
 use crate::atomic_write::{Written, write_file};
 use crate::confinement::Workspace;
@@ -23,24 +24,28 @@ struct Args {
 #[async_trait]
 impl Tool for Write {
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "Write",
-            "Writes a file in the workspace, replacing it whole if it exists. `path` is \
-             relative to the workspace root (an absolute path must lie inside it); missing \
-             parent directories are created. The replacement is atomic (a temp file renamed \
-             over the target) and keeps an existing file's permission bits; a symlink is \
-             followed only while it stays inside the workspace. Returns the number of bytes \
-             written. To change part of a file, prefer Edit.",
-        )
-        .with_schema(serde_json::json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+            ToolSpec::new(
+                "Write",
+                "Writes a file in the workspace, replacing it whole if it exists. `path` is \
+                 relative to the workspace root (an absolute path must lie inside it); missing \
+                 parent directories are created. The replacement is atomic (a temp file renamed \
+                 over the target) and keeps an existing file's permission bits; a symlink is \
+                 followed only while it stays inside the workspace. Returns the number of bytes \
+                 written. To change part of a file, prefer Edit.",
+            )
+            .with_schema(serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                    "content": {"type": "string", "description": "The complete new content of the file."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }))
+        });
+        SPEC.clone()
     }
 
     fn read_only(&self) -> bool {

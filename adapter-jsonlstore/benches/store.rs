@@ -141,29 +141,23 @@ fn recorder_overhead(c: &mut Criterion) {
     let id = SessionId::from("bench/recorder");
     let call = ToolCall::new("call-1", "Read", r#"{"path":"src/lib.rs"}"#);
     let result = ToolResult::text("call-1", "r".repeat(800));
-    let line = serde_json::to_vec(&ToolCallRecord::new(
+    // Built once, as the engine's dispatcher builds each call's record.
+    let record = ToolCallRecord::new(
         &id,
         &call,
         &result,
         Duration::ZERO,
         Duration::ZERO,
         std::time::SystemTime::now(),
-    ))
-    .unwrap();
+    )
+    .with_approval(engine_ports::Approval::POLICY_ALLOW);
+    let line = serde_json::to_vec(&record).unwrap();
     let lease = rt.block_on(store.acquire_run(&id)).unwrap();
     // Percentiles of the time inside `record`, one call at a time.
     let mut samples: Vec<Duration> = (0..20_000)
         .map(|_| {
             let start = Instant::now();
-            rt.block_on(store.record(
-                &id,
-                &call,
-                &result,
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
-            ))
-            .unwrap();
+            rt.block_on(store.record(&record)).unwrap();
             start.elapsed()
         })
         .collect();
@@ -179,15 +173,7 @@ fn recorder_overhead(c: &mut Criterion) {
     );
     c.bench_function("recorder/record_1KiB_batched", |b| {
         b.iter(|| {
-            rt.block_on(store.record(
-                &id,
-                &call,
-                &result,
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
-            ))
-            .unwrap();
+            rt.block_on(store.record(&record)).unwrap();
         });
     });
     drop(lease);

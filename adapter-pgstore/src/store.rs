@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use deadpool_postgres::Object;
 use engine_ports::{
-    Approval, Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot,
-    SessionStore, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
+    StoreError, ToolCallRecord, ToolCallRecorder,
 };
 use tokio::runtime::Handle;
 use uuid::Uuid;
@@ -613,20 +613,11 @@ impl EventLog for PgStore {
 
 #[async_trait]
 impl ToolCallRecorder for PgStore {
-    async fn record(
-        &self,
-        session: &SessionId,
-        call: &ToolCall,
-        result: &ToolResult,
-        approval: &Approval,
-        queued: Duration,
-        took: Duration,
-    ) -> Result<(), RecorderError> {
-        let failed = |error: StoreError| RecorderError::failed(session, call, error.to_string());
+    async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
+        let session = &record.session_id;
+        let failed = |error: StoreError| RecorderError::failed(record, error.to_string());
         check_id(session).map_err(failed)?;
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
-            .with_approval(*approval);
-        let body = encode(&record, session, "tool-call record").map_err(failed)?;
+        let body = encode(record, session, "tool-call record").map_err(failed)?;
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)
             .map_err(failed)?;

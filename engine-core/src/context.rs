@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use engine_ports::{ContentPart, Message, ReportedContext, ToolSpec};
+use engine_ports::{ContentPart, Conversation, Message, ReportedContext, ToolSpec, WeakPrefix};
 
 use crate::output_cap::floor_char_boundary;
 
@@ -161,15 +161,59 @@ pub(crate) fn fixed_bytes(system: &str, tools: &[ToolSpec]) -> u64 {
     system.len() as u64 + specs
 }
 
+/// Running byte totals of a conversation's messages ([`message_bytes`]), kept
+/// between turns and runs of a session so that an estimate costs only the messages
+/// appended since the last one: `totals[i]` is the bytes of the first `i` messages of
+/// the conversation `prefix` refers to. A conversation that does not grow from that
+/// prefix (a compaction rewrote it, a store loaded a copy) is counted again from its
+/// start.
+#[derive(Debug, Default)]
+pub(crate) struct ConversationSizes {
+    prefix: WeakPrefix,
+    totals: Vec<u64>,
+}
+
+impl ConversationSizes {
+    /// Brings the totals up to `conversation`.
+    fn update(&mut self, conversation: &Conversation) {
+        let from = if self.prefix.is_prefix_of(conversation) && self.totals.len() == self.prefix.len() + 1 {
+            self.prefix.len()
+        } else {
+            self.totals.clear();
+            self.totals.push(0);
+            0
+        };
+        let mut total = self.totals.last().copied().unwrap_or(0);
+        self.totals.reserve(conversation.len() - from);
+        for message in conversation.iter().skip(from) {
+            total += message_bytes(message);
+            self.totals.push(total);
+        }
+        self.prefix = conversation.downgrade();
+    }
+
+    /// The bytes of the messages from `from` on, when there are that many.
+    fn bytes_from(&self, from: usize) -> Option<u64> {
+        let total = self.totals.last().copied().unwrap_or(0);
+        self.totals.get(from).map(|before| total - before)
+    }
+}
+
 /// The estimated tokens of a request carrying `conversation` plus `fixed` bytes: the
 /// provider's count of the prefix it reported on plus the bytes added since, but never
 /// less than the bytes of the whole request (a provider may under-report, or count
-/// nothing at all).
-pub(crate) fn estimate(conversation: &[Message], reported: Option<ReportedContext>, fixed: u64) -> u64 {
-    let by_bytes = tokens_of(fixed + conversation.iter().map(message_bytes).sum::<u64>());
+/// nothing at all). `sizes` remembers the message sizes between calls.
+pub(crate) fn estimate(
+    sizes: &mut ConversationSizes,
+    conversation: &Conversation,
+    reported: Option<ReportedContext>,
+    fixed: u64,
+) -> u64 {
+    sizes.update(conversation);
+    let by_bytes = tokens_of(fixed + sizes.bytes_from(0).unwrap_or(0));
     let from_report = reported.and_then(|reported| {
         let from = usize::try_from(reported.messages).ok()?;
-        let added: u64 = conversation.get(from..)?.iter().map(message_bytes).sum();
+        let added = sizes.bytes_from(from)?;
         Some(reported.tokens.saturating_add(tokens_of(added)))
     });
     from_report.map_or(by_bytes, |tokens| tokens.max(by_bytes))
@@ -382,7 +426,10 @@ mod tests {
 
     #[test]
     fn the_estimate_adds_bytes_since_the_reported_count() {
-        let conversation = vec![user("hello"), said("hi"), user(&"x".repeat(40))];
+        let conversation: Conversation = vec![user("hello"), said("hi"), user(&"x".repeat(40))].into();
+        let estimate = |conversation: &Conversation, reported, fixed| {
+            estimate(&mut ConversationSizes::default(), conversation, reported, fixed)
+        };
         assert_eq!(estimate(&conversation, None, 13), tokens_of(13 + 5 + 2 + 40));
         let reported = ReportedContext {
             tokens: 1000,
@@ -399,6 +446,29 @@ mod tests {
             messages: 2,
         };
         assert_eq!(estimate(&conversation, Some(under_reported), 13), tokens_of(60));
+    }
+
+    #[test]
+    fn kept_sizes_follow_a_growing_conversation_and_recount_a_rewritten_one() {
+        let mut sizes = ConversationSizes::default();
+        let mut conversation: Conversation = vec![user("hello")].into();
+        assert_eq!(estimate(&mut sizes, &conversation, None, 0), tokens_of(5));
+        let saved = conversation.clone();
+        conversation.push(said("hi there"));
+        conversation.push(user(&"x".repeat(40)));
+        assert_eq!(
+            estimate(&mut sizes, &conversation, None, 0),
+            tokens_of(5 + 8 + 40)
+        );
+        // What the estimate counted before stays valid for a holder of the prefix.
+        assert_eq!(estimate(&mut sizes, &saved, None, 0), tokens_of(5));
+        let rewritten: Conversation = vec![user("ab"), said("c")].into();
+        assert_eq!(estimate(&mut sizes, &rewritten, None, 0), tokens_of(3));
+        let reported = ReportedContext {
+            tokens: 100,
+            messages: 1,
+        };
+        assert_eq!(estimate(&mut sizes, &rewritten, Some(reported), 0), 101);
     }
 
     #[test]

@@ -7,6 +7,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use engine_ports::{Clock, Event, EventKind, EventLog, EventSink, SessionId, format_rfc3339_micros};
 use tokio::sync::mpsc;
 
+/// What the run's stream channel carries: one event, or several numbered together
+/// (deltas the model had already streamed), so a burst of events costs the consumer
+/// one wake-up rather than one per event.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    /// One event.
+    One(Event),
+    /// Consecutive events, in `seq` order.
+    Many(Vec<Event>),
+}
+
 /// Assigns `seq` (strictly increasing) and `time` (with a clock), then delivers each
 /// event to the durable log (a failed append is a WARN), the live sink and the run's
 /// stream, in that order.
@@ -23,7 +34,7 @@ pub struct EventEmitter {
     clock: Option<Arc<dyn Clock>>,
     log: Option<Arc<dyn EventLog>>,
     sink: Option<Arc<dyn EventSink>>,
-    channel: Option<mpsc::Sender<Event>>,
+    channel: Option<mpsc::Sender<Delivery>>,
     /// The first audit record (event or tool-call record) that could not be written.
     audit_failure: Mutex<Option<String>>,
 }
@@ -83,7 +94,7 @@ impl EventEmitter {
 
     /// Sends events to this channel (a closed channel is ignored).
     #[must_use]
-    pub fn with_channel(mut self, channel: mpsc::Sender<Event>) -> Self {
+    pub(crate) fn with_channel(mut self, channel: mpsc::Sender<Delivery>) -> Self {
         self.channel = Some(channel);
         self
     }
@@ -113,6 +124,41 @@ impl EventEmitter {
         seq
     }
 
+    /// Emits `kinds` as consecutive events (numbered together, under one hold of the
+    /// order lock) and hands them to the run's stream in one delivery.
+    pub async fn emit_all(&self, kinds: Vec<EventKind>) {
+        let _order = self.order.lock().await;
+        let first = self.next_seq.fetch_add(kinds.len() as u64, Ordering::SeqCst);
+        if !self.is_active() || kinds.is_empty() {
+            return;
+        }
+        let mut events: Vec<Event> = (first..)
+            .zip(kinds)
+            .map(|(seq, kind)| Event {
+                seq,
+                time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
+                kind,
+            })
+            .collect();
+        for event in &events {
+            self.append_to_log(event).await;
+        }
+        if let Some(sink) = &self.sink {
+            for event in &events {
+                sink.emit(&self.session, event);
+            }
+        }
+        if let Some(channel) = &self.channel {
+            let delivery = if events.len() == 1 {
+                events.pop().map_or(Delivery::Many(Vec::new()), Delivery::One)
+            } else {
+                Delivery::Many(events)
+            };
+            // A closed channel means the consumer dropped the run (which cancels it).
+            let _ = channel.send(delivery).await;
+        }
+    }
+
     /// Emits one event under a `seq` taken from [`EventEmitter::reserve_seq`].
     pub async fn emit_with_seq(&self, seq: u64, kind: EventKind) {
         if let Some(event) = self.log_with_seq(seq, kind).await {
@@ -132,13 +178,20 @@ impl EventEmitter {
             time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
             kind,
         };
+        self.append_to_log(&event).await;
+        Some(event)
+    }
+
+    /// Appends `event` to the durable log, if any (a failure is a WARN and an audit
+    /// failure).
+    async fn append_to_log(&self, event: &Event) {
         if let Some(log) = &self.log
-            && let Err(error) = log.append(&self.session, &event).await
+            && let Err(error) = log.append(&self.session, event).await
         {
+            let seq = event.seq;
             tracing::warn!(session_id = %self.session, seq, %error, "event log append failed");
             self.note_audit_failure(format!("event {seq} was not logged: {error}"));
         }
-        Some(event)
     }
 
     /// The second half of [`EventEmitter::emit_with_seq`]: the live sink, then the
@@ -149,7 +202,7 @@ impl EventEmitter {
         }
         if let Some(channel) = &self.channel {
             // A closed channel means the consumer dropped the run (which cancels it).
-            let _ = channel.send(event).await;
+            let _ = channel.send(Delivery::One(event)).await;
         }
     }
 }

@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use engine_ports::{
-    Approval, Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot,
-    SessionStore, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
+    StoreError, ToolCallRecord, ToolCallRecorder,
 };
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
@@ -148,24 +148,14 @@ impl EventLog for InMemoryStore {
 
 #[async_trait]
 impl ToolCallRecorder for InMemoryStore {
-    async fn record(
-        &self,
-        session: &SessionId,
-        call: &ToolCall,
-        result: &ToolResult,
-        approval: &Approval,
-        queued: Duration,
-        took: Duration,
-    ) -> Result<(), RecorderError> {
-        if session.is_empty() {
-            return Err(RecorderError::failed(session, call, "the session id is empty"));
+    async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
+        if record.session_id.is_empty() {
+            return Err(RecorderError::failed(record, "the session id is empty"));
         }
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
-            .with_approval(*approval);
         lock(&self.records)
-            .entry(session.clone())
+            .entry(record.session_id.clone())
             .or_default()
-            .push(record);
+            .push(record.clone());
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `ToolSearch` (D4): returns full specs of matching tools so the model can call
 //! them correctly, and hydrates Disclosable tools for the session (D3).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use async_trait::async_trait;
 use bm25::{Embedder, EmbedderBuilder, Scorer};
@@ -62,7 +62,11 @@ fn search_schema() -> serde_json::Value {
 /// The spec of `ToolSearch` under light disclosure, for hosts that list it (family
 /// `meta`).
 pub fn tool_search_spec() -> ToolSpec {
-    ToolSpec::new(TOOL_SEARCH_NAME, format!("{PURPOSE} {LIGHT} {MATCHING}")).with_schema(search_schema())
+    // Built once: every turn under light disclosure advertises it.
+    static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
+        ToolSpec::new(TOOL_SEARCH_NAME, format!("{PURPOSE} {LIGHT} {MATCHING}")).with_schema(search_schema())
+    });
+    SPEC.clone()
 }
 
 /// The spec of `ToolSearch` under deferred disclosure: the text of

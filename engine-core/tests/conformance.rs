@@ -39,12 +39,15 @@ async fn in_memory_store_refuses_records_of_an_empty_session_id() {
     let result = engine_ports::ToolResult::text("call-9", "ok");
     let error = store
         .record(
-            &engine_ports::SessionId::from(""),
-            &call,
-            &result,
-            &engine_ports::Approval::POLICY_ALLOW,
-            std::time::Duration::ZERO,
-            std::time::Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &engine_ports::SessionId::from(""),
+                &call,
+                &result,
+                std::time::Duration::ZERO,
+                std::time::Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap_err();

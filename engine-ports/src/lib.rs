@@ -66,6 +66,7 @@ mod call;
 mod clock;
 mod commands;
 mod content;
+mod conversation;
 mod diagnostics;
 mod event;
 mod fork;
@@ -105,6 +106,7 @@ pub use content::{
     ContentError, ContentPart, EmbeddedBody, EmbeddedResource, MAX_BINARY_PART_BYTES,
     MAX_RESULT_INLINE_BYTES, MAX_TEXT_PART_BYTES, ResourceLink, encode_base64, validate_parts,
 };
+pub use conversation::{Iter as ConversationIter, WeakPrefix};
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
     ChildPhase, CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
+pub use crate::conversation::Conversation;
 use crate::result::ToolResult;
 use crate::spec::ToolSpec;
 use crate::usage::Usage;
@@ -66,100 +67,6 @@ impl Message {
             Self::Summary { replaced_turns, .. } => *replaced_turns,
             Self::User { .. } | Self::Tool { .. } => 0,
         }
-    }
-}
-
-/// A session's messages, shared: cloning is O(1) (one `Arc`), so a request, a saved
-/// snapshot and the running session can hold the same conversation without copying
-/// it. A change copies the messages only when another holder still shares them.
-///
-/// It reads as a slice (`Deref<Target = [Message]>`) and serializes as a JSON array of
-/// messages, exactly like a `Vec<Message>`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Conversation(std::sync::Arc<Vec<Message>>);
-
-impl Conversation {
-    /// An empty conversation.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Appends `message` (copying the messages first only while they are shared).
-    pub fn push(&mut self, message: Message) {
-        self.make_mut().push(message);
-    }
-
-    /// The messages, to change in place (copied first only while they are shared).
-    pub fn make_mut(&mut self) -> &mut Vec<Message> {
-        std::sync::Arc::make_mut(&mut self.0)
-    }
-
-    /// The messages from `at` on, removed from this conversation and returned.
-    ///
-    /// # Panics
-    /// When `at > self.len()`, like [`Vec::split_off`].
-    pub fn split_off(&mut self, at: usize) -> Vec<Message> {
-        self.make_mut().split_off(at)
-    }
-
-    /// Inserts `message` at `index`, like [`Vec::insert`].
-    ///
-    /// # Panics
-    /// When `index > self.len()`.
-    pub fn insert(&mut self, index: usize, message: Message) {
-        self.make_mut().insert(index, message);
-    }
-
-    /// The messages as a slice.
-    pub fn as_slice(&self) -> &[Message] {
-        &self.0
-    }
-
-    /// Whether `self` and `other` share the same messages (no copy between them).
-    pub fn shares_with(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl std::ops::Deref for Conversation {
-    type Target = [Message];
-
-    fn deref(&self) -> &[Message] {
-        &self.0
-    }
-}
-
-impl From<Vec<Message>> for Conversation {
-    fn from(messages: Vec<Message>) -> Self {
-        Self(std::sync::Arc::new(messages))
-    }
-}
-
-impl FromIterator<Message> for Conversation {
-    fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
-        Self::from(iter.into_iter().collect::<Vec<_>>())
-    }
-}
-
-impl<'a> IntoIterator for &'a Conversation {
-    type Item = &'a Message;
-    type IntoIter = std::slice::Iter<'a, Message>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-impl<const N: usize> PartialEq<[Message; N]> for Conversation {
-    fn eq(&self, other: &[Message; N]) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl PartialEq<Vec<Message>> for Conversation {
-    fn eq(&self, other: &Vec<Message>) -> bool {
-        self.as_slice() == other.as_slice()
     }
 }
 
@@ -350,43 +257,4 @@ pub trait LlmProvider: Send + Sync {
 
     /// Starts one model turn.
     async fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> Result<ChunkStream, LlmError>;
-}
-
-#[cfg(test)]
-mod conversation_tests {
-    use super::*;
-
-    fn user(text: &str) -> Message {
-        Message::User {
-            text: text.to_owned(),
-        }
-    }
-
-    #[test]
-    fn a_clone_shares_the_messages_and_a_later_push_leaves_it_unchanged() {
-        let mut conversation = Conversation::from(vec![user("a")]);
-        let request_copy = conversation.clone();
-        assert!(request_copy.shares_with(&conversation));
-        conversation.push(user("b"));
-        assert!(!request_copy.shares_with(&conversation));
-        assert_eq!(request_copy, [user("a")]);
-        assert_eq!(conversation, [user("a"), user("b")]);
-        // Unshared, a push appends in place.
-        let before = conversation.as_slice().as_ptr();
-        let mut alone = conversation;
-        alone.make_mut().reserve(8);
-        let reserved = alone.as_slice().as_ptr();
-        alone.push(user("c"));
-        assert_eq!(alone.as_slice().as_ptr(), reserved);
-        assert_ne!(before, std::ptr::null());
-    }
-
-    #[test]
-    fn it_serializes_as_a_plain_array_of_messages() {
-        let conversation = Conversation::from(vec![user("hi")]);
-        let json = serde_json::to_string(&conversation).unwrap();
-        assert_eq!(json, serde_json::to_string(&vec![user("hi")]).unwrap());
-        let back: Conversation = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, conversation);
-    }
 }

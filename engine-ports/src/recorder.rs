@@ -13,8 +13,9 @@ use crate::result::ToolResult;
 
 /// The per-call audit seam, distinct from events and diagnostics.
 ///
-/// The engine calls `record` once per **decided** call, with who decided
-/// ([`Approval`]):
+/// The engine calls `record` once per **decided** call with the record it built
+/// once: its time read from the engine's [`Clock`](crate::Clock) (the Unix epoch for
+/// an engine without one), who decided ([`Approval`]), and
 /// - an executed call after the PostToolUse hook, with the effective call (rewritten
 ///   arguments included), the final result, the queue and execution times and the
 ///   approval that let it run;
@@ -26,6 +27,8 @@ use crate::result::ToolResult;
 /// made), nor calls cancelled before they were decided or started.
 ///
 /// # Contract
+/// - The record is written as given, every field (the `time` included) unchanged:
+///   a recorder never stamps its own time.
 /// - Records of one session keep the order of `record` calls; sessions never mix.
 /// - A failure returns [`RecorderError`] naming the session, the call, the tool and
 ///   the cause; it never panics. The engine logs it at WARN and changes nothing else,
@@ -36,16 +39,8 @@ use crate::result::ToolResult;
 ///   Engines that require audit call it at every turn boundary.
 #[async_trait]
 pub trait ToolCallRecorder: Send + Sync {
-    /// Records one decided call.
-    async fn record(
-        &self,
-        session: &SessionId,
-        call: &ToolCall,
-        result: &ToolResult,
-        approval: &Approval,
-        queued: Duration,
-        took: Duration,
-    ) -> Result<(), RecorderError>;
+    /// Records one decided call (of the session `record.session_id`).
+    async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError>;
 
     /// Writes the session's buffered records; reports records lost since the last
     /// flush.
@@ -90,12 +85,12 @@ impl RecorderError {
         }
     }
 
-    /// A failure recording `call` of `session`.
-    pub fn failed(session: &SessionId, call: &ToolCall, cause: impl Into<String>) -> Self {
+    /// A failure writing `record`.
+    pub fn failed(record: &ToolCallRecord, cause: impl Into<String>) -> Self {
         Self::Failed {
-            session_id: session.clone(),
-            call_id: call.id().clone(),
-            tool: call.name().to_owned(),
+            session_id: record.session_id.clone(),
+            call_id: record.call_id.clone(),
+            tool: record.tool.clone(),
             cause: cause.into(),
         }
     }
@@ -144,13 +139,27 @@ impl ToolCallRecord {
         took: Duration,
         time: SystemTime,
     ) -> Self {
+        Self::with_args(session, call, call.args_value(), result, (queued, took), time)
+    }
+
+    /// [`new`](Self::new) with the call's arguments already parsed
+    /// (`call.args_value()`), so a caller that parsed them once shares them; `timing`
+    /// is the queue and execution times.
+    pub fn with_args(
+        session: &SessionId,
+        call: &ToolCall,
+        args: serde_json::Value,
+        result: &ToolResult,
+        (queued, took): (Duration, Duration),
+        time: SystemTime,
+    ) -> Self {
         Self {
             record_type: "tool_call".to_owned(),
             time: format_rfc3339_micros(time),
             session_id: session.clone(),
             call_id: call.id().clone(),
             tool: call.name().to_owned(),
-            args: call.args_value(),
+            args,
             result: result.content().to_owned(),
             is_error: result.is_error(),
             queued_micros: micros(queued),

@@ -28,14 +28,16 @@ MISS_NOTES = {
     "subagent": "A subagent round trip assembles a child catalog (`assemble_catalog` with the child "
                 "profile), builds a child engine, saves the child session create-only and renders its "
                 "result; the assembly dominates (see the assembly rows of section 6).",
-    "long_session": "A session's messages are shared behind an `Arc` (`Conversation`), so building a request "
-                    "copies none; but the in-memory store keeps the saved snapshot, which shares them, so the "
-                    "first append after each save (a tool turn saves) copies the whole conversation, and the "
-                    "store frees the previous copy. A persistent vector (appends sharing the prefix) would make "
-                    "both O(1).",
-    "events": "The per-event path (sequence stamp, the event value handed to the stream's channel and to the "
-              "store's appender, one `String` per `message.delta`) was not reworked in this round; batching "
-              "deltas per channel send is the next step.",
+    "long_session": "Nothing the engine does per turn should grow with the conversation: appends write the "
+                    "next slot of the shared `Conversation` in place (the saved snapshot keeps its prefix), the "
+                    "estimate counts only the messages added since the previous turn, and requests share the "
+                    "messages. A ratio above 1.2 means a per-turn walk of the conversation came back (the "
+                    "example's per-run times show where it starts); the in-memory store's event and record "
+                    "vectors only grow by amortised pushes.",
+    "events": "Deltas the model streamed at once already go out as one delivery to the run's stream; what "
+              "remains per event is building the `Event`, the log and sink hand-off, the consumer's poll and "
+              "one `String` per `message.delta`; a single event (not a burst) still goes through the "
+              "emitter's futures on its own.",
     "dispatch": "Each call of a read batch runs on a tokio task of its own (parallel reads; D2 panic "
                 "containment), so a batch pays a spawn, a join and usually a wake-up of the other worker per "
                 "call, plus the `tool.call`/`tool.result` bookkeeping; a lone call already runs inline. Polling "

@@ -7,13 +7,10 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_ports::{
-    Approval, Event, EventLog, RecorderError, SessionId, StoreError, ToolCall, ToolCallRecord,
-    ToolCallRecorder, ToolResult,
-};
+use engine_ports::{Event, EventLog, RecorderError, SessionId, StoreError, ToolCallRecord, ToolCallRecorder};
 
 use super::{Inner, JsonlStore, SessionPaths, check_id};
 use crate::appender::{Pushed, Sidecar};
@@ -269,20 +266,11 @@ impl EventLog for JsonlStore {
 
 #[async_trait]
 impl ToolCallRecorder for JsonlStore {
-    async fn record(
-        &self,
-        session: &SessionId,
-        call: &ToolCall,
-        result: &ToolResult,
-        approval: &Approval,
-        queued: Duration,
-        took: Duration,
-    ) -> Result<(), RecorderError> {
+    async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
+        let session = &record.session_id;
         let written = async {
             check_id(session)?;
-            let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
-                .with_approval(*approval);
-            let buf = self.record_buffer(session, &record)?;
+            let buf = self.record_buffer(session, record)?;
             let timeout = self.inner.opts.recorder_lock_timeout;
             let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {
                 return Ok(());
@@ -299,12 +287,12 @@ impl ToolCallRecorder for JsonlStore {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 session_id = %session,
-                call_id = %call.id(),
-                tool = %call.name(),
+                call_id = %record.call_id,
+                tool = %record.tool,
                 error = %error,
                 "jsonlstore: dropped a tool-call audit record"
             );
-            RecorderError::failed(session, call, error.to_string())
+            RecorderError::failed(record, error.to_string())
         })
     }
 

@@ -56,12 +56,15 @@ async fn leased_appends_are_read_back_at_once_and_land_in_order_under_every_poli
         let call = ToolCall::new("c1", "Read", "{}");
         store
             .record(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
+                &engine_ports::ToolCallRecord::new(
+                    &id,
+                    &call,
+                    &ToolResult::text("c1", "ok"),
+                    Duration::ZERO,
+                    Duration::ZERO,
+                    std::time::SystemTime::now(),
+                )
+                .with_approval(engine_ports::Approval::POLICY_ALLOW),
             )
             .await
             .unwrap();
@@ -209,12 +212,15 @@ async fn a_leased_record_that_cannot_be_written_is_counted_and_logged() {
     // Buffered: the failure shows when the batch is written.
     let _ = store
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "ok"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "ok"),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await;
     drop(lease);

@@ -95,12 +95,15 @@ async fn an_escaping_id_stays_inside_sid_v1() {
     let call = ToolCall::new("c1", "Read", "{}");
     store
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "ok"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "ok"),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap();

@@ -37,12 +37,15 @@ async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
     let started = Instant::now();
     let error = store
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "ok"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "ok"),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap_err();

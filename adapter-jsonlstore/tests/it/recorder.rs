@@ -23,24 +23,30 @@ async fn two_records_give_two_lines_with_every_field() {
     let shell = ToolCall::new("call-7", "Shell", r#"{"command":"ls"}"#);
     store
         .record(
-            &id,
-            &shell,
-            &ToolResult::text("call-7", "file.txt"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::from_micros(800),
-            Duration::from_micros(1500),
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &shell,
+                &ToolResult::text("call-7", "file.txt"),
+                Duration::from_micros(800),
+                Duration::from_micros(1500),
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap();
     let read = ToolCall::new("call-8", "Read", r#"{"path":"x"}"#);
     store
         .record(
-            &id,
-            &read,
-            &ToolResult::error("call-8", "nope"),
-            &engine_ports::Approval::user(engine_ports::Verdict::Deny),
-            Duration::ZERO,
-            Duration::from_micros(42),
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &read,
+                &ToolResult::error("call-8", "nope"),
+                Duration::ZERO,
+                Duration::from_micros(42),
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::user(engine_ports::Verdict::Deny)),
         )
         .await
         .unwrap();
@@ -108,12 +114,15 @@ async fn args_are_embedded_compactly_and_equal_the_tool_call_event() {
     for (i, call) in calls.iter().enumerate() {
         store
             .record(
-                &id,
-                call,
-                &ToolResult::text(call.id().clone(), "ok"),
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
+                &engine_ports::ToolCallRecord::new(
+                    &id,
+                    call,
+                    &ToolResult::text(call.id().clone(), "ok"),
+                    Duration::ZERO,
+                    Duration::ZERO,
+                    std::time::SystemTime::now(),
+                )
+                .with_approval(engine_ports::Approval::POLICY_ALLOW),
             )
             .await
             .unwrap();
@@ -163,12 +172,15 @@ async fn an_oversized_record_is_dropped_and_counted() {
     let call = ToolCall::new("c1", "Read", "{}");
     let error = store
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "x".repeat(1000)),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "x".repeat(1000)),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap_err();
@@ -180,12 +192,15 @@ async fn an_oversized_record_is_dropped_and_counted() {
     assert!(!store.paths(&id).tools.exists(), "refused before any I/O");
     store
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "ok"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "ok"),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap();

@@ -37,12 +37,15 @@ async fn odd_session_ids_round_trip_through_every_operation() {
         let call = ToolCall::new("c1", "Read", "{}");
         store
             .record(
-                &sid(id),
-                &call,
-                &ToolResult::text("c1", *id),
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
+                &engine_ports::ToolCallRecord::new(
+                    &sid(id),
+                    &call,
+                    &ToolResult::text("c1", *id),
+                    Duration::ZERO,
+                    Duration::ZERO,
+                    std::time::SystemTime::now(),
+                )
+                .with_approval(engine_ports::Approval::POLICY_ALLOW),
             )
             .await
             .unwrap();

@@ -155,12 +155,15 @@ async fn a_holder_whose_lease_was_taken_over_writes_nothing() {
     let call = ToolCall::new("c1", "Read", "{}");
     let recorded = a
         .record(
-            &id,
-            &call,
-            &ToolResult::text("c1", "x"),
-            &engine_ports::Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
+            &engine_ports::ToolCallRecord::new(
+                &id,
+                &call,
+                &ToolResult::text("c1", "x"),
+                Duration::ZERO,
+                Duration::ZERO,
+                std::time::SystemTime::now(),
+            )
+            .with_approval(engine_ports::Approval::POLICY_ALLOW),
         )
         .await
         .unwrap_err()

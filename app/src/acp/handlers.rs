@@ -182,7 +182,7 @@ pub(crate) async fn load_session(
         }
     };
     let id = session.id.as_str().to_owned();
-    let updates = replay(&snapshot.conversation);
+    let updates = replay(&snapshot.conversation.to_vec());
     let replayed = updates.len();
     for update in updates {
         if cx

@@ -337,7 +337,7 @@ pub(crate) async fn salvage(
     cancel: &CancellationToken,
 ) -> Option<String> {
     let snapshot = scope.store.load(child_id).await.ok()?;
-    let text = salvage_request_text(&snapshot.conversation, scope.context_window);
+    let text = salvage_request_text(&snapshot.conversation.to_vec(), scope.context_window);
     let answer = match side_request(scope, model, RequestPurpose::Salvage, text, cancel).await {
         Ok((answer, _)) => answer,
         Err(error) => {

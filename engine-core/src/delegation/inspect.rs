@@ -89,7 +89,10 @@ pub(crate) async fn read_transcript(
     id: &str,
 ) -> ToolResult {
     match scope.store.load(&SessionId::from(id)).await {
-        Ok(snapshot) => ToolResult::text(call.id().clone(), inspect_transcript(id, &snapshot.conversation)),
+        Ok(snapshot) => ToolResult::text(
+            call.id().clone(),
+            inspect_transcript(id, &snapshot.conversation.to_vec()),
+        ),
         Err(error) if error.is_not_found() => ToolResult::error(
             call.id().clone(),
             format!("{tool}: no stored session {id:?}: it never started, or the store lost it"),

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use engine_ports::{LlmProvider, Message, PermissionMode, PermissionPolicy, SessionId, SessionStore};
+use engine_ports::{Conversation, LlmProvider, PermissionMode, PermissionPolicy, SessionId, SessionStore};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -36,7 +36,7 @@ pub(crate) struct DelegationScope {
     /// The model's context window, in tokens.
     pub(crate) context_window: u64,
     /// The parent conversation without the calling turn (what a fork starts from).
-    pub(crate) conversation: Arc<[Message]>,
+    pub(crate) conversation: Conversation,
     /// Where child engines come from.
     pub(crate) children: Arc<dyn ChildEngines>,
     /// The model provider (tool-less side requests: judge, salvage).

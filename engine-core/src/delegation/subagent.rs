@@ -386,7 +386,7 @@ impl Prepared {
             if args.fork {
                 snapshot
                     .conversation
-                    .push(fork_seed(&scope.conversation, scope.context_window));
+                    .push(fork_seed(&scope.conversation.to_vec(), scope.context_window));
             }
             match scope.store.create(&snapshot).await {
                 Ok(()) => {}

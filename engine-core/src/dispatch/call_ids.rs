@@ -1,5 +1,6 @@
 //! Id normalization: every call of a turn gets a unique, non-empty id.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use engine_ports::ToolCall;
@@ -11,14 +12,45 @@ use engine_ports::ToolCall;
 /// `k ≥ 2` that no call of the turn uses (a WARN is logged). Ids that are already
 /// unique and non-empty are kept, so normalizing twice changes nothing.
 pub fn normalize_call_ids(calls: &[ToolCall], turn: u64) -> Vec<ToolCall> {
-    // Fast path, the common case: every id present and unique; nothing is renamed.
-    let mut seen: HashSet<&str> = HashSet::with_capacity(calls.len());
-    if calls
-        .iter()
-        .all(|c| !c.id().is_empty() && seen.insert(c.id().as_str()))
-    {
-        return calls.to_vec();
+    normalized(calls, turn).into_owned()
+}
+
+/// [`normalize_call_ids`] of calls the caller owns: given back unchanged (no copy)
+/// when their ids are already normalized.
+pub(crate) fn normalize_owned_call_ids(calls: Vec<ToolCall>, turn: u64) -> Vec<ToolCall> {
+    if are_normalized(&calls) {
+        calls
+    } else {
+        renamed(&calls, turn)
     }
+}
+
+/// [`normalize_call_ids`] borrowing the calls when their ids are already normalized
+/// (the engine's turn loop normalizes before dispatching, so the dispatcher copies
+/// nothing).
+pub(crate) fn normalized(calls: &[ToolCall], turn: u64) -> Cow<'_, [ToolCall]> {
+    if are_normalized(calls) {
+        Cow::Borrowed(calls)
+    } else {
+        Cow::Owned(renamed(calls, turn))
+    }
+}
+
+/// The common case: every id present and unique; nothing is renamed.
+fn are_normalized(calls: &[ToolCall]) -> bool {
+    match calls {
+        [] => true,
+        [only] => !only.id().is_empty(),
+        _ => {
+            let mut seen: HashSet<&str> = HashSet::with_capacity(calls.len());
+            calls
+                .iter()
+                .all(|c| !c.id().is_empty() && seen.insert(c.id().as_str()))
+        }
+    }
+}
+
+fn renamed(calls: &[ToolCall], turn: u64) -> Vec<ToolCall> {
     let taken: HashSet<&str> = calls
         .iter()
         .filter(|c| !c.id().is_empty())

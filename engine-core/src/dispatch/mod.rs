@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use asks::AskRegistry;
 pub use call_ids::normalize_call_ids;
+pub(crate) use call_ids::normalize_owned_call_ids;
 
 use crate::catalog::Catalog;
 use crate::emitter::EventEmitter;
@@ -127,8 +128,6 @@ impl TurnContext {
 /// What one turn's dispatch produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnOutcome {
-    /// The calls with normalized ids, as the model sent them.
-    pub calls: Vec<ToolCall>,
     /// One final result per call, in call order, keyed by the normalized ids.
     pub results: Vec<ToolResult>,
     /// Disclosable tools a successful `ToolSearch` returned in full (D3).

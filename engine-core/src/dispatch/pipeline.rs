@@ -3,19 +3,21 @@
 
 use std::any::Any;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine_ports::{
-    Approval, Decision, EventKind, HookAction, HookPhase, PermissionRequest, Post, Pre, ToolCall, ToolResult,
-    Verdict, elapsed_between,
+    Approval, Decision, EventKind, HookAction, HookPhase, PermissionRequest, Post, Pre, ToolCall,
+    ToolCallRecord, ToolResult, Verdict, elapsed_between,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::call_ids::normalized;
 use super::elicit::CallElicitor;
 use super::execution::{Execution, Failed};
 use super::segments::segments;
-use super::{DispatchConfig, TurnContext, TurnOutcome, normalize_call_ids};
+use super::{DispatchConfig, TurnContext, TurnOutcome};
 use crate::catalog::Resolved;
 use crate::tool::{Tool, ToolError};
 use crate::tool_search::{TOOL_SEARCH_NAME, ToolSearch, returned_names};
@@ -40,12 +42,13 @@ impl Target {
 
 /// A prepared call: stopped with a final result (with the approval that refused it,
 /// when a permission decision did), or ready to execute with the approval that let
-/// it run.
+/// it run (`rewritten`: the call with the arguments a hook gave it, else the call
+/// runs as the model made it).
 enum Step {
     Stopped(ToolResult, Option<Approval>),
     Ready {
         tool: Arc<dyn Tool>,
-        call: ToolCall,
+        rewritten: Option<ToolCall>,
         approval: Approval,
     },
 }
@@ -60,12 +63,38 @@ struct Executed {
 enum Running {
     Stopped(ToolResult, Option<Approval>),
     Started {
-        call: ToolCall,
-        tool_name: String,
+        rewritten: Option<ToolCall>,
         start: Option<SystemTime>,
         handle: Execution<Executed>,
         approval: Approval,
     },
+}
+
+/// A call's arguments as a JSON value (`ToolCall::args_value`), parsed once for its
+/// `tool.call` event, its permission ask and its record.
+struct ParsedArgs<'a> {
+    /// The call as the model made it (ids normalized).
+    call: &'a ToolCall,
+    value: OnceLock<serde_json::Value>,
+}
+
+impl<'a> ParsedArgs<'a> {
+    fn new(call: &'a ToolCall) -> Self {
+        Self {
+            call,
+            value: OnceLock::new(),
+        }
+    }
+
+    /// The arguments of `effective` (the call, or the call with arguments a hook
+    /// rewrote) as a value: the model's arguments are parsed on first use only.
+    fn value(&self, effective: &ToolCall) -> serde_json::Value {
+        if effective.args() == self.call.args() {
+            self.value.get_or_init(|| self.call.args_value()).clone()
+        } else {
+            effective.args_value()
+        }
+    }
 }
 
 /// Timing of an executed call.
@@ -75,15 +104,17 @@ struct Timing {
 }
 
 pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &[ToolCall]) -> TurnOutcome {
-    let calls = normalize_call_ids(calls, ctx.turn);
+    let calls = normalized(calls, ctx.turn);
+    let calls = &*calls;
+    let args: Vec<ParsedArgs<'_>> = calls.iter().map(ParsedArgs::new).collect();
     let enqueue = ctx.clock.as_ref().map(|clock| clock.now());
     if ctx.events.is_active() {
-        for call in &calls {
+        for (call, args) in calls.iter().zip(&args) {
             ctx.events
                 .emit(EventKind::ToolCall {
                     call_id: call.id().clone(),
                     name: call.name().to_owned(),
-                    args: call.args_value(),
+                    args: args.value(call),
                 })
                 .await;
         }
@@ -108,7 +139,7 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
             let step = if ctx.cancel.is_cancelled() {
                 Step::Stopped(cancelled_result(&calls[index]), None)
             } else {
-                prepare(ctx, index, &calls[index], &targets[index]).await
+                prepare(ctx, index, &args[index], &targets[index]).await
             };
             prepared.push(step);
         }
@@ -120,44 +151,42 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
         for (step, index) in prepared.into_iter().zip(segment.clone()) {
             running.push(match step {
                 Step::Stopped(result, approval) => Running::Stopped(result, approval),
-                Step::Ready { tool, call, approval } => {
+                Step::Ready {
+                    tool,
+                    rewritten,
+                    approval,
+                } => {
                     let place = Place {
                         index,
                         inline,
                         approval,
                     };
-                    launch(ctx, config, &slots, tool, call, &calls[index], place).await
+                    launch(ctx, config, &slots, tool, rewritten, &calls[index], place).await
                 }
             });
         }
 
         for (run, index) in running.into_iter().zip(segment) {
-            let (effective, result, timing, approval) = match run {
-                Running::Stopped(result, approval) => (calls[index].clone(), result, None, approval),
+            let (rewritten, result, timing, approval) = match run {
+                Running::Stopped(result, approval) => (None, result, None, approval),
                 Running::Started {
-                    call,
-                    tool_name,
+                    rewritten,
                     start,
                     handle,
                     approval,
                 } => {
-                    let (result, end) = collect(
-                        ctx,
-                        config.cancel_grace,
-                        &mut grace_deadline,
-                        &call,
-                        &tool_name,
-                        handle,
-                    )
-                    .await;
+                    let call = rewritten.as_ref().unwrap_or(&calls[index]);
+                    let (result, end) =
+                        collect(ctx, config.cancel_grace, &mut grace_deadline, call, handle).await;
                     let timing = end.map(|end| Timing {
                         queued: span(enqueue, start),
                         took: span(start, end),
                     });
-                    (call, result, timing, Some(approval))
+                    (rewritten, result, timing, Some(approval))
                 }
             };
-            let result = finish(ctx, &effective, result, timing, approval).await;
+            let effective = rewritten.as_ref().unwrap_or(&calls[index]);
+            let result = finish(ctx, effective, &args[index], result, timing, approval).await;
             if matches!(targets[index], Target::Tool { is_search: true, .. }) {
                 hydrated.extend(
                     returned_names(&result)
@@ -171,13 +200,12 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
 
     let results = results
         .into_iter()
-        .zip(&calls)
+        .zip(calls)
         .map(|(result, call)| result.unwrap_or_else(|| cancelled_result(call)))
         .collect();
     hydrated.sort();
     hydrated.dedup();
     TurnOutcome {
-        calls,
         results,
         hydrated,
         cancelled: ctx.cancel.is_cancelled(),
@@ -240,7 +268,8 @@ fn denied(call: &ToolCall, reason: &str) -> ToolResult {
     )
 }
 
-async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Target) -> Step {
+async fn prepare(ctx: &TurnContext, index: usize, args: &ParsedArgs<'_>, target: &Target) -> Step {
+    let call = args.call;
     let (tool, read_only) = match target {
         Target::Unknown => {
             let hint = if ctx.progressive_tools {
@@ -270,7 +299,7 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
         Target::Tool { tool, read_only, .. } => (tool, *read_only),
     };
 
-    let approval = match decide(ctx, index, call, read_only).await {
+    let approval = match decide(ctx, index, args, read_only).await {
         Gate::Pass(approval) => approval,
         Gate::Stop(result, approval) => return Step::Stopped(result, approval),
     };
@@ -278,14 +307,14 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
     let Some(hooks) = &ctx.hooks else {
         return Step::Ready {
             tool: Arc::clone(tool),
-            call: call.clone(),
+            rewritten: None,
             approval,
         };
     };
     match hooks.pre_tool_use(&ctx.session_id, call).await {
         Ok(Pre::Allow) => Step::Ready {
             tool: Arc::clone(tool),
-            call: call.clone(),
+            rewritten: None,
             approval,
         },
         Ok(Pre::Deny { message }) => {
@@ -310,7 +339,7 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
                 .await;
                 return Step::Ready {
                     tool: Arc::clone(tool),
-                    call: call.clone(),
+                    rewritten: None,
                     approval,
                 };
             }
@@ -332,7 +361,7 @@ async fn prepare(ctx: &TurnContext, index: usize, call: &ToolCall, target: &Targ
             match ctx.policy.evaluate(&request).await {
                 Decision::Allow => Step::Ready {
                     tool: Arc::clone(tool),
-                    call: rewritten,
+                    rewritten: Some(rewritten),
                     approval: Approval::POLICY_ALLOW,
                 },
                 Decision::Ask { reason } | Decision::Deny { reason } => Step::Stopped(
@@ -365,7 +394,8 @@ enum Gate {
     Stop(ToolResult, Option<Approval>),
 }
 
-async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: bool) -> Gate {
+async fn decide(ctx: &TurnContext, index: usize, args: &ParsedArgs<'_>, read_only: bool) -> Gate {
+    let call = args.call;
     let request = PermissionRequest {
         session_id: ctx.session_id.clone(),
         mode: ctx.mode,
@@ -393,7 +423,7 @@ async fn decide(ctx: &TurnContext, index: usize, call: &ToolCall, read_only: boo
             ask_id: ask_id.clone(),
             call_id: call.id().clone(),
             name: call.name().to_owned(),
-            args: call.args_value(),
+            args: args.value(call),
             reason,
         })
         .await;
@@ -451,10 +481,11 @@ async fn launch(
     config: DispatchConfig,
     slots: &Arc<Semaphore>,
     tool: Arc<dyn Tool>,
-    call: ToolCall,
+    rewritten: Option<ToolCall>,
     original: &ToolCall,
     place: Place,
 ) -> Running {
+    let call = rewritten.as_ref().unwrap_or(original);
     if ctx.cancel.is_cancelled() {
         return Running::Stopped(cancelled_result(original), None);
     }
@@ -485,7 +516,6 @@ async fn launch(
         .environment
         .with_elicitor(Arc::clone(&elicitor) as Arc<dyn crate::elicitation::Elicitor>);
     let task_call = call.clone();
-    let tool_name = call.name().to_owned();
     let work = async move {
         // The work may first run after the turn was cancelled: then the call never
         // starts.
@@ -508,8 +538,7 @@ async fn launch(
     };
     let handle = Execution::start(work, place.inline);
     Running::Started {
-        call,
-        tool_name,
+        rewritten,
         start,
         handle,
         approval: place.approval,
@@ -540,9 +569,9 @@ async fn collect(
     grace: Duration,
     deadline: &mut Option<Instant>,
     call: &ToolCall,
-    tool_name: &str,
     mut handle: Execution<Executed>,
 ) -> (ToolResult, Option<Option<SystemTime>>) {
+    let tool_name = call.name();
     let joined = loop {
         match *deadline {
             None => {
@@ -623,6 +652,7 @@ fn panic_message(payload: Box<dyn Any + Send>) -> Option<String> {
 async fn finish(
     ctx: &TurnContext,
     call: &ToolCall,
+    args: &ParsedArgs<'_>,
     mut result: ToolResult,
     timing: Option<Timing>,
     approval: Option<Approval>,
@@ -683,16 +713,25 @@ async fn finish(
         (None, Some(approval)) if !approval.allows() => Some((approval, Duration::ZERO, Duration::ZERO)),
         _ => None,
     };
-    if let (Some((approval, queued, took)), Some(recorder)) = (recorded, &ctx.recorder)
-        && let Err(error) = recorder
-            .record(&ctx.session_id, call, &result, &approval, queued, took)
-            .await
-    {
-        tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");
-        ctx.events.note_audit_failure(format!(
-            "the record of call {} was not written: {error}",
-            call.id()
-        ));
+    if let (Some((approval, queued, took)), Some(recorder)) = (recorded, &ctx.recorder) {
+        // The record is built once, here, and timed by the engine's clock only.
+        let time = ctx.clock.as_ref().map_or(UNIX_EPOCH, |clock| clock.now());
+        let record = ToolCallRecord::with_args(
+            &ctx.session_id,
+            call,
+            args.value(call),
+            &result,
+            (queued, took),
+            time,
+        )
+        .with_approval(approval);
+        if let Err(error) = recorder.record(&record).await {
+            tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");
+            ctx.events.note_audit_failure(format!(
+                "the record of call {} was not written: {error}",
+                call.id()
+            ));
+        }
     }
     if ctx.events.is_active() {
         ctx.events

@@ -46,10 +46,11 @@ impl RunTask {
         fixed_bytes: u64,
     ) -> Result<Compacted, Ending> {
         let window = self.inner.context_window;
-        let Some(cut) = context::choose_cut(&snapshot.conversation, window) else {
+        let messages = snapshot.conversation.to_vec();
+        let Some(cut) = context::choose_cut(&messages, window) else {
             return Ok(Compacted::NothingToCompact);
         };
-        let replaced = &snapshot.conversation[..cut];
+        let replaced = &messages[..cut];
         let request = LlmRequest {
             model: self.inner.config.model.clone(),
             system: String::new(),
@@ -73,7 +74,12 @@ impl RunTask {
         .chain(kept)
         .collect();
         snapshot.context = None;
-        let tokens_after = context::estimate(&snapshot.conversation, None, fixed_bytes);
+        let tokens_after = context::estimate(
+            &mut context::ConversationSizes::default(),
+            &snapshot.conversation,
+            None,
+            fixed_bytes,
+        );
         emitter
             .emit(EventKind::ContextCompacted {
                 trigger,

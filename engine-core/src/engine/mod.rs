@@ -21,6 +21,7 @@ pub use run::Run;
 
 use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
+use crate::context::ConversationSizes;
 use crate::delegation::ChildEngines;
 use crate::dispatch::{DispatchConfig, Dispatcher};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
@@ -150,10 +151,35 @@ struct Inner {
     context_window: u64,
     dispatcher: Dispatcher,
     live: Mutex<HashMap<SessionId, Arc<LiveRun>>>,
+    /// The message sizes of sessions' conversations, kept between runs (a run takes
+    /// its session's and puts it back), so a turn's estimate counts only new messages.
+    sizes: Mutex<HashMap<SessionId, ConversationSizes>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
+/// Sessions whose message sizes the engine keeps between runs; past it the kept
+/// sizes are dropped (they only spare recounting a conversation).
+const KEPT_SIZES: usize = 256;
+
 impl Inner {
+    /// The kept message sizes of `session`'s conversation (empty when none are kept).
+    fn take_sizes(&self, session: &SessionId) -> ConversationSizes {
+        self.sizes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session)
+            .unwrap_or_default()
+    }
+
+    /// Keeps `sizes` for `session`'s next run.
+    fn keep_sizes(&self, session: &SessionId, sizes: ConversationSizes) {
+        let mut kept = self.sizes.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= KEPT_SIZES {
+            kept.clear();
+        }
+        kept.insert(session.clone(), sizes);
+    }
+
     fn current_catalog(&self) -> (u64, Arc<Catalog>) {
         self.current
             .read()
@@ -181,7 +207,8 @@ impl Inner {
     }
 }
 
-/// Bound of a run's event channel (the run waits when the consumer lags).
+/// Bound of a run's event channel, in deliveries (one event, or up to 64 deltas the
+/// model streamed at once); the run waits when the consumer lags.
 const RUN_CHANNEL_BOUND: usize = 256;
 
 impl Engine {
@@ -239,6 +266,7 @@ impl Engine {
                 context_window,
                 dispatcher,
                 live: Mutex::default(),
+                sizes: Mutex::default(),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })

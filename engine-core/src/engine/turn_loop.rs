@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_ports::{
-    Chunk, CompactionTrigger, Event, EventKind, Expansion, LlmError, LlmRequest, Message, ReportedContext,
-    RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
+    Chunk, ChunkStream, CompactionTrigger, EventKind, Expansion, LlmError, LlmRequest, Message,
+    ReportedContext, RunLease, SessionId, SessionSnapshot, StopReason, ToolCall, Usage,
 };
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use tokio::sync::{mpsc, oneshot};
 
 use super::compaction::Compacted;
@@ -17,11 +17,11 @@ use super::live::LiveRun;
 use super::run::StartOutcome;
 use super::{EngineError, Inner};
 use crate::catalog::Catalog;
-use crate::context;
+use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
 use crate::disclosure::turn_specs;
-use crate::dispatch::{TurnContext, normalize_call_ids};
-use crate::emitter::EventEmitter;
+use crate::dispatch::{TurnContext, normalize_owned_call_ids};
+use crate::emitter::{Delivery, EventEmitter};
 use crate::environment::Environment;
 
 /// One run, moved into its own task.
@@ -30,7 +30,7 @@ pub(super) struct RunTask {
     pub(super) live: Arc<LiveRun>,
     pub(super) session: SessionId,
     pub(super) prompt: String,
-    pub(super) channel: mpsc::Sender<Event>,
+    pub(super) channel: mpsc::Sender<Delivery>,
 }
 
 /// Counters of this run (limits are per run).
@@ -67,6 +67,9 @@ impl Ending {
         ))
     }
 }
+
+/// Most deltas emitted as one delivery to the run's stream.
+const MAX_DELTA_BATCH: usize = 64;
 
 /// One model turn as streamed.
 struct Streamed {
@@ -134,6 +137,7 @@ impl RunTask {
         }
         let mut counters = RunCounters::default();
         let mut final_text = String::new();
+        let mut sizes = inner.take_sizes(&self.session);
 
         let mut catalog = inner.latest_catalog().await;
         let advertised = turn_specs(
@@ -163,10 +167,12 @@ impl RunTask {
                     &mut snapshot,
                     &mut counters,
                     &mut final_text,
+                    &mut sizes,
                 )
                 .await
             }
         };
+        inner.keep_sizes(&self.session, sizes);
         // Background children still running are cancelled with the run, and saved
         // before it ends.
         if let Some(delegation) = &self.live.delegation {
@@ -199,6 +205,7 @@ impl RunTask {
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
         final_text: &mut String,
+        sizes: &mut ConversationSizes,
     ) -> Ending {
         let inner = &self.inner;
         let cancel = &self.live.cancel;
@@ -254,7 +261,7 @@ impl RunTask {
             );
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);
-            let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+            let estimate = context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
             if estimate > context::compaction_threshold(inner.context_window)
                 && let Err(ending) = self
                     .compact(
@@ -296,7 +303,8 @@ impl RunTask {
                     break streamed;
                 }
                 compacted_for_retry = true;
-                let estimate = context::estimate(&snapshot.conversation, snapshot.context, fixed_bytes);
+                let estimate =
+                    context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
                 match self
                     .compact(
                         emitter,
@@ -333,10 +341,11 @@ impl RunTask {
                 return failure;
             }
 
-            let calls = normalize_call_ids(&streamed.calls, snapshot.turns);
+            let calls = normalize_owned_call_ids(streamed.calls, snapshot.turns);
+            let answered = calls.is_empty();
             snapshot.conversation.push(Message::Assistant {
                 text: streamed.text.clone(),
-                tool_calls: calls.clone(),
+                tool_calls: calls,
             });
             // The provider's count covers the request and its answer: the next
             // request's estimate starts from it.
@@ -348,7 +357,7 @@ impl RunTask {
                 messages: snapshot.conversation.len() as u64,
             });
             *final_text = streamed.text;
-            if calls.is_empty() {
+            if answered {
                 return Ending::stop(StopReason::EndTurn);
             }
 
@@ -367,7 +376,14 @@ impl RunTask {
                 events: Arc::clone(emitter),
                 cancel: cancel.clone(),
             };
-            let outcome = inner.dispatcher.dispatch(&ctx, &calls).await;
+            // The calls are dispatched from the message just appended (a shared
+            // handle on the conversation: nothing is copied).
+            let conversation = snapshot.conversation.clone();
+            let calls = match conversation.last() {
+                Some(Message::Assistant { tool_calls, .. }) => tool_calls.as_slice(),
+                _ => &[],
+            };
+            let outcome = inner.dispatcher.dispatch(&ctx, calls).await;
             let n = outcome.results.len() as u64;
             counters.tool_calls += n;
             snapshot.tool_calls += n;
@@ -411,7 +427,7 @@ impl RunTask {
             interactive: inner.config.interactive,
             model: inner.config.model.clone(),
             context_window: inner.context_window,
-            conversation: snapshot.conversation[..before_call].to_vec().into(),
+            conversation: snapshot.conversation.prefix(before_call),
             children: Arc::clone(children),
             llm: Arc::clone(&inner.llm),
             policy: Arc::clone(&inner.policy),
@@ -495,23 +511,30 @@ impl RunTask {
                 return out;
             }
         };
+        // An item read ahead while collecting deltas, handled next.
+        let mut read_ahead = None;
         loop {
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => {
-                    out.failure = Some(Ending::stop(StopReason::Cancelled));
-                    return out;
-                }
-                item = stream.next() => item,
+            let item = match read_ahead.take() {
+                Some(item) => item,
+                None => tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => {
+                        out.failure = Some(Ending::stop(StopReason::Cancelled));
+                        return out;
+                    }
+                    item = stream.next() => item,
+                },
             };
             match item {
                 None | Some(Ok(Chunk::Done)) => return out,
                 Some(Ok(Chunk::Text(text))) => {
                     out.text.push_str(&text);
-                    emitter.emit(EventKind::MessageDelta { text }).await;
+                    let first = EventKind::MessageDelta { text };
+                    read_ahead = self.emit_deltas(emitter, &mut stream, &mut out.text, first).await;
                 }
                 Some(Ok(Chunk::Reasoning(text))) => {
-                    emitter.emit(EventKind::ReasoningDelta { text }).await;
+                    let first = EventKind::ReasoningDelta { text };
+                    read_ahead = self.emit_deltas(emitter, &mut stream, &mut out.text, first).await;
                 }
                 Some(Ok(Chunk::ToolCall(call))) => out.calls.push(call),
                 Some(Ok(Chunk::Usage(usage))) => out.usage += usage,
@@ -530,6 +553,44 @@ impl RunTask {
                 }
             }
         }
+    }
+
+    /// Emits `first` together with the text and reasoning deltas the model already
+    /// streamed (those ready without waiting, at most [`MAX_DELTA_BATCH`]) in one
+    /// delivery; the first other item read, if any, is handed back.
+    async fn emit_deltas(
+        &self,
+        emitter: &EventEmitter,
+        stream: &mut ChunkStream,
+        text: &mut String,
+        first: EventKind,
+    ) -> Option<Option<Result<Chunk, LlmError>>> {
+        let mut deltas = vec![first];
+        let mut read_ahead = None;
+        while deltas.len() < MAX_DELTA_BATCH && !self.live.cancel.is_cancelled() {
+            match stream.next().now_or_never() {
+                Some(Some(Ok(Chunk::Text(delta)))) => {
+                    text.push_str(&delta);
+                    deltas.push(EventKind::MessageDelta { text: delta });
+                }
+                Some(Some(Ok(Chunk::Reasoning(delta)))) => {
+                    deltas.push(EventKind::ReasoningDelta { text: delta });
+                }
+                Some(other) => {
+                    read_ahead = Some(other);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if deltas.len() == 1 {
+            for kind in deltas {
+                emitter.emit(kind).await;
+            }
+        } else {
+            emitter.emit_all(deltas).await;
+        }
+        read_ahead
     }
 
     async fn finish(

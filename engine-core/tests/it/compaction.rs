@@ -158,7 +158,8 @@ async fn a_tiny_window_compacts_older_turns_and_keeps_the_last_two_user_turns_ve
     assert_eq!(summaries.len(), 1);
     let summary_request = &summaries[0];
     assert!(summary_request.tools.is_empty() && summary_request.system.is_empty());
-    let [Message::User { text: prompt }] = summary_request.messages.as_slice() else {
+    let messages = summary_request.messages.to_vec();
+    let [Message::User { text: prompt }] = messages.as_slice() else {
         panic!("{:?}", summary_request.messages);
     };
     assert!(prompt.starts_with(COMPACTION_INSTRUCTIONS), "{prompt}");
@@ -178,12 +179,12 @@ async fn a_tiny_window_compacts_older_turns_and_keeps_the_last_two_user_turns_ve
         format!("{SUMMARY_INTRO}\n\n<summary>\nSUMMARY: the user asked for three reads\n</summary>")
     );
     assert_eq!(replaced_turns, 2);
-    let mut expected_kept = before[4..].to_vec();
+    let mut expected_kept = before.to_vec()[4..].to_vec();
     expected_kept.push(Message::User {
         text: "three".to_owned(),
     });
     expected_kept.extend(stored_tail_of_run_three(&h).await);
-    assert_eq!(next.messages[1..], expected_kept[..]);
+    assert_eq!(next.messages.to_vec()[1..], expected_kept[..]);
     assert_eq!(
         next.tools.iter().map(|s| s.name()).collect::<Vec<_>>(),
         ["Read"],
@@ -192,7 +193,7 @@ async fn a_tiny_window_compacts_older_turns_and_keeps_the_last_two_user_turns_ve
 
     // The compaction is saved: the session holds the compacted conversation.
     let snapshot = stored(&h, "s").await;
-    assert_eq!(snapshot.conversation[..8], next.messages[..]);
+    assert_eq!(snapshot.conversation.prefix(8), next.messages);
     assert_eq!(snapshot.turns, 6);
 }
 
@@ -203,7 +204,7 @@ async fn stored_tail_of_run_three(h: &Harness) -> Vec<Message> {
         .iter()
         .position(|m| matches!(m, Message::User { text } if text == "three"))
         .unwrap();
-    conversation[at + 1..at + 3].to_vec()
+    conversation.to_vec()[at + 1..at + 3].to_vec()
 }
 
 #[tokio::test]
@@ -330,7 +331,7 @@ async fn a_too_long_refusal_gets_one_compaction_and_one_retry() {
     let retry = conversation_requests(&h).pop().unwrap();
     assert_eq!(summary_of(&retry.messages[0]).1, 1);
     assert_eq!(
-        retry.messages[1..],
+        retry.messages.to_vec()[1..],
         [
             Message::User {
                 text: "two".to_owned()

@@ -640,6 +640,53 @@ async fn queued_and_took_come_from_the_injected_clock() {
 }
 
 #[tokio::test]
+async fn the_record_time_is_read_from_the_engine_clock() {
+    let probe = Probe::new();
+    let clock = Arc::new(ManualClock::at_epoch_2026());
+    let tool_clock = Arc::clone(&clock);
+    let write = FakeTool::new("Write", false, &probe).behaving(move |call, _| {
+        let clock = Arc::clone(&tool_clock);
+        async move {
+            clock.advance(Duration::from_millis(10));
+            Ok(ToolResult::text(call.id().clone(), "ok"))
+        }
+    });
+    let catalog = catalog_of(vec![write.arc()]);
+    let (mut ctx, sink) = context(Arc::clone(&catalog), PermissionMode::Default);
+    let recorder = Arc::new(MemoryRecorder::new());
+    ctx.recorder = Some(recorder.clone());
+    ctx.clock = Some(clock.clone() as Arc<dyn Clock>);
+    let turn = [ToolCall::new("w", "Write", r#"{"path": "a", "n": [1, 2]}"#)];
+    Dispatcher::default().dispatch(&ctx, &turn).await;
+    let records = recorder.records();
+    let times: Vec<&str> = records.iter().map(|r| r.time.as_str()).collect();
+    assert_eq!(
+        times,
+        ["2026-01-01T00:00:00.010000Z"],
+        "the fixed clock's time after the call, not the wall clock's"
+    );
+    // The arguments parsed once: the event and the record carry the same value.
+    let event_args: Vec<serde_json::Value> = sink
+        .events(&SessionId::from("s1"))
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ToolCall { args, .. } => Some(args),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(event_args, [serde_json::json!({"path": "a", "n": [1, 2]})]);
+    assert_eq!(records[0].args, event_args[0]);
+
+    // An engine without a clock reads no time at all: its records carry the epoch.
+    let (mut ctx, _) = context(catalog, PermissionMode::Default);
+    let recorder = Arc::new(MemoryRecorder::new());
+    ctx.recorder = Some(recorder.clone());
+    Dispatcher::default().dispatch(&ctx, &turn).await;
+    let times: Vec<String> = recorder.records().into_iter().map(|r| r.time).collect();
+    assert_eq!(times, ["1970-01-01T00:00:00.000000Z"]);
+}
+
+#[tokio::test]
 async fn the_recorder_sees_executed_and_refused_calls_with_who_decided() {
     let probe = Probe::new();
     let catalog = catalog_of(vec![

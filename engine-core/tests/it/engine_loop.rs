@@ -753,3 +753,46 @@ fn engine_is_send_and_sync() {
     assert_send_sync::<Engine>();
     assert_send_sync::<Deps>();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deltas_streamed_at_once_arrive_one_event_per_chunk_in_order() {
+    let probe = Probe::new();
+    // 150 chunks ready at once (more than one delivery holds), reasoning among them.
+    let turn = (0..150).fold(ScriptedTurn::new(), |turn, i| {
+        if i % 50 == 7 {
+            turn.with_reasoning(format!("r{i}"))
+        } else {
+            turn.with_text(format!("t{i} "))
+        }
+    });
+    let h = harness(read_and_write(&probe), vec![turn], config());
+    let events = run_to_end(&h.engine, "s", "go").await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    let deltas: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::MessageDelta { text } => Some(text.clone()),
+            EventKind::ReasoningDelta { text } => Some(format!("({text})")),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<String> = (0..150)
+        .map(|i| {
+            if i % 50 == 7 {
+                format!("(r{i})")
+            } else {
+                format!("t{i} ")
+            }
+        })
+        .collect();
+    assert_eq!(deltas, expected);
+    let EventKind::Result { text, .. } = &events.last().unwrap().kind else {
+        panic!("{:?}", events.last());
+    };
+    let said: String = (0..150)
+        .filter(|i| i % 50 != 7)
+        .map(|i| format!("t{i} "))
+        .collect();
+    assert_eq!(text, &said);
+}

@@ -1,15 +1,11 @@
 //! [`MemoryRecorder`]: a recorder that keeps records in memory.
 
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 
-use crate::call::ToolCall;
 use crate::ids::SessionId;
-use crate::permission::Approval;
 use crate::recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
-use crate::result::ToolResult;
 
 /// Keeps every record; [`MemoryRecorder::failing`] refuses every record instead.
 #[derive(Debug, Default)]
@@ -51,24 +47,14 @@ impl MemoryRecorder {
 
 #[async_trait]
 impl ToolCallRecorder for MemoryRecorder {
-    async fn record(
-        &self,
-        session: &SessionId,
-        call: &ToolCall,
-        result: &ToolResult,
-        approval: &Approval,
-        queued: Duration,
-        took: Duration,
-    ) -> Result<(), RecorderError> {
+    async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
         if self.fail {
-            return Err(RecorderError::failed(session, call, "backing write failed"));
+            return Err(RecorderError::failed(record, "backing write failed"));
         }
-        let record = ToolCallRecord::new(session, call, result, queued, took, SystemTime::now())
-            .with_approval(*approval);
         self.records
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(record);
+            .push(record.clone());
         Ok(())
     }
 }

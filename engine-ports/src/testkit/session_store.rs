@@ -342,7 +342,7 @@ async fn mutating_after_save_changes_nothing(store: Arc<dyn SessionStore>) {
     let mut snapshot = session_after_a_turn("sess-mut");
     let saved = snapshot.clone();
     save_ok(store.as_ref(), &snapshot, case).await;
-    snapshot.conversation.make_mut().clear();
+    snapshot.conversation.clear();
     snapshot.hydrated.insert("Other".into());
     snapshot.next_seq = 999;
     assert_eq!(

@@ -1,7 +1,7 @@
 //! Conformance suite for [`ToolCallRecorder`] implementations.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::call::ToolCall;
 use crate::event::Verdict;
@@ -34,6 +34,23 @@ pub async fn run(make: impl Fn() -> RecorderUnderTest) {
     results_keep_their_text(make()).await;
     long_and_path_like_session_ids(make()).await;
     approvals_are_kept(make()).await;
+    records_are_written_as_given(make()).await;
+}
+
+/// The time every record of the suite was built at: 2026-01-02T03:04:05.123456Z.
+fn record_time() -> SystemTime {
+    UNIX_EPOCH + Duration::from_micros(1_767_323_045_123_456)
+}
+
+/// The record the engine would build for `call` of `session`.
+fn record_of(
+    session: &SessionId,
+    call: &ToolCall,
+    result: &ToolResult,
+    approval: Approval,
+    (queued, took): (Duration, Duration),
+) -> ToolCallRecord {
+    ToolCallRecord::new(session, call, result, queued, took, record_time()).with_approval(approval)
 }
 
 /// Checks that a recorder whose backing write fails returns an error (naming the
@@ -45,16 +62,14 @@ pub async fn run_failing(recorder: Arc<dyn ToolCallRecorder>) {
     let session = SessionId::from("sess-fail");
     let call = ToolCall::new("call-9", "Write", r#"{"path":"x"}"#);
     let result = ToolResult::text("call-9", "ok");
-    let outcome = recorder
-        .record(
-            &session,
-            &call,
-            &result,
-            &Approval::POLICY_ALLOW,
-            Duration::ZERO,
-            Duration::ZERO,
-        )
-        .await;
+    let record = record_of(
+        &session,
+        &call,
+        &result,
+        Approval::POLICY_ALLOW,
+        (Duration::ZERO, Duration::ZERO),
+    );
+    let outcome = recorder.record(&record).await;
     let Err(error) = outcome else {
         panic!("tool_call_recorder::failing_write_is_an_error: the record was accepted");
     };
@@ -75,17 +90,17 @@ async fn record(
     queued_micros: u64,
     took_micros: u64,
 ) {
-    let outcome = sut
-        .recorder
-        .record(
-            &SessionId::from(session),
-            call,
-            result,
-            &Approval::POLICY_ALLOW,
+    let record = record_of(
+        &SessionId::from(session),
+        call,
+        result,
+        Approval::POLICY_ALLOW,
+        (
             Duration::from_micros(queued_micros),
             Duration::from_micros(took_micros),
-        )
-        .await;
+        ),
+    );
+    let outcome = sut.recorder.record(&record).await;
     assert!(outcome.is_ok(), "tool_call_recorder: record failed: {outcome:?}");
 }
 
@@ -334,10 +349,14 @@ async fn approvals_are_kept(sut: RecorderUnderTest) {
     ];
     for (id, approval, result) in &cases {
         let call = ToolCall::new(*id, "Write", "{}");
-        let outcome = sut
-            .recorder
-            .record(&session, &call, result, approval, Duration::ZERO, Duration::ZERO)
-            .await;
+        let record = record_of(
+            &session,
+            &call,
+            result,
+            *approval,
+            (Duration::ZERO, Duration::ZERO),
+        );
+        let outcome = sut.recorder.record(&record).await;
         assert!(
             outcome.is_ok(),
             "tool_call_recorder::approvals_are_kept: {outcome:?}"
@@ -355,5 +374,33 @@ async fn approvals_are_kept(sut: RecorderUnderTest) {
     assert!(
         records[2].is_error && records[3].is_error,
         "tool_call_recorder::approvals_are_kept: refusals are error results"
+    );
+}
+
+async fn records_are_written_as_given(sut: RecorderUnderTest) {
+    let session = SessionId::from("sess-given");
+    let call = ToolCall::new("call-g", "Write", r#"{"path":"a","n":[1,2]}"#);
+    let record = record_of(
+        &session,
+        &call,
+        &ToolResult::text("call-g", "written"),
+        Approval::user(Verdict::AllowAlways),
+        (Duration::from_micros(3), Duration::from_micros(4)),
+    );
+    let outcome = sut.recorder.record(&record).await;
+    assert!(
+        outcome.is_ok(),
+        "tool_call_recorder::records_are_written_as_given: {outcome:?}"
+    );
+    let records = (sut.read_back)(&session);
+    assert_eq!(
+        records.first().map(|r| r.time.as_str()),
+        Some("2026-01-02T03:04:05.123456Z"),
+        "tool_call_recorder::records_are_written_as_given: the time is the record's, not the recorder's"
+    );
+    assert_eq!(
+        records,
+        [record],
+        "tool_call_recorder::records_are_written_as_given: every field"
     );
 }

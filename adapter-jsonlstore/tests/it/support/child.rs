@@ -350,12 +350,15 @@ fn umask_files(args: &[String]) {
         let call = ToolCall::new("c1", "Read", "{}");
         store
             .record(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                &engine_ports::Approval::POLICY_ALLOW,
-                Duration::ZERO,
-                Duration::ZERO,
+                &engine_ports::ToolCallRecord::new(
+                    &id,
+                    &call,
+                    &ToolResult::text("c1", "ok"),
+                    Duration::ZERO,
+                    Duration::ZERO,
+                    std::time::SystemTime::now(),
+                )
+                .with_approval(engine_ports::Approval::POLICY_ALLOW),
             )
             .await
             .unwrap();
