@@ -3,13 +3,13 @@
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine_ports::{
-    Applied, Clock, MAX_MEMORY_DOCUMENT_BYTES, MemoryDocument, MemoryEntry, MemoryError, MemoryHit,
-    MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemorySearch, MemoryStore, MemoryWrite, SystemClock,
+    Applied, Clock, LoadedDocument, MAX_MEMORY_DOCUMENT_BYTES, MemoryDocument, MemoryEntry, MemoryError,
+    MemoryHit, MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, SystemClock,
 };
 use serde::Deserialize;
 
@@ -88,22 +88,8 @@ struct Inner {
     cache: Mutex<Option<Arc<Loaded>>>,
 }
 
-/// One parsed version of the file.
-struct Loaded {
-    /// `None`: no file yet (an empty scope).
-    id: Option<FileId>,
-    document: MemoryDocument,
-    search: OnceLock<Arc<MemorySearch>>,
-}
-
-impl Loaded {
-    fn search(&self) -> Arc<MemorySearch> {
-        Arc::clone(
-            self.search
-                .get_or_init(|| Arc::new(MemorySearch::build(self.document.live_entries()))),
-        )
-    }
-}
+/// One parsed version of the file; `None`: no file yet (an empty scope).
+type Loaded = LoadedDocument<Option<FileId>>;
 
 impl std::fmt::Debug for MemoryFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -207,14 +193,10 @@ impl Inner {
         let Some((mut file, meta)) =
             fsio::open_read(&self.file).map_err(|e| self.io("open", &self.file, e))?
         else {
-            if let Some(cached) = cached.filter(|c| c.id.is_none()) {
+            if let Some(cached) = cached.filter(|c| c.version.is_none()) {
                 return Ok(cached);
             }
-            let loaded = Arc::new(Loaded {
-                id: None,
-                document: MemoryDocument::new(),
-                search: OnceLock::new(),
-            });
+            let loaded = Arc::new(Loaded::new(None, MemoryDocument::new()));
             self.remember(&loaded);
             return Ok(loaded);
         };
@@ -231,7 +213,7 @@ impl Inner {
             .read_to_end(&mut bytes)
             .map_err(|e| self.io("read", &self.file, e))?;
         if let Some(cached) = cached
-            && cached.id == Some(id)
+            && cached.version == Some(id)
             && head_seq(&bytes) == Some(cached.document.seq())
         {
             return Ok(cached);
@@ -240,11 +222,7 @@ impl Inner {
             .read_to_end(&mut bytes)
             .map_err(|e| self.io("read", &self.file, e))?;
         let document = self.decode(&bytes)?;
-        let loaded = Arc::new(Loaded {
-            id: Some(id),
-            document,
-            search: OnceLock::new(),
-        });
+        let loaded = Arc::new(Loaded::new(Some(id), document));
         self.remember(&loaded);
         Ok(loaded)
     }
@@ -295,11 +273,7 @@ impl Inner {
         let mut document = current.document.clone();
         let applied = change(&mut document)?;
         let id = self.replace(&applied.json)?;
-        self.remember(&Arc::new(Loaded {
-            id: Some(id),
-            document,
-            search: OnceLock::new(),
-        }));
+        self.remember(&Arc::new(Loaded::new(Some(id), document)));
         Ok(applied.outcome)
     }
 

@@ -17,12 +17,12 @@
 //!   with [`MemoryError::CorruptScope`] naming the scope; it is never replaced.
 //! - Time limits and retries are the store's ([`PgStoreOptions::timeout`](crate::PgStoreOptions)).
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Applied, Clock, MemoryDocument, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix,
-    MemoryRevision, MemorySearch, MemoryStore, MemoryWrite, StoreError, SystemClock,
+    Applied, Clock, LoadedDocument, MemoryDocument, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry,
+    MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, StoreError, SystemClock,
 };
 use uuid::Uuid;
 
@@ -49,22 +49,8 @@ struct Inner {
     cache: Mutex<Option<Arc<Loaded>>>,
 }
 
-/// One version of the row, parsed.
-struct Loaded {
-    /// `None`: no row (an empty scope).
-    version: Option<i64>,
-    document: MemoryDocument,
-    search: OnceLock<Arc<MemorySearch>>,
-}
-
-impl Loaded {
-    fn search(&self) -> Arc<MemorySearch> {
-        Arc::clone(
-            self.search
-                .get_or_init(|| Arc::new(MemorySearch::build(self.document.live_entries()))),
-        )
-    }
-}
+/// One version of the row, parsed; `None`: no row (an empty scope).
+type Loaded = LoadedDocument<Option<i64>>;
 
 impl std::fmt::Debug for PgMemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -239,19 +225,11 @@ impl Inner {
     ) -> Result<Arc<Loaded>, String> {
         match (text, cached) {
             (None, Some(cached)) if cached.version == version => Ok(Arc::clone(cached)),
-            (None, _) if version.is_none() => Ok(Arc::new(Loaded {
-                version: None,
-                document: MemoryDocument::new(),
-                search: OnceLock::new(),
-            })),
+            (None, _) if version.is_none() => Ok(Arc::new(Loaded::new(None, MemoryDocument::new()))),
             (None, _) => Err("the row changed while it was read".to_owned()),
             (Some(text), _) => {
                 let document = MemoryDocument::from_json(text.as_bytes())?;
-                Ok(Arc::new(Loaded {
-                    version,
-                    document,
-                    search: OnceLock::new(),
-                }))
+                Ok(Arc::new(Loaded::new(version, document)))
             }
         }
     }
@@ -341,11 +319,7 @@ impl Inner {
             let written = transaction
                 .query_one(&update, &[&self.scope.as_str(), &json, &write_id])
                 .await?;
-            let loaded = Arc::new(Loaded {
-                version: Some(written.get(0)),
-                document,
-                search: OnceLock::new(),
-            });
+            let loaded = Arc::new(Loaded::new(Some(written.get(0)), document));
             *sent.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                 Some((applied.outcome.clone(), Arc::clone(&loaded)));
             transaction.commit().await?;
@@ -390,8 +364,8 @@ impl MemoryStore for PgMemoryStore {
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<MemoryHit>, MemoryError> {
         let loaded = self.inner.load().await?;
         // Building the index of a large document is CPU work: off the async threads.
-        let search = match loaded.search.get() {
-            Some(search) => Arc::clone(search),
+        let search = match loaded.built_search() {
+            Some(search) => search,
             None => {
                 let building = Arc::clone(&loaded);
                 tokio::task::spawn_blocking(move || building.search())

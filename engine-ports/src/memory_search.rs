@@ -76,3 +76,41 @@ impl MemorySearch {
             .collect()
     }
 }
+
+/// One parsed version of a stored scope: the document, what identifies that version
+/// in its store (a file's identity, a row's version), and its [`MemorySearch`] index,
+/// built by the first search and shared by the ones after it. Stores cache the last
+/// one they read or wrote and reuse it while the stored version is unchanged.
+#[derive(Debug)]
+pub struct LoadedDocument<V> {
+    /// What identifies this version in the store.
+    pub version: V,
+    /// The document.
+    pub document: crate::MemoryDocument,
+    search: std::sync::OnceLock<std::sync::Arc<MemorySearch>>,
+}
+
+impl<V> LoadedDocument<V> {
+    /// The document at `version`; its index is built on first use.
+    pub fn new(version: V, document: crate::MemoryDocument) -> Self {
+        Self {
+            version,
+            document,
+            search: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The index if a search already built it (building one is CPU work a caller may
+    /// want off its async threads).
+    pub fn built_search(&self) -> Option<std::sync::Arc<MemorySearch>> {
+        self.search.get().cloned()
+    }
+
+    /// The keyword index of the document's live entries.
+    pub fn search(&self) -> std::sync::Arc<MemorySearch> {
+        std::sync::Arc::clone(
+            self.search
+                .get_or_init(|| std::sync::Arc::new(MemorySearch::build(self.document.live_entries()))),
+        )
+    }
+}
