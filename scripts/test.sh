@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): the cheap quality gates (fmt, clippy), then the
+# The one test command (README, CI): the cheap quality gates (fmt, spelling, clippy), then the
 # test peers' install and the whole test suite, the benchmark smoke run and rustdoc.
 # Under CI=true a missing peer fails its tests.
 set -euo pipefail
@@ -10,9 +10,18 @@ jobs="${CARGO_BUILD_JOBS:-2}"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)" >&2; }
 
-# Cheap gates first: a formatting slip or a lint fails in seconds, before any download.
+# Cheap gates first: a formatting slip, a misspelling or a lint fails in seconds or minutes,
+# before the peers' downloads and the test build.
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "spelling (codespell, pinned, in its own venv under the peers directory)"
+spell="${MECATED_PEERS_DIR:-.peers}/codespell-2.4.1"
+if [ ! -x "$spell/bin/codespell" ]; then
+    python3 -m venv "$spell"
+    "$spell/bin/pip" install --quiet --disable-pip-version-check codespell==2.4.1
+fi
+"$spell/bin/codespell"  # settings and deliberate words: .codespellrc
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --all-features --locked -j "$jobs" -- -D warnings

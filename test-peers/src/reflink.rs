@@ -5,7 +5,7 @@
 //! It needs `mkfs.xfs` (Debian's `xfsprogs`, which `tests/peers/install.sh` installs)
 //! and root with loop devices. Missing either fails the test like any missing peer
 //! (skipped only with `MECATED_SKIP_PEERS=1`, never under `CI=true`). Every command it
-//! runs is bounded by [`READY_DEADLINE`](crate::READY_DEADLINE); a mount that cannot
+//! runs is bounded by [`READY_DEADLINE`]; a mount that cannot
 //! be unmounted at drop is detached lazily, never left waiting.
 
 use std::path::{Path, PathBuf};
