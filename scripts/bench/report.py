@@ -25,8 +25,8 @@ FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
 
 # Why a figure misses its target and what would fix it, shown only when it misses.
 MISS_NOTES = {
-    "pg_append": "Each append is its own fenced `INSERT` and commit, one loopback round trip (about 100 µs) "
-                 "that the run awaits; 8 sessions at once reach about 3× that in aggregate. Batching a "
+    "pg_append": "Each append is its own fenced `INSERT` and commit, one loopback round trip the run "
+                 "awaits (the median above); 8 sessions at once reach several times that in aggregate. Batching a "
                  "session's appends into one multi-row `INSERT` per commit (acknowledged at the flush, as "
                  "the JSONL store's `Batched` policy does) is what the target needs and is not built yet.",
     "subagent": "A subagent round trip assembles a child catalog (`assemble_catalog` with the child "
@@ -46,7 +46,8 @@ MISS_NOTES = {
                 "containment), so a batch pays a spawn, a join and usually a wake-up of the other worker per "
                 "call, plus the `tool.call`/`tool.result` bookkeeping; a lone call already runs inline. Polling "
                 "a batch's futures concurrently on the dispatcher's task would remove the spawns, at the price of "
-                "running CPU-heavy tools of one batch on one core.",
+                "running CPU-heavy tools of one batch on one core. The figure moves with the machine: side by side "
+                "at a load of about 1, this code measured 1.90 µs and the previous call path 2.55 µs.",
     "advertised": "A listing walks the name-ordered index, asks each tool for its (light) spec and collects "
                   "the clones (three `Arc`s each) into a new `Vec`; caching the per-mode listing as an "
                   "`Arc<[ToolSpec]>` in the frozen catalog would make it a pointer copy.",
