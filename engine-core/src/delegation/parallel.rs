@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::child_run::{ChildRun, Reporter, StartError, salvage, side_request};
 use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
-use super::policy::ChildPolicy;
 use super::render::{ChildStop, neutralise, preview};
 use super::scope::DelegationScope;
 use super::{PARALLEL_TOOL_NAME, scope_and_args};
@@ -451,12 +450,7 @@ impl CallRun<'_> {
             system_prompt: None,
             limits: branch_limits(),
             purpose: RequestPurpose::ParallelBranch,
-            policy: Arc::new(ChildPolicy::new(
-                Arc::clone(&scope.policy),
-                scope.parent.clone(),
-                scope.interactive,
-                reporter.requester(),
-            )),
+            policy: scope.child_policy(reporter.requester()),
             interactive: scope.interactive,
         };
         let engine = scope

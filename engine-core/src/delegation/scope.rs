@@ -53,6 +53,19 @@ pub(crate) struct DelegationScope {
     pub(crate) run: Arc<RunDelegation>,
 }
 
+impl DelegationScope {
+    /// The policy that decides a child's calls: this run's policy, asked on behalf of
+    /// `requester` (asks relayed when the run is interactive).
+    pub(crate) fn child_policy(&self, requester: impl Into<String>) -> Arc<dyn PermissionPolicy> {
+        Arc::new(super::policy::ChildPolicy::new(
+            Arc::clone(&self.policy),
+            self.parent.clone(),
+            self.interactive,
+            requester,
+        ))
+    }
+}
+
 /// How a subagent of this run stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ChildState {

@@ -15,7 +15,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::child_run::{ChildOutcome, ChildRun, Reporter, StartError, salvage};
 use super::children::{AgentDefinition, CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
-use super::policy::ChildPolicy;
 use super::render::{ChildStop, fork_seed, neutralise, preview};
 use super::scope::{DelegationScope, Refusal};
 use super::submit::{OutputSchema, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME, Submission, SubmitResultTool};
@@ -360,12 +359,7 @@ impl Prepared {
             system_prompt: agent.map(|a| a.system_prompt.clone()),
             limits,
             purpose: RequestPurpose::Subagent,
-            policy: Arc::new(ChildPolicy::new(
-                Arc::clone(&scope.policy),
-                scope.parent.clone(),
-                scope.interactive,
-                reporter.requester(),
-            )),
+            policy: scope.child_policy(reporter.requester()),
             interactive: scope.interactive,
         };
         let engine = scope

@@ -18,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 use super::child_run::{ChildRun, Reporter, StartError};
 use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
 use super::inspect::read_transcript;
-use super::policy::ChildPolicy;
 use super::render::{neutralise, preview};
 use super::scope::DelegationScope;
 use super::team_board::{TaskState, TeamBoard, tasks_text};
@@ -286,12 +285,7 @@ impl<'a> Team<'a> {
                     max_consecutive_failures: 0,
                 },
                 purpose: RequestPurpose::TeamMember,
-                policy: Arc::new(ChildPolicy::new(
-                    Arc::clone(&scope.policy),
-                    scope.parent.clone(),
-                    scope.interactive,
-                    requester,
-                )),
+                policy: scope.child_policy(requester),
                 interactive: scope.interactive,
             };
             let engine = scope
@@ -636,12 +630,7 @@ impl<'a> Team<'a> {
                 max_consecutive_failures: 0,
             },
             purpose: RequestPurpose::TeamMember,
-            policy: Arc::new(ChildPolicy::new(
-                Arc::clone(&scope.policy),
-                scope.parent.clone(),
-                scope.interactive,
-                format!("team member {:?}", lead.name),
-            )),
+            policy: scope.child_policy(format!("team member {:?}", lead.name)),
             interactive: scope.interactive,
         };
         scope.children.engine(&spec).ok()

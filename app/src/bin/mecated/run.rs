@@ -126,6 +126,22 @@ struct TextPrinter {
     open_line: bool,
 }
 
+/// One line of a child's activity: started, a tool it called, or how it ended.
+fn child_activity(
+    phase: engine_ports::ChildPhase,
+    name: Option<&str>,
+    stop: Option<&str>,
+    preview: &str,
+) -> String {
+    match phase {
+        engine_ports::ChildPhase::Start => "started".to_owned(),
+        engine_ports::ChildPhase::Tool => {
+            format!("→ {} {}", name.unwrap_or_default(), out::clip(preview, 120))
+        }
+        engine_ports::ChildPhase::End => format!("ended: {}", stop.unwrap_or_default()),
+    }
+}
+
 impl TextPrinter {
     fn event(&mut self, event: &Event) {
         match &event.kind {
@@ -181,17 +197,7 @@ impl TextPrinter {
                 preview,
                 ..
             } => {
-                let what = match phase {
-                    engine_ports::ChildPhase::Start => "started".to_owned(),
-                    engine_ports::ChildPhase::Tool => format!(
-                        "→ {} {}",
-                        name.as_deref().unwrap_or_default(),
-                        out::clip(preview, 120)
-                    ),
-                    engine_ports::ChildPhase::End => {
-                        format!("ended: {}", stop.as_deref().unwrap_or_default())
-                    }
-                };
+                let what = child_activity(*phase, name.as_deref(), stop.as_deref(), preview);
                 out::stderr(&format!("[parallel] {child_id} {what}"));
             }
             EventKind::TeamStart {
@@ -209,17 +215,7 @@ impl TextPrinter {
                 preview,
                 ..
             } => {
-                let what = match phase {
-                    engine_ports::ChildPhase::Start => "started".to_owned(),
-                    engine_ports::ChildPhase::Tool => format!(
-                        "→ {} {}",
-                        name.as_deref().unwrap_or_default(),
-                        out::clip(preview, 120)
-                    ),
-                    engine_ports::ChildPhase::End => {
-                        format!("ended: {}", stop.as_deref().unwrap_or_default())
-                    }
-                };
+                let what = child_activity(*phase, name.as_deref(), stop.as_deref(), preview);
                 out::stderr(&format!("[team] round {round}, {member} {what}"));
             }
             EventKind::TeamTasks { preview, .. } => {
