@@ -35,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+mod batch;
 mod db;
 mod lease;
 mod memory;
@@ -44,6 +45,7 @@ mod store;
 mod tls;
 mod url;
 
+pub use batch::{MAX_BATCH_BYTES, MAX_BATCH_ROWS, MAX_QUEUED_BYTES, MAX_QUEUED_ROWS};
 pub use memory::{MAX_SCOPE_BYTES, PgMemoryStore};
 pub use options::PgStoreOptions;
 pub use store::{MAX_ID_BYTES, OpenError, PgStore};

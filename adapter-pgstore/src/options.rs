@@ -1,4 +1,5 @@
-//! [`PgStoreOptions`]: time limits, the lease TTL, size caps and the pool size.
+//! [`PgStoreOptions`]: time limits, the lease TTL, size caps, the pool size and
+//! group commits.
 
 use std::time::Duration;
 
@@ -20,6 +21,11 @@ pub struct PgStoreOptions {
     pub max_record_bytes: usize,
     /// Largest snapshot, as JSON (default 256 MiB).
     pub max_snapshot_bytes: usize,
+    /// Group commits (default on): while this store holds a session's run lease, its
+    /// events and tool-call records are queued and written in multi-row batches by
+    /// one writer per session; `flush` waits for them and reports losses. Off: every
+    /// append is committed before it returns.
+    pub group_commits: bool,
 }
 
 impl PgStoreOptions {
@@ -50,6 +56,7 @@ impl Default for PgStoreOptions {
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             max_record_bytes: Self::DEFAULT_MAX_RECORD_BYTES,
             max_snapshot_bytes: Self::DEFAULT_MAX_SNAPSHOT_BYTES,
+            group_commits: true,
         }
     }
 }

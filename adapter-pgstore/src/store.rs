@@ -13,6 +13,7 @@ use engine_ports::{
 use tokio::runtime::Handle;
 use uuid::Uuid;
 
+use crate::batch::{self, Batches, Table};
 use crate::db::{Db, retrying};
 use crate::lease::{self, Leases};
 use crate::memory::PgMemoryStore;
@@ -31,6 +32,7 @@ pub struct PgStore {
 pub(crate) struct Shared {
     pub(crate) db: Arc<Db>,
     pub(crate) leases: Leases,
+    pub(crate) batches: Batches,
     pub(crate) options: PgStoreOptions,
     pub(crate) runtime: Handle,
     renewer: Mutex<Option<tokio::task::AbortHandle>>,
@@ -66,6 +68,7 @@ impl PgStore {
         let shared = Arc::new(Shared {
             db,
             leases: Leases::default(),
+            batches: Batches::default(),
             options,
             runtime: Handle::current(),
             renewer: Mutex::new(None),
@@ -103,6 +106,7 @@ impl PgStore {
     /// The database failed, or a stored record does not decode (naming its row).
     pub async fn read_tool_calls(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError> {
         check_id(session)?;
+        batch::settle(&self.shared, session, "read_tool_calls", false).await?;
         let rows = retrying!(
             self.shared.db,
             "read_tool_calls",
@@ -219,8 +223,11 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl Shared {
-    /// Deletes the lease row of `id` if `token` still holds it.
+    /// Writes what the session still has queued, then deletes the lease row of `id`
+    /// if `token` still holds it.
     pub(crate) async fn release(&self, id: &SessionId, token: Uuid) -> Result<(), StoreError> {
+        batch::settle(self, id, "release_run", false).await?;
+        self.batches.forget_idle(id);
         retrying!(self.db, "release_run", Some(id), |client, attempt| {
             let statement = client
                 .prepare_cached("DELETE FROM mecated_run_leases WHERE session_id = $1 AND holder = $2")
@@ -288,7 +295,7 @@ const TAKE_LEASE: &str = "INSERT INTO mecated_run_leases AS l (session_id, holde
 /// The fence of a leased session's writes, with the holder token as parameter `$n`
 /// (the id is `$1`): true when no token is given, or the lease row still names it
 /// (locked, so a takeover waits for this write to commit).
-fn fence(n: usize) -> String {
+pub(crate) fn fence(n: usize) -> String {
     format!(
         "(${n}::uuid IS NULL OR EXISTS (
             SELECT 1 FROM mecated_run_leases WHERE session_id = $1 AND holder = ${n} FOR SHARE))"
@@ -326,12 +333,14 @@ fn check_id(id: &SessionId) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Why a fenced write wrote nothing.
+pub(crate) const LEASE_LOST: &str =
+    "this process's run lease of the session was lost (it expired and another process may hold it)";
+
 fn lost_lease(shared: &Shared, op: &'static str, id: &SessionId) -> StoreError {
-    shared.db.error(
-        op,
-        Some(id),
-        "this process's run lease of the session was lost (it expired and another process may hold it); nothing was written",
-    )
+    shared
+        .db
+        .error(op, Some(id), format!("{LEASE_LOST}; nothing was written"))
 }
 
 fn encode<T: serde::Serialize>(value: &T, id: &SessionId, what: &str) -> Result<String, StoreError> {
@@ -344,7 +353,7 @@ fn encode<T: serde::Serialize>(value: &T, id: &SessionId, what: &str) -> Result<
     })
 }
 
-async fn own_row_exists(
+pub(crate) async fn own_row_exists(
     client: &Object,
     sql: &str,
     id: &SessionId,
@@ -400,6 +409,7 @@ impl SessionStore for PgStore {
 
     async fn load(&self, id: &SessionId) -> Result<SessionSnapshot, StoreError> {
         check_id(id)?;
+        batch::settle(&self.shared, id, "load", false).await?;
         let row = retrying!(self.shared.db, "load", Some(id), |client, attempt| {
             let statement = client
                 .prepare_cached(
@@ -493,6 +503,8 @@ impl SessionStore for PgStore {
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError> {
         check_id(id)?;
         let claim = lease::claim(&self.shared, id, "delete").await?;
+        batch::settle(&self.shared, id, "delete", false).await?;
+        self.shared.batches.forget_idle(id);
         let token = Uuid::new_v4();
         let ttl = millis(self.shared.options.timeout);
         let deleted = retrying!(self.shared.db, "delete", Some(id), |client, attempt| {
@@ -551,6 +563,9 @@ impl EventLog for PgStore {
             .too_large(session, body.len(), self.shared.options.max_record_bytes)?;
         let seq = i64::try_from(event.seq).unwrap_or(i64::MAX);
         let holder = self.shared.leases.fence(session);
+        if holder.is_some() && self.shared.options.group_commits {
+            return batch::enqueue(&self.shared, session, Table::Events, seq, body).await;
+        }
         let write_id = Uuid::new_v4();
         let sql = format!(
             "INSERT INTO mecated_events (session_id, seq, write_id, event)
@@ -582,6 +597,7 @@ impl EventLog for PgStore {
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
         check_id(session)?;
+        batch::settle(&self.shared, session, "read", false).await?;
         let rows = retrying!(self.shared.db, "read", Some(session), |client, attempt| {
             let statement = client
                 .prepare_cached(
@@ -609,6 +625,11 @@ impl EventLog for PgStore {
         }
         Ok(events)
     }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
+        check_id(session)?;
+        batch::settle(&self.shared, session, "flush", true).await
+    }
 }
 
 #[async_trait]
@@ -622,6 +643,11 @@ impl ToolCallRecorder for PgStore {
             .too_large(session, body.len(), self.shared.options.max_record_bytes)
             .map_err(failed)?;
         let holder = self.shared.leases.fence(session);
+        if holder.is_some() && self.shared.options.group_commits {
+            return batch::enqueue(&self.shared, session, Table::ToolCalls, 0, body)
+                .await
+                .map_err(failed);
+        }
         let write_id = Uuid::new_v4();
         let sql = format!(
             "INSERT INTO mecated_tool_calls (session_id, write_id, record)
@@ -650,6 +676,12 @@ impl ToolCallRecorder for PgStore {
             return Err(failed(lost_lease(&self.shared, "record", session)));
         }
         Ok(())
+    }
+
+    async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
+        batch::settle(&self.shared, session, "flush", true)
+            .await
+            .map_err(|error| RecorderError::lost(session, error.to_string()))
     }
 }
 

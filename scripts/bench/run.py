@@ -36,14 +36,16 @@ MCP_SERVER_GIT = PEERS / "venv/bin/mcp-server-git"
 JOBS = os.environ.get("CARGO_BUILD_JOBS", "2")
 
 # The criterion bench targets, with an optional filter and environment. The store
-# bench only needs its append and recorder groups here; its long-history Load fixture
-# is shrunk so its setup does not dominate the run (the filter skips that bench).
+# bench only needs its append and recorder groups and the fresh 100 KiB load (beside
+# the PostgreSQL store's); its long-history fixture is shrunk to 10 saves so its setup
+# does not dominate the run.
 CRITERION_BENCHES = [
     {"package": "engine-core", "bench": "catalog"},
     {"package": "engine-core", "bench": "dispatch"},
-    {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder",
+    {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder|load_100KiB/fresh",
      "env": {"JSONLSTORE_BENCH_SAVES": "10"}},
-    {"package": "adapter-pgstore", "bench": "pg_store"},
+    # Its recorder p50/p99 loop runs the mode's number of calls (PGSTORE_BENCH_CALLS).
+    {"package": "adapter-pgstore", "bench": "pg_store", "calls_env": "PGSTORE_BENCH_CALLS"},
     {"package": "adapter-mcp", "bench": "mcp_overhead"},
     # Its p50/p99 loops run the mode's number of calls (MEMORYFS_BENCH_CALLS).
     {"package": "adapter-memoryfs", "bench": "memory", "calls_env": "MEMORYFS_BENCH_CALLS"},

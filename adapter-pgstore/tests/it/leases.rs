@@ -130,11 +130,16 @@ async fn a_holder_that_stops_renewing_frees_the_session_after_the_ttl() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_holder_whose_lease_was_taken_over_writes_nothing() {
-    let Some(db) = TestDb::new("a_holder_whose_lease_was_taken_over_writes_nothing") else {
+async fn a_holder_whose_lease_was_taken_over_writes_nothing_and_each_write_says_so() {
+    let Some(db) = TestDb::new("a_holder_whose_lease_was_taken_over_writes_nothing_and_each_write_says_so")
+    else {
         return;
     };
-    let (a, b) = (db.open_with(short_ttl()).await, db.open().await);
+    let one_by_one = PgStoreOptions {
+        group_commits: false,
+        ..short_ttl()
+    };
+    let (a, b) = (db.open_with(one_by_one).await, db.open().await);
     let id = sid("taken");
     let lease = a.acquire_run(&id).await.unwrap();
     let first = SessionSnapshot::new("taken", PermissionMode::Default);

@@ -8,6 +8,7 @@ mod support;
 
 mod concurrency;
 mod conformance;
+mod group_commits;
 mod ids;
 mod leases;
 mod memory;

@@ -1,6 +1,7 @@
 //! The database restarting (killed, then started again on its port and data
-//! directory) in the middle of a stream of appends: every append is retried within
-//! the time limit, nothing acknowledged is lost or doubled, and a lease survives. A
+//! directory) in the middle of a stream of appends, committed one by one or in
+//! groups: every write is retried within the time limit, nothing acknowledged is
+//! lost or doubled, and a lease survives. A
 //! database that stays down makes an operation fail at the limit, naming the server.
 
 use std::sync::Arc;
@@ -15,14 +16,31 @@ use crate::support::{delta, fast, sid};
 
 const EVENTS: u64 = 400;
 
+/// Flushes every this many appends (a turn boundary).
+const TURN: u64 = 20;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appends_survive_a_database_restart_mid_stream() {
-    let Some(mut cluster) = PgCluster::start("appends_survive_a_database_restart_mid_stream") else {
+async fn appends_committed_one_by_one_survive_a_database_restart_mid_stream() {
+    appends_survive_a_database_restart_mid_stream("appends_committed_one_by_one_survive_a_restart", false)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_committed_appends_survive_a_database_restart_mid_stream() {
+    appends_survive_a_database_restart_mid_stream("group_committed_appends_survive_a_restart", true).await;
+}
+
+/// A leased session's stream of appends, flushed every [`TURN`] appends; the
+/// server restarts once a quarter of the stream is acknowledged (by `append` when
+/// each append commits, by `flush` under group commits).
+async fn appends_survive_a_database_restart_mid_stream(test: &str, group_commits: bool) {
+    let Some(mut cluster) = PgCluster::start(test) else {
         return;
     };
     let url = StoreUrl::parse(&cluster.url("postgres"), None).unwrap();
     let options = PgStoreOptions {
         timeout: Duration::from_secs(10),
+        group_commits,
         ..fast()
     };
     let store = Arc::new(PgStore::open(&url, options).await.unwrap());
@@ -40,6 +58,10 @@ async fn appends_survive_a_database_restart_mid_stream() {
         tokio::spawn(async move {
             for seq in 1..=EVENTS {
                 store.append(&id, &delta(seq, format!("event {seq}"))).await?;
+                if group_commits && seq % TURN != 0 {
+                    continue;
+                }
+                store.flush(&id).await?;
                 acknowledged.store(seq, Ordering::SeqCst);
             }
             Ok::<_, engine_ports::StoreError>(())

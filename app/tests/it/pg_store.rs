@@ -476,3 +476,67 @@ async fn store_flags_are_checked_before_anything_connects() {
     assert_eq!(ttl_alone.code, 2, "{ttl_alone:?}");
     assert!(ttl_alone.stderr.contains("--store-url"), "{ttl_alone:?}");
 }
+
+/// How many rows `session` has in `mecated_events`, and how many statements wrote them
+/// (one write id each).
+fn rows_and_statements(cluster: &PgCluster, database: &str, session: &str) -> (u64, u64) {
+    let out = cluster.psql(
+        database,
+        &format!("SELECT count(*) || ' ' || count(DISTINCT write_id) FROM mecated_events WHERE session_id = '{session}'"),
+    );
+    let (rows, statements) = out.trim().split_once(' ').unwrap();
+    (rows.parse().unwrap(), statements.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_group_commits_its_events_unless_store_sync_is_always() {
+    let Some((cluster, db)) = database("a_run_group_commits_its_events_unless_store_sync_is_always") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = json!({"turns": [
+        {"text": "reading", "tool_calls": [
+            {"id": "a", "name": "Read", "args": {"path": "README.md"}},
+            {"id": "b", "name": "Read", "args": {"path": "README.md"}},
+            {"id": "c", "name": "Read", "args": {"path": "README.md"}}
+        ]},
+        {"text": "done reading the same file three times"},
+    ]});
+    let script = scratch.write("grouped.json", &script.to_string());
+    for (session, sync) in [("grouped", "batched"), ("one-by-one", "always")] {
+        let workspace = scratch.ws().display().to_string();
+        let script = script.display().to_string();
+        let url = cluster.url_without_password(&db);
+        let args = [
+            "run",
+            "--workspace",
+            &workspace,
+            "--toolhive=false",
+            "--mock-script",
+            &script,
+            "--audit",
+            "required",
+            "--store-sync",
+            sync,
+            "--store-url",
+            &url,
+            "--session",
+            session,
+            "--output",
+            "jsonl",
+            "read it",
+        ];
+        let output = mecated(scratch.dir.path(), &args, &[("PGPASSWORD", cluster.password())]).await;
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        let printed = output.stdout.lines().count() as u64;
+        let seqs = logged_seqs(cluster, &db, session);
+        assert!(strictly_increasing(&seqs), "{seqs:?}");
+        let (rows, statements) = rows_and_statements(cluster, &db, session);
+        assert_eq!(rows, printed, "every printed event landed once ({sync})");
+        if sync == "always" {
+            assert_eq!(statements, rows, "each event committed on its own");
+        } else {
+            assert!(statements < rows, "{rows} events in {statements} statements");
+        }
+    }
+}

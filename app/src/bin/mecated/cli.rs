@@ -125,7 +125,10 @@ pub(crate) struct CommonArgs {
     /// without it they live in memory.
     #[arg(long, value_name = "DIR")]
     pub(crate) store_dir: Option<PathBuf>,
-    /// When store sidecar records reach the device.
+    /// When a run's events and tool-call records are durable: with --store-dir, when
+    /// sidecar records reach the device (`always`: synced before each append
+    /// returns); with --store-url, `always` commits each append before it returns,
+    /// `batched` and `never` commit them in groups, acknowledged at each turn's end.
     #[arg(long, value_name = "POLICY", default_value = "batched",
           value_parser = PossibleValuesParser::new(["always", "batched", "never"]))]
     pub(crate) store_sync: String,

@@ -122,7 +122,10 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     }
     if let Some(raw) = &common.store_url {
         let url = store_url(raw)?;
-        let mut options = PgStoreOptions::default();
+        let mut options = PgStoreOptions {
+            group_commits: common.store_sync != "always",
+            ..PgStoreOptions::default()
+        };
         if let Some(secs) = common.store_lease_ttl {
             options.lease_ttl = Duration::from_secs(secs);
         }
