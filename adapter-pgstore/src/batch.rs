@@ -1,7 +1,8 @@
-//! Group commits: the events and tool-call records of a session this store holds the
-//! run lease of are queued and written by one writer task per session, as one
-//! multi-row `INSERT` per table per round trip, instead of one round trip and one
-//! commit per append.
+//! Writing events and tool-call records. With group commits, the rows of a session
+//! this store holds the run lease of are queued and written by one writer task per
+//! session, as one multi-row `INSERT` per table per round trip, instead of one round
+//! trip and one commit per append; every other row is the same statement with one row
+//! ([`write_now`]), committed before the call returns.
 //!
 //! - **When**: only while the lease is held (the holder is the session's only
 //!   writer, so the queue decides the order) and [`PgStoreOptions::group_commits`]
@@ -37,7 +38,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::db::retrying;
-use crate::store::{LEASE_LOST, Shared, fence, own_row_exists};
+use crate::store::{LEASE_LOST, Shared, fence, lost_lease, own_row_exists};
 
 /// Most rows queued per session before an append waits for the writer.
 pub const MAX_QUEUED_ROWS: usize = 8192;
@@ -311,7 +312,8 @@ async fn write_queue(shared: Arc<Shared>, session: SessionId, queue: Arc<Queue>)
         let outcome = write_batch(&shared, &session, table, &rows).await;
         drop(rows);
         let mut settled = count;
-        if let Err(reason) = outcome {
+        if let Err(unwritten) = outcome {
+            let reason = unwritten.reason();
             tracing::warn!(
                 session_id = %session, rows = count, %reason,
                 "a group commit failed; the rows queued behind it are dropped too"
@@ -329,8 +331,49 @@ async fn write_queue(shared: Arc<Shared>, session: SessionId, queue: Arc<Queue>)
     }
 }
 
-/// One fenced multi-row `INSERT` of `rows` (all of `table`); the reason on failure.
-async fn write_batch(shared: &Shared, session: &SessionId, table: Table, rows: &[Row]) -> Result<(), String> {
+/// Writes one row of `table` before returning (no lease held, or group commits off):
+/// a batch of one.
+///
+/// # Errors
+/// The write failed, or the lease fencing it was lost (nothing was written).
+pub(crate) async fn write_now(
+    shared: &Shared,
+    session: &SessionId,
+    table: Table,
+    seq: i64,
+    body: String,
+) -> Result<(), StoreError> {
+    match write_batch(shared, session, table, &[Row { table, seq, body }]).await {
+        Ok(()) => Ok(()),
+        Err(Unwritten::Failed(error)) => Err(error),
+        Err(Unwritten::LeaseLost) => Err(lost_lease(shared, table.op(), session)),
+    }
+}
+
+/// Why a batch was not written.
+enum Unwritten {
+    /// The statement failed (after retries).
+    Failed(StoreError),
+    /// The fence found the lease gone: no row was written.
+    LeaseLost,
+}
+
+impl Unwritten {
+    fn reason(&self) -> String {
+        match self {
+            Self::Failed(error) => error.to_string(),
+            Self::LeaseLost => LEASE_LOST.to_owned(),
+        }
+    }
+}
+
+/// One fenced multi-row `INSERT` of `rows` (all of `table`).
+async fn write_batch(
+    shared: &Shared,
+    session: &SessionId,
+    table: Table,
+    rows: &[Row],
+) -> Result<(), Unwritten> {
     let holder: Option<Uuid> = shared.leases.fence(session);
     let write_id = Uuid::new_v4();
     let bodies: Vec<&str> = rows.iter().map(|row| row.body.as_str()).collect();
@@ -378,9 +421,9 @@ async fn write_batch(shared: &Shared, session: &SessionId, table: Table, rows: &
             }
         }
     })
-    .map_err(|error| error.to_string())?;
+    .map_err(Unwritten::Failed)?;
     if written == 0 {
-        return Err(LEASE_LOST.to_owned());
+        return Err(Unwritten::LeaseLost);
     }
     Ok(())
 }

@@ -337,7 +337,7 @@ fn check_id(id: &SessionId) -> Result<(), StoreError> {
 pub(crate) const LEASE_LOST: &str =
     "this process's run lease of the session was lost (it expired and another process may hold it)";
 
-fn lost_lease(shared: &Shared, op: &'static str, id: &SessionId) -> StoreError {
+pub(crate) fn lost_lease(shared: &Shared, op: &'static str, id: &SessionId) -> StoreError {
     shared
         .db
         .error(op, Some(id), format!("{LEASE_LOST}; nothing was written"))
@@ -562,37 +562,11 @@ impl EventLog for PgStore {
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)?;
         let seq = i64::try_from(event.seq).unwrap_or(i64::MAX);
-        let holder = self.shared.leases.fence(session);
-        if holder.is_some() && self.shared.options.group_commits {
-            return batch::enqueue(&self.shared, session, Table::Events, seq, body).await;
+        if self.shared.leases.fence(session).is_some() && self.shared.options.group_commits {
+            batch::enqueue(&self.shared, session, Table::Events, seq, body).await
+        } else {
+            batch::write_now(&self.shared, session, Table::Events, seq, body).await
         }
-        let write_id = Uuid::new_v4();
-        let sql = format!(
-            "INSERT INTO mecated_events (session_id, seq, write_id, event)
-             SELECT $1, $4, $3, $2::text::json WHERE {}",
-            fence(5)
-        );
-        let written = retrying!(self.shared.db, "append", Some(session), |client, attempt| {
-            if attempt.after_lost_reply
-                && own_row_exists(
-                    &client,
-                    "SELECT EXISTS (SELECT 1 FROM mecated_events WHERE session_id = $1 AND write_id = $2)",
-                    session,
-                    write_id,
-                )
-                .await?
-            {
-                return Ok(1);
-            }
-            let statement = client.prepare_cached(&sql).await?;
-            client
-                .execute(&statement, &[&session.as_str(), &body, &write_id, &seq, &holder])
-                .await
-        })?;
-        if written == 0 {
-            return Err(lost_lease(&self.shared, "append", session));
-        }
-        Ok(())
     }
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
@@ -642,40 +616,12 @@ impl ToolCallRecorder for PgStore {
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)
             .map_err(failed)?;
-        let holder = self.shared.leases.fence(session);
-        if holder.is_some() && self.shared.options.group_commits {
-            return batch::enqueue(&self.shared, session, Table::ToolCalls, 0, body)
-                .await
-                .map_err(failed);
+        if self.shared.leases.fence(session).is_some() && self.shared.options.group_commits {
+            batch::enqueue(&self.shared, session, Table::ToolCalls, 0, body).await
+        } else {
+            batch::write_now(&self.shared, session, Table::ToolCalls, 0, body).await
         }
-        let write_id = Uuid::new_v4();
-        let sql = format!(
-            "INSERT INTO mecated_tool_calls (session_id, write_id, record)
-             SELECT $1, $3, $2::text::json WHERE {}",
-            fence(4)
-        );
-        let written = retrying!(self.shared.db, "record", Some(session), |client, attempt| {
-                if attempt.after_lost_reply
-                    && own_row_exists(
-                        &client,
-                        "SELECT EXISTS (SELECT 1 FROM mecated_tool_calls WHERE session_id = $1 AND write_id = $2)",
-                        session,
-                        write_id,
-                    )
-                    .await?
-                {
-                    return Ok(1);
-                }
-                let statement = client.prepare_cached(&sql).await?;
-                client
-                    .execute(&statement, &[&session.as_str(), &body, &write_id, &holder])
-                    .await
-            })
-            .map_err(failed)?;
-        if written == 0 {
-            return Err(failed(lost_lease(&self.shared, "record", session)));
-        }
-        Ok(())
+        .map_err(failed)
     }
 
     async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {

@@ -31,11 +31,13 @@ pub(crate) fn connector(url: &StoreUrl) -> Result<MakeRustlsConnect, String> {
         (SslMode::VerifyFull, roots) => Check::Full(roots.clone()),
     };
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::None => Arc::new(NoCheck {
+        Check::None => Arc::new(Relaxed {
+            chain: None,
             provider: Arc::clone(&provider),
         }),
-        Check::Chain(roots) => Arc::new(ChainOnly {
-            inner: webpki(&roots, &provider)?,
+        Check::Chain(roots) => Arc::new(Relaxed {
+            chain: Some(webpki(&roots, &provider)?),
+            provider: Arc::clone(&provider),
         }),
         Check::Full(roots) => webpki(&roots, &provider)?,
     };
@@ -87,23 +89,35 @@ fn webpki(roots: &RootCerts, provider: &Arc<CryptoProvider>) -> Result<Arc<WebPk
         .map_err(|e| format!("TLS setup failed: {e}"))
 }
 
-/// `prefer` / `require` without roots: encryption without authentication (libpq's
-/// meaning); handshake signatures are still checked.
+/// The modes that do not check the whole certificate (libpq's meanings):
+/// `prefer` / `require` without roots encrypt without authenticating the server
+/// (`chain: None`); `verify-ca` requires the chain to lead to a trusted root but does
+/// not match the host name (webpki checks the chain before the name, so a name
+/// mismatch means the chain passed). Handshake signatures are always checked.
 #[derive(Debug)]
-struct NoCheck {
+struct Relaxed {
+    chain: Option<Arc<WebPkiServerVerifier>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for NoCheck {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -138,56 +152,5 @@ impl ServerCertVerifier for NoCheck {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
-    }
-}
-
-/// `verify-ca`: the chain must lead to a trusted root; the host name is not matched.
-/// (webpki checks the chain before the name, so a name mismatch means the chain
-/// passed.)
-#[derive(Debug)]
-struct ChainOnly {
-    inner: Arc<WebPkiServerVerifier>,
-}
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
     }
 }
