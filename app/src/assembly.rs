@@ -225,22 +225,24 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 }
             },
             Family::Memory => {
-                run.builtin(Family::Memory, &assets.memory.project, Confined::No);
-                run.narrate(|| match assets.memory.project.len() {
-                    0 => format!("memory tools disabled: {}", assets.memory.project_place),
-                    n => format!(
-                        "memory tools enabled: {n} tools, project memory {}",
-                        assets.memory.project_place
+                let memory = &assets.memory;
+                // (tools, what they are, their store, where it is or why it is off)
+                let families = [
+                    (
+                        &memory.project,
+                        "memory tools",
+                        "project memory",
+                        &memory.project_place,
                     ),
-                });
-                run.builtin(Family::Memory, &assets.memory.user, Confined::No);
-                run.narrate(|| match assets.memory.user.len() {
-                    0 => format!("user-model tools disabled: {}", assets.memory.user_place),
-                    n => format!(
-                        "user-model tools enabled: {n} tools, user model {}",
-                        assets.memory.user_place
-                    ),
-                });
+                    (&memory.user, "user-model tools", "user model", &memory.user_place),
+                ];
+                for (tools, what, store, place) in families {
+                    run.builtin(Family::Memory, tools, Confined::No);
+                    run.narrate(|| match tools.len() {
+                        0 => format!("{what} disabled: {place}"),
+                        n => format!("{what} enabled: {n} tools, {store} {place}"),
+                    });
+                }
             }
             Family::Skill => {
                 let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));
