@@ -190,53 +190,59 @@ pub fn assemble_catalog(assets: &CatalogAssets, inputs: CatalogInputs<'_>) -> As
                 // take the delegation place of its catalog.
                 Some(child) => run.child_extras(&child.extra_tools),
                 None => {
-                    run.builtin(Family::Delegation, &assets.delegation.subagent, Confined::No);
-                    run.narrate(|| {
-                        if assets.delegation.subagent.is_empty() {
-                            "Subagent, InspectSubagent and SubagentStatus disabled: --enable-subagents=false"
-                                .to_owned()
-                        } else {
-                            format!(
-                                "Subagent, InspectSubagent and SubagentStatus enabled: {} named agent(s)",
-                                assets.delegation.agents
-                            )
-                        }
-                    });
-                    run.builtin(Family::Delegation, &assets.delegation.parallel, Confined::No);
-                    run.narrate(|| {
-                        if assets.delegation.parallel.is_empty() {
-                            "Parallel disabled: --enable-parallel=false".to_owned()
-                        } else {
-                            "Parallel enabled: branches on private workspace copies".to_owned()
-                        }
-                    });
-                    run.builtin(Family::Delegation, &assets.delegation.team, Confined::No);
-                    run.narrate(|| {
-                        if assets.delegation.team.is_empty() {
-                            "Team and InspectMember disabled: --enable-teams=false".to_owned()
-                        } else {
-                            "Team and InspectMember enabled".to_owned()
-                        }
-                    });
+                    let delegation = &assets.delegation;
+                    // (tools, what they are, the flag that turns them off, what `enabled` adds)
+                    let families = [
+                        (
+                            &delegation.subagent,
+                            "Subagent, InspectSubagent and SubagentStatus",
+                            "--enable-subagents",
+                            format!(": {} named agent(s)", delegation.agents),
+                        ),
+                        (
+                            &delegation.parallel,
+                            "Parallel",
+                            "--enable-parallel",
+                            ": branches on private workspace copies".to_owned(),
+                        ),
+                        (
+                            &delegation.team,
+                            "Team and InspectMember",
+                            "--enable-teams",
+                            String::new(),
+                        ),
+                    ];
+                    for (tools, what, flag, detail) in families {
+                        run.builtin(Family::Delegation, tools, Confined::No);
+                        run.narrate(|| {
+                            if tools.is_empty() {
+                                format!("{what} disabled: {flag}=false")
+                            } else {
+                                format!("{what} enabled{detail}")
+                            }
+                        });
+                    }
                 }
             },
             Family::Memory => {
-                run.builtin(Family::Memory, &assets.memory.project, Confined::No);
-                run.narrate(|| match assets.memory.project.len() {
-                    0 => format!("memory tools disabled: {}", assets.memory.project_place),
-                    n => format!(
-                        "memory tools enabled: {n} tools, project memory {}",
-                        assets.memory.project_place
+                let memory = &assets.memory;
+                // (tools, what they are, their store, where it is or why it is off)
+                let families = [
+                    (
+                        &memory.project,
+                        "memory tools",
+                        "project memory",
+                        &memory.project_place,
                     ),
-                });
-                run.builtin(Family::Memory, &assets.memory.user, Confined::No);
-                run.narrate(|| match assets.memory.user.len() {
-                    0 => format!("user-model tools disabled: {}", assets.memory.user_place),
-                    n => format!(
-                        "user-model tools enabled: {n} tools, user model {}",
-                        assets.memory.user_place
-                    ),
-                });
+                    (&memory.user, "user-model tools", "user model", &memory.user_place),
+                ];
+                for (tools, what, store, place) in families {
+                    run.builtin(Family::Memory, tools, Confined::No);
+                    run.narrate(|| match tools.len() {
+                        0 => format!("{what} disabled: {place}"),
+                        n => format!("{what} enabled: {n} tools, {store} {place}"),
+                    });
+                }
             }
             Family::Skill => {
                 let skill = assets.skills.as_ref().map(|s| Arc::clone(&s.tool));

@@ -98,40 +98,37 @@ impl MemoryEnv {
         path.filter(|p| p.is_absolute())
     }
 
+    /// `xdg` when it is absolute, else `$HOME/<under_home>`; `None` without either.
+    fn xdg_base(&self, xdg: Option<&PathBuf>, under_home: &str) -> Option<PathBuf> {
+        match (Self::absolute(xdg), Self::absolute(self.home.as_ref())) {
+            (Some(base), _) => Some(base.clone()),
+            (None, Some(home)) => Some(home.join(under_home)),
+            (None, None) => None,
+        }
+    }
+
     /// `$XDG_STATE_HOME/mecatl/memory/<workspace token>` (else `~/.local/state/…`).
     pub fn default_memory_dir(&self, workspace: &Path) -> MemorySetting {
-        let base = match (
-            Self::absolute(self.xdg_state_home.as_ref()),
-            Self::absolute(self.home.as_ref()),
-        ) {
-            (Some(state), _) => state.clone(),
-            (None, Some(home)) => home.join(".local/state"),
-            (None, None) => {
-                return MemorySetting::Unavailable(
-                    "project memory is off: neither $XDG_STATE_HOME nor $HOME is set; pass --memory-dir DIR"
-                        .to_owned(),
-                );
+        match self.xdg_base(self.xdg_state_home.as_ref(), ".local/state") {
+            Some(base) => {
+                MemorySetting::DefaultDir(base.join("mecatl/memory").join(workspace_token(workspace)))
             }
-        };
-        MemorySetting::DefaultDir(base.join("mecatl/memory").join(workspace_token(workspace)))
+            None => MemorySetting::Unavailable(
+                "project memory is off: neither $XDG_STATE_HOME nor $HOME is set; pass --memory-dir DIR"
+                    .to_owned(),
+            ),
+        }
     }
 
     /// `$XDG_CONFIG_HOME/mecatl/usermodel` (else `~/.config/…`).
     pub fn default_user_model_dir(&self) -> MemorySetting {
-        let base = match (
-            Self::absolute(self.xdg_config_home.as_ref()),
-            Self::absolute(self.home.as_ref()),
-        ) {
-            (Some(config), _) => config.clone(),
-            (None, Some(home)) => home.join(".config"),
-            (None, None) => {
-                return MemorySetting::Unavailable(
-                    "the user model is off: neither $XDG_CONFIG_HOME nor $HOME is set; pass --user-model-dir DIR"
-                        .to_owned(),
-                );
-            }
-        };
-        MemorySetting::DefaultDir(base.join("mecatl/usermodel"))
+        match self.xdg_base(self.xdg_config_home.as_ref(), ".config") {
+            Some(base) => MemorySetting::DefaultDir(base.join("mecatl/usermodel")),
+            None => MemorySetting::Unavailable(
+                "the user model is off: neither $XDG_CONFIG_HOME nor $HOME is set; pass --user-model-dir DIR"
+                    .to_owned(),
+            ),
+        }
     }
 }
 

@@ -74,6 +74,7 @@ mod permission;
 mod skill_draft_tool;
 mod skill_inventory;
 mod skill_tool;
+mod text_reply;
 mod tool;
 mod tool_search;
 

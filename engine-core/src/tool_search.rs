@@ -4,8 +4,7 @@
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use async_trait::async_trait;
-use bm25::{Embedder, EmbedderBuilder, Scorer};
-use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec, WordTokenizer};
+use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec, WordIndex};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
@@ -161,8 +160,7 @@ fn mcp_prefix(name: &str) -> Option<&str> {
 struct KeywordIndex {
     /// Document id → catalog key (ids follow the catalog's order).
     names: Vec<Arc<str>>,
-    embedder: Embedder<u32, WordTokenizer>,
-    scorer: Scorer<u32>,
+    index: WordIndex,
 }
 
 impl KeywordIndex {
@@ -172,29 +170,18 @@ impl KeywordIndex {
             .entries()
             .map(|(name, tool)| document(name, &tool.spec()))
             .collect();
-        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
-            WordTokenizer::new(),
-            &corpus,
-        )
-        .build();
-        let mut scorer = Scorer::<u32>::new();
-        for (id, text) in (0u32..).zip(&corpus) {
-            scorer.upsert(&id, embedder.embed(text));
-        }
         Self {
             names,
-            embedder,
-            scorer,
+            index: WordIndex::build(&documents),
         }
     }
 
     /// The keys of the tools matching `query`'s words, best first (ties in catalog order).
     fn rank(&self, query: &str) -> Vec<&str> {
-        let mut hits = self.scorer.matches(&self.embedder.embed(query));
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        hits.iter()
-            .filter_map(|hit| self.names.get(hit.id as usize))
+        self.index
+            .rank(query)
+            .into_iter()
+            .filter_map(|(id, _)| self.names.get(id))
             .map(|name| &**name)
             .collect()
     }

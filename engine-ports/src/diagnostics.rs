@@ -50,32 +50,27 @@ impl Diagnostics {
 
     /// Logs at INFO and keeps the note.
     pub fn info(&mut self, message: impl Into<String>) {
-        let message = message.into();
-        tracing::info!("{message}");
-        self.entries.push(Diagnostic {
-            level: Level::Info,
-            message,
-        });
+        self.note(Level::Info, message.into());
     }
 
     /// Logs at WARN and keeps the note.
     pub fn warn(&mut self, message: impl Into<String>) {
-        let message = message.into();
-        tracing::warn!("{message}");
-        self.entries.push(Diagnostic {
-            level: Level::Warn,
-            message,
-        });
+        self.note(Level::Warn, message.into());
     }
 
     /// Logs at ERROR and keeps the note.
     pub fn error(&mut self, message: impl Into<String>) {
-        let message = message.into();
-        tracing::error!("{message}");
-        self.entries.push(Diagnostic {
-            level: Level::Error,
-            message,
-        });
+        self.note(Level::Error, message.into());
+    }
+
+    /// Logs `message` at `level` and keeps it.
+    fn note(&mut self, level: Level, message: String) {
+        match level {
+            Level::Info => tracing::info!("{message}"),
+            Level::Warn => tracing::warn!("{message}"),
+            Level::Error => tracing::error!("{message}"),
+        }
+        self.entries.push(Diagnostic { level, message });
     }
 
     /// Keeps notes that were already logged elsewhere.

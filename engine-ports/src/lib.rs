@@ -144,7 +144,7 @@ pub use store::{
 pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;
 #[cfg(feature = "memory-document")]
-pub use word_tokenizer::WordTokenizer;
+pub use word_tokenizer::{WordIndex, WordTokenizer};
 
 /// Re-exported so implementors name the same token type as the engine.
 pub use tokio_util::sync::CancellationToken;

@@ -1,17 +1,14 @@
 //! [`MemorySearch`]: BM25 ranking over a memory scope's live entries (key words,
 //! description, value), built once per document state and reused by every search.
 
-use bm25::{Embedder, EmbedderBuilder, Scorer};
-
 use crate::memory::{MemoryEntry, MemoryHit};
-use crate::word_tokenizer::WordTokenizer;
+use crate::word_tokenizer::WordIndex;
 
 /// The keyword index of one document state.
 pub struct MemorySearch {
     /// Document id → (key, description, version), ids in key order.
     rows: Vec<(String, String, u64)>,
-    embedder: Embedder<u32, WordTokenizer>,
-    scorer: Scorer<u32>,
+    index: WordIndex,
 }
 
 impl std::fmt::Debug for MemorySearch {
@@ -37,41 +34,28 @@ impl MemorySearch {
             ));
             rows.push((entry.key, entry.description, entry.version));
         }
-        let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-        let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
-            WordTokenizer::new(),
-            &corpus,
-        )
-        .build();
-        let mut scorer = Scorer::<u32>::new();
-        for (id, text) in (0u32..).zip(&corpus) {
-            scorer.upsert(&id, embedder.embed(text));
-        }
         Self {
+            index: WordIndex::build(&documents),
             rows,
-            embedder,
-            scorer,
         }
     }
 
     /// The entries matching `query`'s words, best first, ties by key, zero scores left
     /// out, at most `limit`.
     pub fn search(&self, query: &str, limit: usize) -> Vec<MemoryHit> {
-        let mut hits = self.scorer.matches(&self.embedder.embed(query));
-        hits.retain(|hit| hit.score > 0.0);
-        // Ids follow key order, so ordering ties by id orders them by key.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        hits.into_iter()
+        // Ids follow key order, so ties by id are ties by key.
+        self.index
+            .rank(query)
+            .into_iter()
+            .filter(|&(_, score)| score > 0.0)
             .take(limit)
-            .filter_map(|hit| {
-                self.rows
-                    .get(hit.id as usize)
-                    .map(|(key, description, version)| MemoryHit {
-                        key: key.clone(),
-                        description: description.clone(),
-                        version: *version,
-                        score: hit.score,
-                    })
+            .filter_map(|(id, score)| {
+                self.rows.get(id).map(|(key, description, version)| MemoryHit {
+                    key: key.clone(),
+                    description: description.clone(),
+                    version: *version,
+                    score,
+                })
             })
             .collect()
     }

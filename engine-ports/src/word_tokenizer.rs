@@ -1,8 +1,9 @@
 //! [`WordTokenizer`]: the words every BM25 ranking of the workspace indexes (tool
 //! search in the engine, memory search in every memory store), so a query finds the
-//! same words whichever index it asks.
+//! same words whichever index it asks; [`WordIndex`]: that ranking, over numbered
+//! documents.
 
-use bm25::Tokenizer;
+use bm25::{Embedder, EmbedderBuilder, Scorer, Tokenizer};
 
 /// BM25's English tokenizer (lower case, stop words, Snowball stems) after splitting
 /// identifiers into words: on `__`, `_`, `-`, `.` and other punctuation, and at
@@ -26,6 +27,44 @@ impl Default for WordTokenizer {
 impl Tokenizer for WordTokenizer {
     fn tokenize(&self, input_text: &str) -> Vec<String> {
         self.0.tokenize(&split_words(input_text))
+    }
+}
+
+/// A BM25 index over documents numbered in the order they were given, tokenized by
+/// [`WordTokenizer`]: built once, ranked for every query.
+pub struct WordIndex {
+    embedder: Embedder<u32, WordTokenizer>,
+    scorer: Scorer<u32>,
+}
+
+impl std::fmt::Debug for WordIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WordIndex").finish_non_exhaustive()
+    }
+}
+
+impl WordIndex {
+    /// Fits the index to `documents` (IDF over them) and indexes each under its position.
+    pub fn build<D: AsRef<str>>(documents: &[D]) -> Self {
+        let corpus: Vec<&str> = documents.iter().map(AsRef::as_ref).collect();
+        let embedder = EmbedderBuilder::<u32, WordTokenizer>::with_tokenizer_and_fit_to_corpus(
+            WordTokenizer::new(),
+            &corpus,
+        )
+        .build();
+        let mut scorer = Scorer::<u32>::new();
+        for (id, text) in (0u32..).zip(&corpus) {
+            scorer.upsert(&id, embedder.embed(text));
+        }
+        Self { embedder, scorer }
+    }
+
+    /// The documents sharing a word with `query`, as (position, score): best first,
+    /// ties by position.
+    pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
+        let mut hits = self.scorer.matches(&self.embedder.embed(query));
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        hits.into_iter().map(|hit| (hit.id as usize, hit.score)).collect()
     }
 }
 

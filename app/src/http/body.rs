@@ -102,36 +102,16 @@ pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, Ap
 pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verdict), ApiError> {
     let map = body.unwrap_or_default();
     only_fields(&map, &["ask_id", "verdict"])?;
-    let ask_id = match map.get("ask_id") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        None | Some(Value::Null) => {
-            return Err(ApiError::bad_request(
-                "missing field \"ask_id\": send the ask_id of a permission.ask event",
-            ));
-        }
-        Some(other) => {
-            return Err(invalid(
-                "ask_id",
-                other,
-                "expected the ask_id of a permission.ask event",
-            ));
-        }
-    };
-    const VERDICTS: &str = "expected one of allow_once, allow_always, deny";
-    let verdict = match map.get("verdict") {
-        Some(Value::String(value)) => match value.as_str() {
-            "allow_once" => Verdict::AllowOnce,
-            "allow_always" => Verdict::AllowAlways,
-            "deny" => Verdict::Deny,
-            _ => return Err(invalid("verdict", &Value::String(value.clone()), VERDICTS)),
-        },
-        None | Some(Value::Null) => {
-            return Err(ApiError::bad_request(format!(
-                "missing field \"verdict\": {VERDICTS}"
-            )));
-        }
-        Some(other) => return Err(invalid("verdict", other, VERDICTS)),
-    };
+    let ask_id = event_id(&map, "ask_id", "a permission.ask event")?;
+    let verdict = one_of(
+        &map,
+        "verdict",
+        &[
+            ("allow_once", Verdict::AllowOnce),
+            ("allow_always", Verdict::AllowAlways),
+            ("deny", Verdict::Deny),
+        ],
+    )?;
     Ok((ask_id, verdict))
 }
 
@@ -143,36 +123,16 @@ pub(crate) fn elicitation_answer(
 ) -> Result<(String, ElicitationResponse), ApiError> {
     let map = body.unwrap_or_default();
     only_fields(&map, &["elicitation_id", "action", "content"])?;
-    let id = match map.get("elicitation_id") {
-        Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        None | Some(Value::Null) => {
-            return Err(ApiError::bad_request(
-                "missing field \"elicitation_id\": send the elicitation_id of an elicitation.request event",
-            ));
-        }
-        Some(other) => {
-            return Err(invalid(
-                "elicitation_id",
-                other,
-                "expected the elicitation_id of an elicitation.request event",
-            ));
-        }
-    };
-    const ACTIONS: &str = "expected one of accept, decline, cancel";
-    let action = match map.get("action") {
-        Some(Value::String(value)) => match value.as_str() {
-            "accept" => ElicitationAction::Accept,
-            "decline" => ElicitationAction::Decline,
-            "cancel" => ElicitationAction::Cancel,
-            _ => return Err(invalid("action", &Value::String(value.clone()), ACTIONS)),
-        },
-        None | Some(Value::Null) => {
-            return Err(ApiError::bad_request(format!(
-                "missing field \"action\": {ACTIONS}"
-            )));
-        }
-        Some(other) => return Err(invalid("action", other, ACTIONS)),
-    };
+    let id = event_id(&map, "elicitation_id", "an elicitation.request event")?;
+    let action = one_of(
+        &map,
+        "action",
+        &[
+            ("accept", ElicitationAction::Accept),
+            ("decline", ElicitationAction::Decline),
+            ("cancel", ElicitationAction::Cancel),
+        ],
+    )?;
     let content = match map.get("content") {
         None | Some(Value::Null) => None,
         Some(Value::Object(content)) if action == ElicitationAction::Accept => Some(content.clone()),
@@ -224,6 +184,36 @@ pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, Api
             "expected one of default, plan, acceptEdits",
         )
     })
+}
+
+/// The `field` of `map`: a non-empty string, the id `event` carried; else 400 saying
+/// to send that id.
+fn event_id(map: &Map<String, Value>, field: &str, event: &str) -> Result<String, ApiError> {
+    match map.get(field) {
+        Some(Value::String(id)) if !id.is_empty() => Ok(id.clone()),
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!(
+            "missing field {field:?}: send the {field} of {event}"
+        ))),
+        Some(other) => Err(invalid(field, other, &format!("expected the {field} of {event}"))),
+    }
+}
+
+/// The `field` of `map`: one of the wire names of `choices`, as its value; else 400
+/// listing them.
+fn one_of<T: Copy>(map: &Map<String, Value>, field: &str, choices: &[(&str, T)]) -> Result<T, ApiError> {
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let expected = format!("expected one of {}", names.join(", "));
+    match map.get(field) {
+        Some(Value::String(value)) => choices
+            .iter()
+            .find(|(name, _)| name == value)
+            .map(|(_, choice)| *choice)
+            .ok_or_else(|| invalid(field, &Value::String(value.clone()), &expected)),
+        None | Some(Value::Null) => Err(ApiError::bad_request(format!(
+            "missing field {field:?}: {expected}"
+        ))),
+        Some(other) => Err(invalid(field, other, &expected)),
+    }
 }
 
 /// 400: `invalid value <value> for field "<field>": <expected>`.

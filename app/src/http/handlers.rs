@@ -153,13 +153,7 @@ pub(crate) async fn approve(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let (ask_id, verdict) = approval(body)?;
-    let Some(session) = state.sessions.get(&id) else {
-        stored(&state, &id).await?;
-        return Err(no_run(&id));
-    };
-    if !session.engine().is_running(&id) {
-        return Err(no_run(&id));
-    }
+    let session = running_session(&state, &id).await?;
     if !session.engine().approve(&id, &ask_id, verdict) {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -182,13 +176,7 @@ pub(crate) async fn elicit(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let (elicitation_id, response) = elicitation_answer(body)?;
-    let Some(session) = state.sessions.get(&id) else {
-        stored(&state, &id).await?;
-        return Err(no_run(&id));
-    };
-    if !session.engine().is_running(&id) {
-        return Err(no_run(&id));
-    }
+    let session = running_session(&state, &id).await?;
     match session
         .engine()
         .answer_elicitation(&id, &elicitation_id, response)
@@ -232,13 +220,7 @@ pub(crate) async fn cancel_child(
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let child = child_id(body)?;
-    let Some(session) = state.sessions.get(&id) else {
-        stored(&state, &id).await?;
-        return Err(no_run(&id));
-    };
-    if !session.engine().is_running(&id) {
-        return Err(no_run(&id));
-    }
+    let session = running_session(&state, &id).await?;
     if !session.engine().cancel_child(&id, &child) {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -339,6 +321,19 @@ async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, 
         Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
         Err(error) => Err(ApiError::store(&error)),
     }
+}
+
+/// The live session `id` with a run in progress: 404 for a session that does not exist,
+/// 409 for one without a run.
+async fn running_session(state: &ServerState, id: &SessionId) -> Result<Arc<HttpSession>, ApiError> {
+    let Some(session) = state.sessions.get(id) else {
+        stored(state, id).await?;
+        return Err(no_run(id));
+    };
+    if !session.engine().is_running(id) {
+        return Err(no_run(id));
+    }
+    Ok(session)
 }
 
 fn no_run(id: &SessionId) -> ApiError {

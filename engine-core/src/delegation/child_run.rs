@@ -6,23 +6,20 @@
 use std::time::Duration;
 
 use engine_ports::{
-    ChildPhase, Chunk, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason,
-    ToolCallId, Usage,
+    ChildPhase, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason, ToolCallId,
+    Usage,
 };
-use futures::StreamExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::render::{ChildStop, preview, salvage_request_text};
 use super::scope::DelegationScope;
 use crate::engine::{Engine, EngineError};
+use crate::text_reply::{ReplyError, read_text_reply};
 
 /// How long a cancelled child gets to finish its bookkeeping (pair its calls, save)
 /// before its call stops waiting for it.
 const DRAIN_LIMIT: Duration = Duration::from_secs(30);
-
-/// Most text collected from a side request.
-const MAX_SIDE_TEXT_BYTES: usize = 1 << 20;
 
 /// The prompt recorded in a child's session for its salvage turn.
 pub(crate) const SALVAGE_PROMPT: &str = "[The harness asked for a summary of what you found, without tools.]";
@@ -301,30 +298,16 @@ pub(crate) async fn side_request(
         purpose,
     };
     let failed = |error: LlmError| error.to_string();
-    let mut stream = tokio::select! {
+    let stream = tokio::select! {
         () = cancel.cancelled() => return Err("cancelled".to_owned()),
         stream = scope.llm.stream(request, cancel.child_token()) => stream.map_err(failed)?,
     };
-    let mut out = String::new();
-    let mut usage = Usage::default();
-    loop {
-        let item = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err("cancelled".to_owned()),
-            item = stream.next() => item,
-        };
-        match item {
-            None | Some(Ok(Chunk::Done)) => return Ok((out, usage)),
-            Some(Ok(Chunk::Text(piece))) => {
-                if out.len() < MAX_SIDE_TEXT_BYTES {
-                    out.push_str(&piece);
-                }
-            }
-            Some(Ok(Chunk::Usage(reported))) => usage += reported,
-            Some(Ok(Chunk::Reasoning(_) | Chunk::ToolCall(_))) => {}
-            Some(Err(error)) => return Err(failed(error)),
-        }
-    }
+    read_text_reply(stream, cancel)
+        .await
+        .map_err(|error| match error {
+            ReplyError::Cancelled => "cancelled".to_owned(),
+            ReplyError::Failed(error) => failed(error),
+        })
 }
 
 /// The salvage turn of a child that ended without text: one tool-less request on

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::render::{inspect_transcript, preview};
 use super::scope::{ChildState, DelegationScope, Status};
-use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, scope_and_args};
+use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, refusal, scope_and_args};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
@@ -66,11 +66,11 @@ impl Tool for InspectSubagentTool {
             .iter()
             .any(|prefix| id.starts_with(prefix.as_str()) && id.len() > prefix.len())
         {
-            return Ok(ToolResult::error(
-                call.id().clone(),
+            return Ok(refusal(
+                call,
+                INSPECT_SUBAGENT_TOOL_NAME,
                 format!(
-                    "{INSPECT_SUBAGENT_TOOL_NAME}: {:?} is not the id of a subagent or a Parallel branch of this \
-                     session (expected {}… or {}…)",
+                    "{:?} is not the id of a subagent or a Parallel branch of this session (expected {}… or {}…)",
                     preview(id),
                     own[0],
                     own[1]
@@ -93,14 +93,12 @@ pub(crate) async fn read_transcript(
             call.id().clone(),
             inspect_transcript(id, &snapshot.conversation.to_vec()),
         ),
-        Err(error) if error.is_not_found() => ToolResult::error(
-            call.id().clone(),
-            format!("{tool}: no stored session {id:?}: it never started, or the store lost it"),
+        Err(error) if error.is_not_found() => refusal(
+            call,
+            tool,
+            format!("no stored session {id:?}: it never started, or the store lost it"),
         ),
-        Err(error) => ToolResult::error(
-            call.id().clone(),
-            format!("{tool}: the session could not be read: {error}"),
-        ),
+        Err(error) => refusal(call, tool, format!("the session could not be read: {error}")),
     }
 }
 
@@ -150,12 +148,7 @@ impl Tool for SubagentStatusTool {
             Ok(prepared) => prepared,
             Err(result) => return Ok(result),
         };
-        let fail = |message: String| {
-            Ok(ToolResult::error(
-                call.id().clone(),
-                format!("{SUBAGENT_STATUS_TOOL_NAME}: {message}"),
-            ))
-        };
+        let fail = |message: String| Ok(refusal(call, SUBAGENT_STATUS_TOOL_NAME, message));
         let wait = match args.wait_ms {
             None => Duration::ZERO,
             Some(ms) if ms <= MAX_STATUS_WAIT_MS => Duration::from_millis(ms),
@@ -205,16 +198,16 @@ async fn status_result(scope: &DelegationScope, call: &ToolCall, id: &str, statu
             let stored = scope.store.load(&SessionId::from(id)).await.is_ok();
             let message = if stored && id.starts_with(&format!("subagent-{}-", scope.parent)) {
                 format!(
-                    "{SUBAGENT_STATUS_TOOL_NAME}: {id} is not a subagent of this run (an earlier run started it); \
-                     {INSPECT_SUBAGENT_TOOL_NAME} shows its transcript"
+                    "{id} is not a subagent of this run (an earlier run started it); {INSPECT_SUBAGENT_TOOL_NAME} \
+                     shows its transcript"
                 )
             } else {
                 format!(
-                    "{SUBAGENT_STATUS_TOOL_NAME}: unknown agent id {:?}: this run started no such subagent",
+                    "unknown agent id {:?}: this run started no such subagent",
                     preview(id)
                 )
             };
-            return ToolResult::error(call.id().clone(), message);
+            return refusal(call, SUBAGENT_STATUS_TOOL_NAME, message);
         }
     };
     ToolResult::text(call.id().clone(), text)

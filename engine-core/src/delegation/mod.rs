@@ -101,6 +101,11 @@ fn scope_and_args<'e, A: serde::de::DeserializeOwned>(
     Ok((scope, args))
 }
 
+/// A delegation tool's refusal the model can act on, answering `call`: `<tool>: <message>`.
+fn refusal(call: &ToolCall, tool: &str, message: impl std::fmt::Display) -> ToolResult {
+    ToolResult::error(call.id().clone(), format!("{tool}: {message}"))
+}
+
 /// The result of a delegation tool called by an engine that cannot start children.
 fn not_available(call: &ToolCall) -> ToolResult {
     ToolResult::error(

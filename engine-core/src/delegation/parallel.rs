@@ -19,7 +19,7 @@ use super::child_run::{ChildRun, Reporter, StartError, salvage, side_request};
 use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
 use super::render::{ChildStop, neutralise, preview};
 use super::scope::DelegationScope;
-use super::{PARALLEL_TOOL_NAME, scope_and_args};
+use super::{PARALLEL_TOOL_NAME, refusal, scope_and_args};
 use crate::engine::Limits;
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -118,12 +118,7 @@ impl Tool for ParallelTool {
             Ok(prepared) => prepared,
             Err(result) => return Ok(result),
         };
-        let fail = |message: String| {
-            Ok(ToolResult::error(
-                call.id().clone(),
-                format!("{PARALLEL_TOOL_NAME}: {message}"),
-            ))
-        };
+        let fail = |message: String| Ok(refusal(call, PARALLEL_TOOL_NAME, message));
         let plan = match Plan::new(args) {
             Ok(plan) => plan,
             Err(message) => return fail(message),

@@ -18,7 +18,9 @@ use super::children::{AgentDefinition, CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, Ch
 use super::render::{ChildStop, fork_seed, neutralise, preview};
 use super::scope::{DelegationScope, Refusal};
 use super::submit::{OutputSchema, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME, Submission, SubmitResultTool};
-use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, scope_and_args};
+use super::{
+    INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, refusal, scope_and_args,
+};
 use crate::engine::{Engine, Limits};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -181,10 +183,7 @@ impl Tool for SubagentTool {
         };
         match Prepared::new(scope, call, args).await {
             Ok(prepared) => Ok(prepared.run(cancel).await),
-            Err(message) => Ok(ToolResult::error(
-                call.id().clone(),
-                format!("{SUBAGENT_TOOL_NAME}: {message}"),
-            )),
+            Err(message) => Ok(refusal(call, SUBAGENT_TOOL_NAME, message)),
         }
     }
 }

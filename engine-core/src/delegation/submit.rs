@@ -9,6 +9,7 @@ use engine_ports::{ToolCall, ToolResult, ToolSpec, clip_chars};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::refusal;
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
@@ -203,11 +204,10 @@ impl Tool for SubmitResultTool {
             ));
         }
         if state.attempts >= SUBMIT_ATTEMPTS {
-            return Ok(ToolResult::error(
-                id,
-                format!(
-                    "{SUBMIT_RESULT_TOOL_NAME}: no attempts left ({SUBMIT_ATTEMPTS} were used); end your turn."
-                ),
+            return Ok(refusal(
+                call,
+                SUBMIT_RESULT_TOOL_NAME,
+                format!("no attempts left ({SUBMIT_ATTEMPTS} were used); end your turn."),
             ));
         }
         let checked = serde_json::from_str::<Value>(call.args())
@@ -225,11 +225,10 @@ impl Tool for SubmitResultTool {
                 state.attempts += 1;
                 let left = SUBMIT_ATTEMPTS - state.attempts;
                 let message = format!(
-                    "{SUBMIT_RESULT_TOOL_NAME}: the result does not match the required schema: {failure}. \
-                     {left} attempt(s) left."
+                    "the result does not match the required schema: {failure}. {left} attempt(s) left."
                 );
                 state.last_failure = Some(failure);
-                Ok(ToolResult::error(id, message))
+                Ok(refusal(call, SUBMIT_RESULT_TOOL_NAME, message))
             }
         }
     }

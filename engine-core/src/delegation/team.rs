@@ -21,7 +21,7 @@ use super::inspect::read_transcript;
 use super::render::{neutralise, preview};
 use super::scope::DelegationScope;
 use super::team_board::{TaskState, TeamBoard, tasks_text};
-use super::{INSPECT_MEMBER_TOOL_NAME, TEAM_TOOL_NAME, scope_and_args};
+use super::{INSPECT_MEMBER_TOOL_NAME, TEAM_TOOL_NAME, refusal, scope_and_args};
 use crate::engine::{Engine, Limits};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
@@ -119,12 +119,7 @@ impl Tool for TeamTool {
         let team_id = SessionId::from(format!("team-{}-{}", scope.parent, call.id()));
         let team = match Team::new(scope, call.id(), team_id, args, env).await {
             Ok(team) => team,
-            Err(message) => {
-                return Ok(ToolResult::error(
-                    call.id().clone(),
-                    format!("{TEAM_TOOL_NAME}: {message}"),
-                ));
-            }
+            Err(message) => return Ok(refusal(call, TEAM_TOOL_NAME, message)),
         };
         Ok(team.run(cancel).await)
     }
@@ -708,19 +703,21 @@ impl Tool for InspectMemberTool {
         let prefix = format!("team-{}-", scope.parent);
         let team = args.team_id.trim();
         if !team.starts_with(&prefix) || team.len() == prefix.len() {
-            return Ok(ToolResult::error(
-                call.id().clone(),
+            return Ok(refusal(
+                call,
+                INSPECT_MEMBER_TOOL_NAME,
                 format!(
-                    "{INSPECT_MEMBER_TOOL_NAME}: {:?} is not the id of a team of this session (expected {prefix}…)",
+                    "{:?} is not the id of a team of this session (expected {prefix}…)",
                     preview(team)
                 ),
             ));
         }
         if !valid_member_name(args.member.trim()) {
-            return Ok(ToolResult::error(
-                call.id().clone(),
+            return Ok(refusal(
+                call,
+                INSPECT_MEMBER_TOOL_NAME,
                 format!(
-                    "{INSPECT_MEMBER_TOOL_NAME}: {:?} is not a member name ({MEMBER_NAME_GRAMMAR})",
+                    "{:?} is not a member name ({MEMBER_NAME_GRAMMAR})",
                     preview(&args.member)
                 ),
             ));

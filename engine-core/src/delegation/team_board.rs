@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::refusal;
 use super::render::preview;
 use crate::emitter::EventEmitter;
 use crate::environment::Environment;
@@ -285,12 +286,7 @@ impl Tool for Coordination {
         _env: &Environment,
     ) -> Result<ToolResult, ToolError> {
         let id = call.id().clone();
-        let fail = |message: String| {
-            Ok(ToolResult::error(
-                id.clone(),
-                format!("{}: {message}", call.name()),
-            ))
-        };
+        let fail = |message: String| Ok(refusal(call, call.name(), message));
         let board = &self.board;
         let me = self.member.as_str();
         match self.op {

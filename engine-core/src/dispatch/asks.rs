@@ -54,9 +54,7 @@ impl AskRegistry {
 
     /// The ids of the open asks, sorted.
     pub fn open_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = lock(&self.open).keys().cloned().collect();
-        ids.sort();
-        ids
+        sorted_ids(&self.open)
     }
 
     /// Opens an elicitation of `form` and returns where its answer arrives.
@@ -112,10 +110,15 @@ impl AskRegistry {
 
     /// The ids of the open elicitations, sorted.
     pub fn open_elicitation_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = lock(&self.elicitations).keys().cloned().collect();
-        ids.sort();
-        ids
+        sorted_ids(&self.elicitations)
     }
+}
+
+/// The keys of `open`, sorted.
+fn sorted_ids<V>(open: &Mutex<HashMap<String, V>>) -> Vec<String> {
+    let mut ids: Vec<String> = lock(open).keys().cloned().collect();
+    ids.sort();
+    ids
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

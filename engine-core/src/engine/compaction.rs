@@ -6,18 +6,14 @@
 //! the run's end), and the run ends with an error saying so.
 
 use engine_ports::{
-    Chunk, CompactionTrigger, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionSnapshot,
-    StopReason, Usage,
+    CompactionTrigger, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionSnapshot, StopReason,
+    Usage,
 };
-use futures::StreamExt as _;
 
 use super::turn_loop::{Ending, RunCounters, RunTask};
 use crate::context;
 use crate::emitter::EventEmitter;
-
-/// Most summary text collected; a longer answer is cut (and cut again to the window's
-/// keep share when framed).
-const MAX_SUMMARY_BYTES: usize = 1 << 20;
+use crate::text_reply::{ReplyError, read_text_reply};
 
 /// What a compaction did.
 pub(super) enum Compacted {
@@ -111,34 +107,20 @@ impl RunTask {
                 ))
             }
         };
-        let mut stream = self
+        let stream = self
             .inner
             .llm
             .stream(request, cancel.child_token())
             .await
             .map_err(failed)?;
-        let mut text = String::new();
-        let mut usage = Usage::default();
-        loop {
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(Ending::stop(StopReason::Cancelled)),
-                item = stream.next() => item,
-            };
-            match item {
-                None | Some(Ok(Chunk::Done)) => break,
-                Some(Ok(Chunk::Text(piece))) => {
-                    if text.len() < MAX_SUMMARY_BYTES {
-                        text.push_str(&piece);
-                    }
-                }
-                Some(Ok(Chunk::Usage(reported))) => usage += reported,
-                // A tool-less request: reasoning and any stray call are not part of
-                // the summary.
-                Some(Ok(Chunk::Reasoning(_) | Chunk::ToolCall(_))) => {}
-                Some(Err(error)) => return Err(failed(error)),
-            }
-        }
+        // A longer summary is cut at the reply's cap, and cut again to the window's
+        // keep share when framed.
+        let (text, usage) = read_text_reply(stream, cancel)
+            .await
+            .map_err(|error| match error {
+                ReplyError::Cancelled => Ending::stop(StopReason::Cancelled),
+                ReplyError::Failed(error) => failed(error),
+            })?;
         if text.trim().is_empty() {
             return Err(Ending::error(
                 "compacting the conversation failed: the model answered the summary request without text; the conversation was kept as it was",

@@ -8,27 +8,19 @@ use app::{AcpServer, acp_stdio_transport, build};
 
 use crate::cli::AcpArgs;
 use crate::out;
-use crate::to_config::{apply_model, common_config};
+use crate::to_config::interactive_config;
 
 /// Builds with an interactive engine (asks go to the client), serves ACP on stdio
 /// until stdin ends, then closes. Exit 0 after a clean EOF; 1 when the build or the
 /// transport fails.
 pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
-    let cfg = common_config(&args.common).and_then(|mut cfg| {
-        apply_model(&mut cfg, &args.model)?;
-        cfg.engine.interactive = true;
-        Ok(cfg)
-    });
-    let cfg = match cfg {
+    let cfg = match interactive_config(&args.common, &args.model) {
         Ok(cfg) => cfg,
         Err(error) => return error.exit(),
     };
     let built = match build(cfg).await {
         Ok(built) => built,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     let served = AcpServer::new(&built).serve(acp_stdio_transport()).await;
     let closed = built.close().await;
@@ -37,9 +29,6 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
     }
     match served {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            ExitCode::FAILURE
-        }
+        Err(error) => out::failure(error),
     }
 }

@@ -27,17 +27,11 @@ pub(crate) async fn demo(args: DemoArgs) -> ExitCode {
     let shell = demo_shell();
     let script = match demo_script(shell.is_some()) {
         Ok(script) => script,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     let built = match build(demo_config(&workspace, &store_dir, shell, script)).await {
         Ok(built) => built,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     let session = SessionId::from(format!("demo-{}", new_session_id()));
     out::stdout("mecated demo: an offline scripted session (mock model, no network, no key)");

@@ -25,10 +25,7 @@ pub(crate) async fn memory(command: MemoryCommand) -> ExitCode {
     };
     let opened = match open_scope(scope).await {
         Ok(Ok(opened)) => opened,
-        Ok(Err(message)) => {
-            out::stderr(&format!("error: {message}"));
-            return ExitCode::FAILURE;
-        }
+        Ok(Err(message)) => return out::failure(message),
         Err(error) => return error.exit(),
     };
     let place = opened.place.clone();
@@ -45,10 +42,7 @@ pub(crate) async fn memory(command: MemoryCommand) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            out::stderr(&format!("error: {message}"));
-            ExitCode::FAILURE
-        }
+        Err(message) => out::failure(message),
     }
 }
 

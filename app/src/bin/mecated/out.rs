@@ -1,7 +1,8 @@
-//! Writing to stdout and stderr (a closed pipe is not an error worth dying for), and
-//! the short summaries of tool calls and results the run notes and the demo show.
+//! Writing to stdout and stderr (a closed pipe is not an error worth dying for), a
+//! failed command's `error:` line and exit code, and the short summaries of tool calls and results the run notes and the demo show.
 
 use std::io::Write as _;
+use std::process::ExitCode;
 
 use serde_json::Value;
 
@@ -23,6 +24,12 @@ pub(crate) fn stdout_raw(text: &str) {
 pub(crate) fn stderr(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{text}");
+}
+
+/// Says `error: <error>` on stderr; the exit code of a command that failed (1).
+pub(crate) fn failure(error: impl std::fmt::Display) -> ExitCode {
+    stderr(&format!("error: {error}"));
+    ExitCode::FAILURE
 }
 
 /// `text` cut to at most `max` chars, with `…` when cut.

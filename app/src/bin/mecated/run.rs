@@ -33,19 +33,13 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
                 out::stdout(&prompt.text);
                 ExitCode::SUCCESS
             }
-            Err(error) => {
-                out::stderr(&format!("error: {error}"));
-                ExitCode::FAILURE
-            }
+            Err(error) => out::failure(error),
         };
     }
     let jsonl = args.output == "jsonl";
     let built = match build(cfg).await {
         Ok(built) => built,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     let session = SessionId::from(args.session.clone().unwrap_or_else(new_session_id));
     let stop = match start(&built, &session, &args).await {

@@ -9,7 +9,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::ServeArgs;
 use crate::out;
-use crate::to_config::{apply_model, common_config, env_var};
+use crate::to_config::{env_var, interactive_config};
 use crate::usage::UsageError;
 
 /// The variable holding the API's bearer token (preferred over `--auth-token`).
@@ -23,12 +23,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         Ok(token) => token,
         Err(error) => return error.exit(),
     };
-    let cfg = common_config(&args.common).and_then(|mut cfg| {
-        apply_model(&mut cfg, &args.model)?;
-        cfg.engine.interactive = true;
-        Ok(cfg)
-    });
-    let cfg = match cfg {
+    let cfg = match interactive_config(&args.common, &args.model) {
         Ok(cfg) => cfg,
         Err(error) => return error.exit(),
     };
@@ -42,10 +37,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     };
     let built = match build(cfg).await {
         Ok(built) => Arc::new(built),
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     let options = HttpOptions {
         auth_token,
@@ -60,16 +52,10 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             out::stderr(&format!("mecated serve: listening on http://{addr}"));
             match server.serve(shutdown(signals)).await {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    out::stderr(&format!("error: {error}"));
-                    ExitCode::FAILURE
-                }
+                Err(error) => out::failure(error),
             }
         }
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            ExitCode::FAILURE
-        }
+        Err(error) => out::failure(error),
     };
     if let Err(error) = built.close().await {
         out::stderr(&format!("warning: {error}"));

@@ -139,9 +139,6 @@ pub(crate) fn promote_draft(args: &PromoteArgs) -> ExitCode {
             ));
             ExitCode::SUCCESS
         }
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            ExitCode::FAILURE
-        }
+        Err(error) => out::failure(error),
     }
 }

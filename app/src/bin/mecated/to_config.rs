@@ -243,6 +243,18 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     Ok(cfg)
 }
 
+/// The config of `acp` and `serve`: [`common_config`] with the model flags
+/// ([`apply_model`]) and an interactive engine (asks go to the client).
+///
+/// # Errors
+/// [`common_config`]'s and [`apply_model`]'s.
+pub(crate) fn interactive_config(common: &CommonArgs, model: &ModelArgs) -> Result<AppConfig, UsageError> {
+    let mut cfg = common_config(common)?;
+    apply_model(&mut cfg, model)?;
+    cfg.engine.interactive = true;
+    Ok(cfg)
+}
+
 /// The model flags of `run`, `acp` and `serve` applied to `cfg`: the model
 /// ([`model_config`]) and `--context-window`.
 ///

@@ -18,10 +18,7 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
     };
     let built = match build(cfg).await {
         Ok(built) => built,
-        Err(error) => {
-            out::stderr(&format!("error: {error}"));
-            return ExitCode::FAILURE;
-        }
+        Err(error) => return out::failure(error),
     };
     if args.json {
         let json = built.report().tools_json(args.mode);
