@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::atomic_write::{read_existing, replace};
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::reply::Reply;
 
 /// The largest file an edit may produce (10 MiB) when it makes the file grow.
@@ -32,8 +32,6 @@ pub(crate) struct Args {
     #[serde(default)]
     replace_all: bool,
 }
-
-impl_tool!(Edit);
 
 impl FileTool for Edit {
     const READ_ONLY: bool = false;

@@ -1,6 +1,6 @@
 //! [`FileTool`]: what a core file tool is made of (its spec, whether it is read-only,
 //! its arguments, their check, its blocking work), and the one [`Tool`] implementation
-//! over it, stamped on each tool by [`impl_tool!`].
+//! over it, which every file tool gets here.
 //!
 //! [`Tool`]: engine_core::Tool
 
@@ -60,35 +60,42 @@ pub(crate) async fn execute<T: FileTool>(
     Ok(reply::finish(call, env, reply))
 }
 
-/// Implements [`Tool`](engine_core::Tool) for a [`FileTool`].
+/// Implements [`Tool`](engine_core::Tool) for each [`FileTool`] named.
 ///
 /// A blanket `impl<T: FileTool> Tool for T` is refused by the orphan rule (`Tool` is
-/// engine-core's), so each tool names itself once. The macro holds what cannot be
-/// generic: the static that caches the spec, which the catalog asks for on every turn.
+/// engine-core's), so the tools are listed. The macro holds what cannot be generic:
+/// the static that caches each spec, which the catalog asks for on every turn.
 macro_rules! impl_tool {
-    ($tool:ty) => {
+    ($($tool:ty),+ $(,)?) => {$(
         #[async_trait::async_trait]
         impl engine_core::Tool for $tool {
-            fn spec(&self) -> engine_ports::ToolSpec {
-                static SPEC: std::sync::LazyLock<engine_ports::ToolSpec> =
-                    std::sync::LazyLock::new(<$tool as $crate::file_tool::FileTool>::spec);
+            fn spec(&self) -> ToolSpec {
+                static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(<$tool as FileTool>::spec);
                 SPEC.clone()
             }
 
             fn read_only(&self) -> bool {
-                <$tool as $crate::file_tool::FileTool>::READ_ONLY
+                <$tool as FileTool>::READ_ONLY
             }
 
             async fn execute(
                 &self,
-                cancel: &engine_ports::CancellationToken,
-                call: &engine_ports::ToolCall,
-                env: &engine_core::Environment,
-            ) -> Result<engine_ports::ToolResult, engine_core::ToolError> {
-                $crate::file_tool::execute::<$tool>(cancel, call, env).await
+                cancel: &CancellationToken,
+                call: &ToolCall,
+                env: &Environment,
+            ) -> Result<ToolResult, ToolError> {
+                execute::<$tool>(cancel, call, env).await
             }
         }
-    };
+    )+};
 }
 
-pub(crate) use impl_tool;
+// Every core tool but Shell, whose work is a command, not file-system work.
+impl_tool!(
+    crate::Read,
+    crate::Write,
+    crate::Edit,
+    crate::Glob,
+    crate::Grep,
+    crate::ListDir
+);

@@ -6,7 +6,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::reply::Reply;
 use crate::walk;
 
@@ -32,8 +32,6 @@ pub(crate) struct Args {
     #[serde(default)]
     path: Option<String>,
 }
-
-impl_tool!(Glob);
 
 impl FileTool for Glob {
     const READ_ONLY: bool = true;

@@ -10,7 +10,7 @@ use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::glob::{compile_glob, without_dot_slash};
 use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
 use crate::reply::Reply;
@@ -49,8 +49,6 @@ pub(crate) struct Args {
     #[serde(default)]
     max_results: Option<u64>,
 }
-
-impl_tool!(Grep);
 
 impl FileTool for Grep {
     const READ_ONLY: bool = true;

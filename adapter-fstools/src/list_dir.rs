@@ -7,7 +7,7 @@ use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::reply::Reply;
 
 /// Entries listed before the count note.
@@ -23,8 +23,6 @@ pub(crate) struct Args {
     #[serde(default)]
     path: Option<String>,
 }
-
-impl_tool!(ListDir);
 
 impl FileTool for ListDir {
     const READ_ONLY: bool = true;

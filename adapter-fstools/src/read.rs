@@ -9,7 +9,7 @@ use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::reply::Reply;
 
 /// Lines returned when the call gives no `limit`.
@@ -32,8 +32,6 @@ pub(crate) struct Args {
     #[serde(default)]
     limit: Option<u64>,
 }
-
-impl_tool!(Read);
 
 impl FileTool for Read {
     const READ_ONLY: bool = true;

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::atomic_write::{Written, write_file};
 use crate::confinement::Workspace;
-use crate::file_tool::{FileTool, impl_tool};
+use crate::file_tool::FileTool;
 use crate::reply::Reply;
 
 /// The `Write` tool (mutating).
@@ -19,8 +19,6 @@ pub(crate) struct Args {
     path: String,
     content: String,
 }
-
-impl_tool!(Write);
 
 impl FileTool for Write {
     const READ_ONLY: bool = false;
