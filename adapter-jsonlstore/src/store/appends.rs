@@ -50,6 +50,32 @@ impl JsonlStore {
         Ok(ToolCallIter::tool_calls(lines, id.clone(), paths.tools))
     }
 
+    /// Appends one record to the `sidecar` of `id`: through the session's appender
+    /// when it is leased, else under the session's lock, waited for at most `timeout`.
+    async fn append_record<T: serde::Serialize>(
+        &self,
+        id: &SessionId,
+        sidecar: Sidecar,
+        record: &T,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
+        check_id(id)?;
+        let buf = self.record_buffer(id, record)?;
+        let Some(buf) = self.leased_append(id, sidecar, buf, timeout).await? else {
+            return Ok(());
+        };
+        let owned = id.clone();
+        self.blocking(id, move |inner| {
+            let paths = inner.paths(&owned);
+            let path = match sidecar {
+                Sidecar::Events => paths.events,
+                Sidecar::Tools => paths.tools,
+            };
+            inner.append(&owned, &path, &buf, timeout)
+        })
+        .await
+    }
+
     /// Hands a record to the session's appender when a run lease of this store
     /// holds the session; gives it back (`Some`) for the ordinary path otherwise.
     async fn leased_append(
@@ -238,18 +264,9 @@ impl Inner {
 #[async_trait]
 impl EventLog for JsonlStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
-        check_id(session)?;
-        let buf = self.record_buffer(session, &EventLine::new(event))?;
         let timeout = self.inner.opts.lock_timeout;
-        let Some(buf) = self.leased_append(session, Sidecar::Events, buf, timeout).await? else {
-            return Ok(());
-        };
-        let id = session.clone();
-        self.blocking(session, move |inner| {
-            let path = inner.paths(&id).events;
-            inner.append(&id, &path, &buf, inner.opts.lock_timeout)
-        })
-        .await
+        self.append_record(session, Sidecar::Events, &EventLine::new(event), timeout)
+            .await
     }
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
@@ -268,21 +285,8 @@ impl EventLog for JsonlStore {
 impl ToolCallRecorder for JsonlStore {
     async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
         let session = &record.session_id;
-        let written = async {
-            check_id(session)?;
-            let buf = self.record_buffer(session, record)?;
-            let timeout = self.inner.opts.recorder_lock_timeout;
-            let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {
-                return Ok(());
-            };
-            let id = session.clone();
-            self.blocking(session, move |inner| {
-                let path = inner.paths(&id).tools;
-                inner.append(&id, &path, &buf, inner.opts.recorder_lock_timeout)
-            })
-            .await
-        }
-        .await;
+        let timeout = self.inner.opts.recorder_lock_timeout;
+        let written = self.append_record(session, Sidecar::Tools, record, timeout).await;
         written.map_err(|error| {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
