@@ -1,14 +1,13 @@
 //! `Edit`: replaces an exact string in a file, once or everywhere, atomically.
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
-use std::sync::LazyLock;
 
 use crate::atomic_write::{read_existing, replace};
 use crate::confinement::Workspace;
-use crate::reply::{self, Reply};
+use crate::file_tool::FileTool;
+use crate::reply::Reply;
 
 /// The largest file an edit may produce (10 MiB) when it makes the file grow.
 ///
@@ -26,7 +25,7 @@ pub struct Edit;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     old_string: String,
     new_string: String,
@@ -34,62 +33,47 @@ struct Args {
     replace_all: bool,
 }
 
-#[async_trait]
-impl Tool for Edit {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "Edit",
-                "Replaces exact text in an existing text file of the workspace. `path` is \
-                 relative to the workspace root. `old_string` must be non-empty, differ from \
-                 `new_string`, and match the file byte for byte (whitespace and indentation \
-                 included). Without `replace_all` it must occur exactly once: include enough \
-                 surrounding lines to make it unique; with `replace_all: true` every occurrence \
-                 is replaced. The file is replaced atomically, keeping its permission bits. \
-                 An edit may not grow a file past 10 MiB. Returns the number of replacements.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                    "old_string": {"type": "string", "description": "The exact text to replace (non-empty)."},
-                    "new_string": {"type": "string", "description": "The replacement text (must differ from old_string)."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one. Default false."}
-                },
-                "required": ["path", "old_string", "new_string"],
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for Edit {
+    const READ_ONLY: bool = false;
+    type Args = Args;
+    type Checked = Args;
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, _| {
-                if args.old_string.is_empty() {
-                    return Err("old_string must not be empty".to_owned());
-                }
-                if args.old_string == args.new_string {
-                    return Err("old_string and new_string are identical; nothing would change".to_owned());
-                }
-                Ok(args)
-            },
-            |workspace, args, _| edit(workspace, &args),
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "Edit",
+            "Replaces exact text in an existing text file of the workspace. `path` is \
+             relative to the workspace root. `old_string` must be non-empty, differ from \
+             `new_string`, and match the file byte for byte (whitespace and indentation \
+             included). Without `replace_all` it must occur exactly once: include enough \
+             surrounding lines to make it unique; with `replace_all: true` every occurrence \
+             is replaced. The file is replaced atomically, keeping its permission bits. \
+             An edit may not grow a file past 10 MiB. Returns the number of replacements.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "old_string": {"type": "string", "description": "The exact text to replace (non-empty)."},
+                "new_string": {"type": "string", "description": "The replacement text (must differ from old_string)."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one. Default false."}
+            },
+            "required": ["path", "old_string", "new_string"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, _: &Environment) -> Result<Args, String> {
+        if args.old_string.is_empty() {
+            return Err("old_string must not be empty".to_owned());
+        }
+        if args.old_string == args.new_string {
+            return Err("old_string and new_string are identical; nothing would change".to_owned());
+        }
+        Ok(args)
+    }
+
+    fn run(workspace: &Workspace, args: Args, _: &CancellationToken) -> Reply {
+        edit(workspace, &args)
     }
 }
 

@@ -1,14 +1,13 @@
 //! `Glob`: files whose path, relative to the search directory, matches a glob.
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
-use std::sync::LazyLock;
 
 use crate::confinement::Workspace;
-use crate::reply::{self, Reply};
+use crate::file_tool::FileTool;
+use crate::reply::Reply;
 use crate::walk;
 
 /// Paths listed before the count note.
@@ -28,59 +27,46 @@ pub struct Glob;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
 }
 
-#[async_trait]
-impl Tool for Glob {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "Glob",
-                "Finds files by path pattern. `pattern` uses glob syntax (`*` and `?` stay within \
-                 one path segment, `**` crosses directories, `{a,b}` alternates, `[ab]` classes) \
-                 and is matched against `/`-separated paths relative to the search directory: \
-                 `*.rs` matches only at its top level, `**/*.rs` at any depth. `path` is the \
-                 search directory, relative to the workspace root (default: the root). Lists files \
-                 only, one path per line relative to the workspace root, sorted; skips `.git` and \
-                 whatever .gitignore/.ignore files exclude; symlinks are not followed. At most \
-                 1000 paths, then a note with the total count. The pattern is at most 4096 bytes.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.rs` or `src/*.toml`."},
-                    "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default: the root."}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for Glob {
+    const READ_ONLY: bool = true;
+    type Args = Args;
+    type Checked = Args;
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, _| Ok(args),
-            |workspace, args, cancel| glob(workspace, &args, cancel),
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "Glob",
+            "Finds files by path pattern. `pattern` uses glob syntax (`*` and `?` stay within \
+             one path segment, `**` crosses directories, `{a,b}` alternates, `[ab]` classes) \
+             and is matched against `/`-separated paths relative to the search directory: \
+             `*.rs` matches only at its top level, `**/*.rs` at any depth. `path` is the \
+             search directory, relative to the workspace root (default: the root). Lists files \
+             only, one path per line relative to the workspace root, sorted; skips `.git` and \
+             whatever .gitignore/.ignore files exclude; symlinks are not followed. At most \
+             1000 paths, then a note with the total count. The pattern is at most 4096 bytes.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.rs` or `src/*.toml`."},
+                "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default: the root."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, _: &Environment) -> Result<Args, String> {
+        Ok(args)
+    }
+
+    fn run(workspace: &Workspace, args: Args, cancel: &CancellationToken) -> Reply {
+        glob(workspace, &args, cancel)
     }
 }
 

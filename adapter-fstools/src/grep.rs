@@ -2,19 +2,18 @@
 
 use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::Path;
-use std::sync::LazyLock;
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use globset::GlobSet;
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
+use crate::file_tool::FileTool;
 use crate::glob::{compile_glob, without_dot_slash};
 use crate::read::{BINARY_PROBE_BYTES, open_for_reading};
-use crate::reply::{self, Reply};
+use crate::reply::Reply;
 use crate::walk;
 
 /// Matches returned when the call gives no `max_results`.
@@ -39,7 +38,7 @@ pub struct Grep;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -51,66 +50,52 @@ struct Args {
     max_results: Option<u64>,
 }
 
-#[async_trait]
-impl Tool for Grep {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "Grep",
-                "Searches file contents with a regular expression (Rust `regex` syntax: no \
-                 look-around or backreferences). `path` is a file or directory relative to the \
-                 workspace root (default: the root); directories are searched recursively, \
-                 skipping `.git`, files excluded by .gitignore/.ignore, symlinks and binary files. \
-                 `glob` keeps only matching files (a pattern without `/`, like `*.rs`, matches file \
-                 names at any depth; one with `/` matches the path relative to `path`). \
-                 `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
-                 path then line number, at most `max_results` (default 500, at most 5000) \
-                 followed by a note when the search stopped early. `pattern` and `glob` are at \
-                 most 4096 bytes each.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
-                    "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
-                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
-                    "case_insensitive": {"type": "boolean", "description": "Match case-insensitively. Default false."},
-                    "max_results": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "Maximum matching lines. Default 500."}
-                },
-                "required": ["pattern"],
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for Grep {
+    const READ_ONLY: bool = true;
+    type Args = Args;
+    /// The arguments and `max_results` as a count.
+    type Checked = (Args, usize);
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, _| {
-                let max_results = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
-                if !(1..=MAX_MAX_RESULTS).contains(&max_results) {
-                    return Err(format!(
-                        "max_results must be between 1 and {MAX_MAX_RESULTS}, got {max_results}"
-                    ));
-                }
-                Ok((args, usize::try_from(max_results).unwrap_or(usize::MAX)))
-            },
-            |workspace, (args, limit), cancel| grep(workspace, &args, limit, cancel),
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "Grep",
+            "Searches file contents with a regular expression (Rust `regex` syntax: no \
+             look-around or backreferences). `path` is a file or directory relative to the \
+             workspace root (default: the root); directories are searched recursively, \
+             skipping `.git`, files excluded by .gitignore/.ignore, symlinks and binary files. \
+             `glob` keeps only matching files (a pattern without `/`, like `*.rs`, matches file \
+             names at any depth; one with `/` matches the path relative to `path`). \
+             `case_insensitive` defaults to false. Returns `path:line:text` lines sorted by \
+             path then line number, at most `max_results` (default 500, at most 5000) \
+             followed by a note when the search stopped early. `pattern` and `glob` are at \
+             most 4096 bytes each.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
+                "path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."},
+                "case_insensitive": {"type": "boolean", "description": "Match case-insensitively. Default false."},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "Maximum matching lines. Default 500."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, _: &Environment) -> Result<Self::Checked, String> {
+        let max_results = args.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if !(1..=MAX_MAX_RESULTS).contains(&max_results) {
+            return Err(format!(
+                "max_results must be between 1 and {MAX_MAX_RESULTS}, got {max_results}"
+            ));
+        }
+        Ok((args, usize::try_from(max_results).unwrap_or(usize::MAX)))
+    }
+
+    fn run(workspace: &Workspace, (args, limit): Self::Checked, cancel: &CancellationToken) -> Reply {
+        grep(workspace, &args, limit, cancel)
     }
 }
 

@@ -26,6 +26,7 @@ mod atomic_write;
 mod blocking;
 mod confinement;
 mod edit;
+mod file_tool;
 mod fork;
 mod glob;
 mod grep;

@@ -1,15 +1,14 @@
 //! `ListDir`: the entries of one directory, sorted, directories marked with `/`.
 
 use std::ffi::OsString;
-use std::sync::LazyLock;
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::reply::{self, Reply};
+use crate::file_tool::FileTool;
+use crate::reply::Reply;
 
 /// Entries listed before the count note.
 pub(crate) const MAX_ENTRIES: usize = 1_000;
@@ -20,53 +19,41 @@ pub struct ListDir;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     #[serde(default)]
     path: Option<String>,
 }
 
-#[async_trait]
-impl Tool for ListDir {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "ListDir",
-                "Lists one directory of the workspace (not recursive). `path` is relative to the \
-                 workspace root (default: the root). One entry per line, sorted by name; \
-                 directories end in `/`; a symlink is shown as `name -> target` and not followed. \
-                 Hidden entries are included. At most 1000 entries, then a note with the total \
-                 count. Use Glob to find files recursively.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default: the root."}
-                },
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for ListDir {
+    const READ_ONLY: bool = true;
+    type Args = Args;
+    /// The directory as given (the root by default).
+    type Checked = String;
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, _| Ok(args.path.unwrap_or_else(|| ".".to_owned())),
-            |workspace, given, cancel| list(workspace, &given, cancel),
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "ListDir",
+            "Lists one directory of the workspace (not recursive). `path` is relative to the \
+             workspace root (default: the root). One entry per line, sorted by name; \
+             directories end in `/`; a symlink is shown as `name -> target` and not followed. \
+             Hidden entries are included. At most 1000 entries, then a note with the total \
+             count. Use Glob to find files recursively.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default: the root."}
+            },
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, _: &Environment) -> Result<String, String> {
+        Ok(args.path.unwrap_or_else(|| ".".to_owned()))
+    }
+
+    fn run(workspace: &Workspace, given: String, cancel: &CancellationToken) -> Reply {
+        list(workspace, &given, cancel)
     }
 }
 

@@ -3,15 +3,14 @@
 use std::fs::File;
 use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
-use std::sync::LazyLock;
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
 
 use crate::confinement::Workspace;
-use crate::reply::{self, Reply};
+use crate::file_tool::FileTool;
+use crate::reply::Reply;
 
 /// Lines returned when the call gives no `limit`.
 pub(crate) const DEFAULT_LIMIT: u64 = 2_000;
@@ -26,7 +25,7 @@ pub struct Read;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     #[serde(default)]
     offset: Option<u64>,
@@ -34,65 +33,53 @@ struct Args {
     limit: Option<u64>,
 }
 
-#[async_trait]
-impl Tool for Read {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "Read",
-                "Reads a text file from the workspace. `path` is relative to the workspace root \
-                 (an absolute path must lie inside it). Returns the lines prefixed with their \
-                 1-based number and a tab. `offset` is the first line to show (1-based, default \
-                 1) and `limit` the number of lines (default 2000); a note says how to read \
-                 further when lines remain. Binary files (a NUL byte in the first 8 KiB, or \
-                 invalid UTF-8) are refused with their size; for a directory use ListDir. Output \
-                 is capped; text beyond the cap is cut with a truncation marker.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines. Default 2000."}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for Read {
+    const READ_ONLY: bool = true;
+    type Args = Args;
+    /// The path, the first line, the line count and the output cap.
+    type Checked = (String, u64, u64, usize);
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, env| {
-                let offset = args.offset.unwrap_or(1);
-                let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-                if offset == 0 {
-                    return Err("offset is 1-based: use 1 for the first line".to_owned());
-                }
-                if limit == 0 {
-                    return Err("limit must be at least 1".to_owned());
-                }
-                Ok((args.path, offset, limit, env.output_cap().max_bytes()))
-            },
-            |workspace, (path, offset, limit, cap), cancel| {
-                read_window(workspace, &path, offset, limit, cap, cancel)
-            },
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "Read",
+            "Reads a text file from the workspace. `path` is relative to the workspace root \
+             (an absolute path must lie inside it). Returns the lines prefixed with their \
+             1-based number and a tab. `offset` is the first line to show (1-based, default \
+             1) and `limit` the number of lines (default 2000); a note says how to read \
+             further when lines remain. Binary files (a NUL byte in the first 8 KiB, or \
+             invalid UTF-8) are refused with their size; for a directory use ListDir. Output \
+             is capped; text beyond the cap is cut with a truncation marker.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines. Default 2000."}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, env: &Environment) -> Result<Self::Checked, String> {
+        let offset = args.offset.unwrap_or(1);
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+        if offset == 0 {
+            return Err("offset is 1-based: use 1 for the first line".to_owned());
+        }
+        if limit == 0 {
+            return Err("limit must be at least 1".to_owned());
+        }
+        Ok((args.path, offset, limit, env.output_cap().max_bytes()))
+    }
+
+    fn run(
+        workspace: &Workspace,
+        (path, offset, limit, cap): Self::Checked,
+        cancel: &CancellationToken,
+    ) -> Reply {
+        read_window(workspace, &path, offset, limit, cap, cancel)
     }
 }
 

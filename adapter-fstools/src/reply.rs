@@ -1,13 +1,9 @@
 //! Results as the model sees them: every text passes through the environment's D10
-//! output cap, errors included; and [`execute_blocking`], the one shape of a file
-//! tool's `execute`.
+//! output cap, errors included.
 
-use engine_core::{Environment, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult};
+use engine_core::Environment;
+use engine_ports::{ToolCall, ToolResult};
 use serde::de::DeserializeOwned;
-
-use crate::blocking::run_blocking;
-use crate::confinement::Workspace;
 
 /// A successful result for `call`, capped.
 pub(crate) fn ok(call: &ToolCall, env: &Environment, text: String) -> ToolResult {
@@ -41,35 +37,4 @@ pub(crate) fn invalid_args(call: &ToolCall, env: &Environment, error: engine_por
 /// The call's arguments as `A`, or the uniform invalid-arguments result.
 pub(crate) fn parse<A: DeserializeOwned>(call: &ToolCall, env: &Environment) -> Result<A, ToolResult> {
     call.parse_args().map_err(|error| invalid_args(call, env, error))
-}
-
-/// A file tool's `execute`: parses the arguments as `A` (invalid → the uniform
-/// result), lets `check` validate them into what the work needs (`Err(text)` → an error
-/// result, before any file is touched), confines to the workspace, runs `work` on the
-/// blocking pool (abandoned on cancellation) and caps what it replies.
-///
-/// # Errors
-/// [`ToolError`] when the workspace root is unusable or the call is cancelled.
-pub(crate) async fn execute_blocking<A, P>(
-    cancel: &CancellationToken,
-    call: &ToolCall,
-    env: &Environment,
-    check: impl FnOnce(A, &Environment) -> Result<P, String>,
-    work: impl FnOnce(&Workspace, P, &CancellationToken) -> Reply + Send + 'static,
-) -> Result<ToolResult, ToolError>
-where
-    A: DeserializeOwned,
-    P: Send + 'static,
-{
-    let args = match parse::<A>(call, env) {
-        Ok(args) => args,
-        Err(result) => return Ok(result),
-    };
-    let prepared = match check(args, env) {
-        Ok(prepared) => prepared,
-        Err(text) => return Ok(fail(call, env, text)),
-    };
-    let workspace = Workspace::of(env)?;
-    let reply = run_blocking(cancel, move |cancel| work(&workspace, prepared, cancel)).await?;
-    Ok(finish(call, env, reply))
 }

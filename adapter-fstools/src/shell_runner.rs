@@ -219,17 +219,7 @@ impl CommandRunner for ShellRunner {
 
         match ending {
             Ending::Finished => {}
-            Ending::LeftOver => {
-                group.signal(Signal::SIGKILL);
-                drain(
-                    &mut output,
-                    &mut run,
-                    &mut buf,
-                    &mut capture,
-                    Instant::now() + DRAIN_AFTER_KILL,
-                )
-                .await;
-            }
+            Ending::LeftOver => group.signal(Signal::SIGKILL),
             Ending::TimedOut | Ending::Cancelled => {
                 group.signal(Signal::SIGTERM);
                 let grace_end = Instant::now() + KILL_GRACE;
@@ -245,15 +235,18 @@ impl CommandRunner for ShellRunner {
                 if run.exit.is_none() {
                     run.on_exit(child.wait().await);
                 }
-                drain(
-                    &mut output,
-                    &mut run,
-                    &mut buf,
-                    &mut capture,
-                    Instant::now() + DRAIN_AFTER_KILL,
-                )
-                .await;
             }
+        }
+        if ending != Ending::Finished {
+            // What the killed group still had in the pipe.
+            drain(
+                &mut output,
+                &mut run,
+                &mut buf,
+                &mut capture,
+                Instant::now() + DRAIN_AFTER_KILL,
+            )
+            .await;
         }
         group.disarm();
         Ok(CommandOutput {

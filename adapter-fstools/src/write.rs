@@ -1,14 +1,13 @@
 //! `Write`: creates or replaces a file atomically, keeping existing permission bits.
 
-use async_trait::async_trait;
-use engine_core::{Environment, Tool, ToolError};
-use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+use engine_core::Environment;
+use engine_ports::{CancellationToken, ToolSpec};
 use serde::Deserialize;
-use std::sync::LazyLock;
 
 use crate::atomic_write::{Written, write_file};
 use crate::confinement::Workspace;
-use crate::reply::{self, Reply};
+use crate::file_tool::FileTool;
+use crate::reply::Reply;
 
 /// The `Write` tool (mutating).
 #[derive(Clone, Copy, Debug, Default)]
@@ -16,56 +15,43 @@ pub struct Write;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
     path: String,
     content: String,
 }
 
-#[async_trait]
-impl Tool for Write {
-    fn spec(&self) -> ToolSpec {
-        // Built once: the catalog asks for it on every turn.
-        static SPEC: LazyLock<ToolSpec> = LazyLock::new(|| {
-            ToolSpec::new(
-                "Write",
-                "Writes a file in the workspace, replacing it whole if it exists. `path` is \
-                 relative to the workspace root (an absolute path must lie inside it); missing \
-                 parent directories are created. The replacement is atomic (a temp file renamed \
-                 over the target) and keeps an existing file's permission bits; a symlink is \
-                 followed only while it stays inside the workspace. Returns the number of bytes \
-                 written. To change part of a file, prefer Edit.",
-            )
-            .with_schema(serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the workspace root."},
-                    "content": {"type": "string", "description": "The complete new content of the file."}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }))
-        });
-        SPEC.clone()
-    }
+impl FileTool for Write {
+    const READ_ONLY: bool = false;
+    type Args = Args;
+    type Checked = Args;
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        reply::execute_blocking(
-            cancel,
-            call,
-            env,
-            |args: Args, _| Ok(args),
-            |workspace, args, _| write(workspace, &args.path, &args.content),
+    fn spec() -> ToolSpec {
+        ToolSpec::new(
+            "Write",
+            "Writes a file in the workspace, replacing it whole if it exists. `path` is \
+             relative to the workspace root (an absolute path must lie inside it); missing \
+             parent directories are created. The replacement is atomic (a temp file renamed \
+             over the target) and keeps an existing file's permission bits; a symlink is \
+             followed only while it stays inside the workspace. Returns the number of bytes \
+             written. To change part of a file, prefer Edit.",
         )
-        .await
+        .with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace root."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn check(args: Args, _: &Environment) -> Result<Args, String> {
+        Ok(args)
+    }
+
+    fn run(workspace: &Workspace, args: Args, _: &CancellationToken) -> Reply {
+        write(workspace, &args.path, &args.content)
     }
 }
 

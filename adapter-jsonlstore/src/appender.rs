@@ -10,8 +10,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use engine_ports::{SessionId, StoreError};
@@ -19,15 +18,12 @@ use engine_ports::{SessionId, StoreError};
 use crate::flusher::Flusher;
 use crate::lock::{HeldLock, LockError};
 use crate::options::SyncPolicy;
+use crate::threads::{BackgroundThread, lock};
 use crate::{fsio, sidecar};
 
 /// Buffered bytes of one appender above which the appending caller writes them
 /// itself (back-pressure when the writer thread falls behind).
 const MAX_PENDING_BYTES: usize = 4 * 1024 * 1024;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Which sidecar a record belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,8 +336,7 @@ fn copy_error(error: &StoreError) -> StoreError {
 /// The writer thread of a store: drains the appenders handed to it, in order.
 #[derive(Debug)]
 pub(crate) struct Writer {
-    shared: Arc<WriterShared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: BackgroundThread<WriterShared>,
 }
 
 #[derive(Debug)]
@@ -361,42 +356,35 @@ struct WriterState {
 impl Writer {
     /// Starts the thread.
     pub(crate) fn start(lock_timeout: Duration) -> io::Result<Self> {
-        let shared = Arc::new(WriterShared {
+        let shared = WriterShared {
             state: Mutex::default(),
             wake: Condvar::new(),
             lock_timeout,
-        });
-        let worker = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("jsonlstore-writer".to_owned())
-            .spawn(move || run(&worker))?;
-        Ok(Self {
-            shared,
-            thread: Mutex::new(Some(thread)),
-        })
+        };
+        let thread = BackgroundThread::start("jsonlstore-writer", shared, run)?;
+        Ok(Self { thread })
     }
 
     /// Hands `appender` to the thread; `false` once stopped (the caller drains).
     pub(crate) fn enqueue(&self, appender: Arc<Appender>) -> bool {
-        let mut state = lock(&self.shared.state);
+        let shared = self.thread.shared();
+        let mut state = lock(&shared.state);
         if state.stopped {
             return false;
         }
         state.queue.push_back(appender);
         if state.sleeping {
-            self.shared.wake.notify_one();
+            shared.wake.notify_one();
         }
         true
     }
 
     /// Drains what is queued and stops the thread; idempotent.
     pub(crate) fn stop(&self) {
-        lock(&self.shared.state).stopped = true;
-        self.shared.wake.notify_one();
-        if let Some(thread) = lock(&self.thread).take() {
-            // The thread only drains and logs; a join error is moot.
-            let _ = thread.join();
-        }
+        let shared = self.thread.shared();
+        lock(&shared.state).stopped = true;
+        shared.wake.notify_one();
+        self.thread.join();
     }
 }
 

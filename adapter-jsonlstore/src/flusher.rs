@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use engine_ports::SessionId;
+
+use crate::threads::{BackgroundThread, lock};
 
 /// A sidecar with unsynced writes, keyed by `(dev, ino)` so a file replaced after
 /// Delete is tracked separately from the one it replaced.
@@ -52,31 +53,20 @@ struct Shared {
 /// Owns the flusher thread; `stop` (or drop) syncs what is pending and joins it.
 #[derive(Debug)]
 pub(crate) struct Flusher {
-    shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    thread: BackgroundThread<Shared>,
 }
 
 impl Flusher {
     /// Starts the flusher thread.
     pub(crate) fn start(max_delay: Duration) -> io::Result<Self> {
-        let shared = Arc::new(Shared {
+        let shared = Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             syncing: Mutex::new(()),
             max_delay,
-        });
-        let worker = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("jsonlstore-flusher".to_owned())
-            .spawn(move || run(&worker))?;
-        Ok(Self {
-            shared,
-            thread: Mutex::new(Some(thread)),
-        })
+        };
+        let thread = BackgroundThread::start("jsonlstore-flusher", shared, run)?;
+        Ok(Self { thread })
     }
 
     /// Registers an unsynced write. Returns `false` once the flusher is stopped; the
@@ -88,7 +78,8 @@ impl Flusher {
         key: (u64, u64),
         file: &File,
     ) -> io::Result<bool> {
-        let mut state = lock(&self.shared.state);
+        let shared = self.thread.shared();
+        let mut state = lock(&shared.state);
         if state.stopped {
             return Ok(false);
         }
@@ -101,25 +92,23 @@ impl Flusher {
         }
         if state.oldest.is_none() {
             state.oldest = Some(Instant::now());
-            self.shared.wake.notify_one();
+            shared.wake.notify_one();
         }
         Ok(true)
     }
 
     /// Syncs every pending write now (of one session, or all with `None`).
     pub(crate) fn sync_pending(&self, session: Option<&SessionId>) -> Result<(), SyncFailure> {
-        sync_now(&self.shared, session)
+        sync_now(self.thread.shared(), session)
     }
 
     /// Syncs everything pending and stops the thread; idempotent.
     pub(crate) fn stop(&self) -> Result<(), SyncFailure> {
-        lock(&self.shared.state).stopped = true;
-        self.shared.wake.notify_one();
-        if let Some(thread) = lock(&self.thread).take() {
-            // The thread never panics (it only syncs and logs); a join error is moot.
-            let _ = thread.join();
-        }
-        sync_now(&self.shared, None)
+        let shared = self.thread.shared();
+        lock(&shared.state).stopped = true;
+        shared.wake.notify_one();
+        self.thread.join();
+        sync_now(shared, None)
     }
 }
 
@@ -210,7 +199,7 @@ mod tests {
     use super::*;
 
     fn pending(flusher: &Flusher) -> usize {
-        lock(&flusher.shared.state).pending.len()
+        lock(&flusher.thread.shared().state).pending.len()
     }
 
     #[test]

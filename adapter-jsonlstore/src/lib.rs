@@ -41,6 +41,7 @@ mod reader;
 mod sidecar;
 mod snapshot;
 mod store;
+mod threads;
 mod token;
 
 // The public surface, in one place.

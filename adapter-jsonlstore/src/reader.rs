@@ -1,5 +1,6 @@
 //! Lazy readers of the JSONL sidecars: newline framing over the committed
-//! window, the record decoders, and the public [`EventIter`] / [`ToolCallIter`].
+//! window, the record decoders (with [`VersionGated`], which the snapshot envelope
+//! uses too), and the public [`EventIter`] / [`ToolCallIter`].
 
 use std::fmt;
 use std::fs::File;
@@ -297,9 +298,7 @@ impl<'de> Visitor<'de> for EventLineSeed<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
-        let mut tag_seen = false;
-        let mut event = None;
-        let mut early_event: Option<serde_json::Value> = None;
+        let mut event = VersionGated::<Event>::default();
         while let Some(field) = map.next_key::<EventLineField>()? {
             match field {
                 EventLineField::V => {
@@ -308,23 +307,72 @@ impl<'de> Visitor<'de> for EventLineSeed<'_> {
                         *self.unknown_tag = Some(clip_chars(&tag, 64).into_owned());
                         return Err(de::Error::custom("unknown record version"));
                     }
-                    tag_seen = true;
-                    if let Some(value) = early_event.take() {
-                        event = Some(Event::deserialize(value).map_err(de::Error::custom)?);
-                    }
+                    event.accept_version()?;
                 }
-                EventLineField::Ev if tag_seen => event = Some(map.next_value()?),
-                // Not our field order: keep the value until the tag is known.
-                EventLineField::Ev => early_event = Some(map.next_value()?),
+                EventLineField::Ev => event.read(&mut map)?,
                 EventLineField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        if !tag_seen {
-            return Err(de::Error::missing_field("v"));
+        event.require_version("v")?;
+        event.finish("ev")
+    }
+}
+
+/// The payload of a one-line record whose version field gates it: decoded only once
+/// the version is known to be ours, so an unknown version is reported as such even
+/// when its payload would not decode. A payload met before the version (not our
+/// field order) is kept as JSON until then.
+pub(crate) struct VersionGated<T> {
+    version_seen: bool,
+    payload: Option<T>,
+    early: Option<serde_json::Value>,
+}
+
+impl<T> Default for VersionGated<T> {
+    fn default() -> Self {
+        Self {
+            version_seen: false,
+            payload: None,
+            early: None,
         }
-        event.ok_or_else(|| de::Error::missing_field("ev"))
+    }
+}
+
+impl<T: de::DeserializeOwned> VersionGated<T> {
+    /// The version field held ours: decodes a payload kept from before it.
+    pub(crate) fn accept_version<E: de::Error>(&mut self) -> Result<(), E> {
+        self.version_seen = true;
+        if let Some(value) = self.early.take() {
+            self.payload = Some(T::deserialize(value).map_err(E::custom)?);
+        }
+        Ok(())
+    }
+
+    /// Reads the payload field's value from `map`.
+    pub(crate) fn read<'de, A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error> {
+        if self.version_seen {
+            self.payload = Some(map.next_value()?);
+        } else {
+            self.early = Some(map.next_value()?);
+        }
+        Ok(())
+    }
+
+    /// Once the whole record was read: the error for a missing `version` field.
+    pub(crate) fn require_version<E: de::Error>(&self, version: &'static str) -> Result<(), E> {
+        if self.version_seen {
+            Ok(())
+        } else {
+            Err(E::missing_field(version))
+        }
+    }
+
+    /// The payload, once the whole record was read and the version required; the
+    /// error for a missing `payload` field.
+    pub(crate) fn finish<E: de::Error>(self, payload: &'static str) -> Result<T, E> {
+        self.payload.ok_or_else(|| E::missing_field(payload))
     }
 }
 

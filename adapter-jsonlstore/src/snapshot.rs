@@ -8,7 +8,7 @@ use engine_ports::{SessionId, SessionSnapshot, format_rfc3339_nanos};
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::reader::describe_json_error;
+use crate::reader::{VersionGated, describe_json_error};
 
 /// The envelope version this store writes and reads.
 pub(crate) const FORMAT: &str = "mecated-session/1";
@@ -89,10 +89,8 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for EnvelopeVisitor<'_, T> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<T>, A::Error> {
-        let mut format_seen = false;
         let mut id = None;
-        let mut snapshot = None;
-        let mut early_snapshot: Option<serde_json::Value> = None;
+        let mut snapshot = VersionGated::<T>::default();
         while let Some(field) = map.next_key::<EnvelopeField>()? {
             match field {
                 EnvelopeField::Format => {
@@ -102,26 +100,19 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for EnvelopeVisitor<'_, T> {
                         *self.unknown_format = Some(shown);
                         return Err(de::Error::custom("unknown format"));
                     }
-                    format_seen = true;
-                    if let Some(value) = early_snapshot.take() {
-                        snapshot = Some(T::deserialize(value).map_err(de::Error::custom)?);
-                    }
+                    snapshot.accept_version()?;
                 }
                 EnvelopeField::Id => id = Some(map.next_value::<SessionId>()?),
-                EnvelopeField::Snapshot if format_seen => snapshot = Some(map.next_value::<T>()?),
-                // Not our field order: keep the payload until the format is known.
-                EnvelopeField::Snapshot => early_snapshot = Some(map.next_value()?),
+                EnvelopeField::Snapshot => snapshot.read(&mut map)?,
                 EnvelopeField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        if !format_seen {
-            return Err(de::Error::missing_field("format"));
-        }
+        snapshot.require_version("format")?;
         Ok(Envelope {
             id: id.ok_or_else(|| de::Error::missing_field("id"))?,
-            snapshot: snapshot.ok_or_else(|| de::Error::missing_field("snapshot"))?,
+            snapshot: snapshot.finish("snapshot")?,
         })
     }
 }

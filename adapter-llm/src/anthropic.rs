@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{HttpProviderConfig, ProviderKind};
 use crate::names::NameMap;
 use crate::sse::SseEvent;
-use crate::transport::{Decoder, Failure, HttpCore, Step};
+use crate::transport::{Decoder, Failure, HttpCore, Step, parse_whole};
 
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -486,13 +486,8 @@ impl Decoder for AnthropicDecoder {
             }
             StreamEvent::Ping | StreamEvent::Unknown => {}
             StreamEvent::Error { error } => {
-                let kind = str_field(&error, "type");
-                let message =
-                    crate::transport::provider_message(json!({ "error": error }).to_string().as_bytes());
-                return Err(Failure::Provider {
-                    message,
-                    retryable: matches!(kind, "overloaded_error" | "api_error"),
-                });
+                let retryable = matches!(str_field(&error, "type"), "overloaded_error" | "api_error");
+                return Err(Failure::in_body(error, retryable));
             }
         }
         Ok(Step::Continue)
@@ -505,12 +500,7 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn whole(&mut self, body: &[u8], out: &mut Vec<Chunk>) -> Result<(), Failure> {
-        let message: WholeMessage = serde_json::from_slice(body).map_err(|error| {
-            Failure::Protocol(format!(
-                "the answer is not a message ({error}): {:.200}",
-                String::from_utf8_lossy(body)
-            ))
-        })?;
+        let message: WholeMessage = parse_whole(body, "a message")?;
         for block in &message.content {
             match str_field(block, "type") {
                 "text" => push_non_empty(out, str_field(block, "text"), false),

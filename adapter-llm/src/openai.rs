@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{HttpProviderConfig, ProviderKind};
 use crate::names::NameMap;
 use crate::sse::SseEvent;
-use crate::transport::{Decoder, Failure, HttpCore, Step};
+use crate::transport::{Decoder, Failure, HttpCore, Step, parse_whole};
 
 /// An OpenAI-compatible chat completions provider.
 ///
@@ -194,13 +194,16 @@ struct StreamChoice {
     #[serde(default)]
     index: u64,
     #[serde(default)]
-    delta: Option<Delta>,
+    delta: Option<WireMessage<ToolCallDelta>>,
     #[serde(default)]
     finish_reason: Option<String>,
 }
 
+/// A streamed delta (`C` = [`ToolCallDelta`], fragments of calls) or a whole answer's
+/// message (`C` = [`WholeCall`]).
 #[derive(Deserialize, Default)]
-struct Delta {
+#[serde(bound(deserialize = "C: Deserialize<'de>"))]
+struct WireMessage<C> {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
@@ -210,10 +213,21 @@ struct Delta {
     #[serde(default)]
     reasoning: Option<String>,
     #[serde(default)]
-    tool_calls: Option<Vec<ToolCallDelta>>,
+    tool_calls: Option<Vec<C>>,
 }
 
-#[derive(Deserialize)]
+impl<C> WireMessage<C> {
+    /// Appends the reasoning, the text and the refusal, in that order, and gives back
+    /// the tool calls.
+    fn push_texts(self, out: &mut Vec<Chunk>) -> Vec<C> {
+        push_text(out, self.reasoning_content.or(self.reasoning), true);
+        push_text(out, self.content, false);
+        push_text(out, self.refusal, false);
+        self.tool_calls.unwrap_or_default()
+    }
+}
+
+#[derive(Deserialize, Default)]
 struct ToolCallDelta {
     #[serde(default)]
     index: Option<u64>,
@@ -272,21 +286,7 @@ struct Completion {
 struct WholeChoice {
     #[serde(default)]
     index: u64,
-    message: WholeMessage,
-}
-
-#[derive(Deserialize)]
-struct WholeMessage {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    refusal: Option<String>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<WholeCall>>,
+    message: WireMessage<WholeCall>,
 }
 
 #[derive(Deserialize)]
@@ -370,19 +370,11 @@ impl Decoder for OpenAiDecoder {
             Failure::Protocol(format!("a chunk is not valid JSON ({error}): {data:.200}"))
         })?;
         if let Some(error) = chunk.error {
-            return Err(Failure::Provider {
-                message: crate::transport::provider_message(json!({ "error": error }).to_string().as_bytes()),
-                retryable: false,
-            });
+            return Err(Failure::in_body(error, false));
         }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
-            let delta = choice.delta.unwrap_or_default();
-            push_text(out, delta.reasoning_content.or(delta.reasoning), true);
-            push_text(out, delta.content, false);
-            push_text(out, delta.refusal, false);
-            if let Some(fragments) = delta.tool_calls {
-                self.absorb(fragments);
-            }
+            let fragments = choice.delta.unwrap_or_default().push_texts(out);
+            self.absorb(fragments);
             if choice.finish_reason.is_some() {
                 self.finished = true;
                 self.flush(out);
@@ -405,20 +397,11 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn whole(&mut self, body: &[u8], out: &mut Vec<Chunk>) -> Result<(), Failure> {
-        let completion: Completion = serde_json::from_slice(body).map_err(|error| {
-            Failure::Protocol(format!(
-                "the answer is not a chat completion ({error}): {:.200}",
-                String::from_utf8_lossy(body)
-            ))
-        })?;
+        let completion: Completion = parse_whole(body, "a chat completion")?;
         let Some(choice) = completion.choices.into_iter().find(|c| c.index == 0) else {
             return Err(Failure::Protocol("the answer has no choices".to_owned()));
         };
-        let message = choice.message;
-        push_text(out, message.reasoning_content.or(message.reasoning), true);
-        push_text(out, message.content, false);
-        push_text(out, message.refusal, false);
-        for call in message.tool_calls.unwrap_or_default() {
+        for call in choice.message.push_texts(out) {
             out.push(Chunk::ToolCall(ToolCall::new(
                 call.id.unwrap_or_default(),
                 self.names

@@ -169,22 +169,10 @@ impl Mapped {
                         .push(format!("[image {mime}: unsupported image type, not sent]"));
                     return;
                 }
-                match decode(&image.data) {
-                    Ok(bytes) if !bytes.is_empty() => {
-                        self.fragments
-                            .push(format!("[image: {mime}, {} bytes]", bytes.len()));
-                        self.parts.push(ContentPart::Image {
-                            mime: mime.clone(),
-                            data: bytes,
-                        });
-                    }
-                    Ok(_) => self
-                        .fragments
-                        .push(format!("[image {mime}: invalid data (empty)]")),
-                    Err(reason) => self
-                        .fragments
-                        .push(format!("[image {mime}: invalid data ({reason})]")),
-                }
+                self.push_media("image", mime, &image.data, |mime, data| ContentPart::Image {
+                    mime,
+                    data,
+                });
             }
             ContentBlock::Audio(audio) => {
                 let mime = &audio.mime_type;
@@ -193,22 +181,10 @@ impl Mapped {
                         .push(format!("[audio {mime}: invalid (not an audio/* MIME type)]"));
                     return;
                 }
-                match decode(&audio.data) {
-                    Ok(bytes) if !bytes.is_empty() => {
-                        self.fragments
-                            .push(format!("[audio: {mime}, {} bytes]", bytes.len()));
-                        self.parts.push(ContentPart::Audio {
-                            mime: mime.clone(),
-                            data: bytes,
-                        });
-                    }
-                    Ok(_) => self
-                        .fragments
-                        .push(format!("[audio {mime}: invalid data (empty)]")),
-                    Err(reason) => self
-                        .fragments
-                        .push(format!("[audio {mime}: invalid data ({reason})]")),
-                }
+                self.push_media("audio", mime, &audio.data, |mime, data| ContentPart::Audio {
+                    mime,
+                    data,
+                });
             }
             ContentBlock::ResourceLink(link) => {
                 let marker = if link.name.is_empty() {
@@ -240,6 +216,31 @@ impl Mapped {
             }
             ContentBlock::Resource(embedded) => self.push_embedded(&embedded.resource),
             _ => self.fragments.push("[unsupported content: not sent]".to_owned()),
+        }
+    }
+
+    /// A base64 `kind` block (`image`, `audio`) whose MIME type was accepted: the part
+    /// `part` makes of its bytes and a marker with their size, or a marker saying why
+    /// its data were not sent.
+    fn push_media(
+        &mut self,
+        kind: &str,
+        mime: &str,
+        data: &str,
+        part: impl FnOnce(String, Vec<u8>) -> ContentPart,
+    ) {
+        match decode(data) {
+            Ok(bytes) if !bytes.is_empty() => {
+                self.fragments
+                    .push(format!("[{kind}: {mime}, {} bytes]", bytes.len()));
+                self.parts.push(part(mime.to_owned(), bytes));
+            }
+            Ok(_) => self
+                .fragments
+                .push(format!("[{kind} {mime}: invalid data (empty)]")),
+            Err(reason) => self
+                .fragments
+                .push(format!("[{kind} {mime}: invalid data ({reason})]")),
         }
     }
 

@@ -192,27 +192,77 @@ fn string_field(object: &Map<String, Value>, key: &str) -> Option<String> {
     object.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
+/// One entry of a listing, with what names it in an error.
+struct Entry<'a> {
+    server: &'a str,
+    kind: ListKind,
+    index: usize,
+    object: Map<String, Value>,
+}
+
+impl Entry<'_> {
+    /// The error for a bad entry: `problem` follows the entry's server, listing and index.
+    fn error(&self, problem: &str) -> String {
+        format!(
+            "MCP server {:?}: {} entry {} {problem}",
+            self.server,
+            self.kind.method(),
+            self.index
+        )
+    }
+
+    /// The string field `key`, when it is one.
+    fn string(&self, key: &str) -> Option<String> {
+        string_field(&self.object, key)
+    }
+
+    /// The string field `key`, which the entry must have.
+    fn required_string(&self, key: &str) -> Result<String, String> {
+        self.string(key)
+            .ok_or_else(|| self.error(&format!("has no {key}")))
+    }
+}
+
+/// Decodes every entry of a `kind` listing of `server` with `decode`; an entry that is
+/// not an object, or that `decode` refuses, fails the whole listing.
+fn decode_entries<T>(
+    server: &str,
+    kind: ListKind,
+    items: Vec<Value>,
+    mut decode: impl FnMut(Entry<'_>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let Value::Object(object) = item else {
+                return Err(format!(
+                    "MCP server {server:?}: {} entry {index} is not an object",
+                    kind.method()
+                ));
+            };
+            decode(Entry {
+                server,
+                kind,
+                index,
+                object,
+            })
+        })
+        .collect()
+}
+
 /// Decodes and validates a tool listing; any bad entry fails the whole
 /// listing, naming the server and the rule.
 pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDef>, String> {
-    let mut out = Vec::with_capacity(items.len());
-    for (index, item) in items.into_iter().enumerate() {
-        let Value::Object(object) = item else {
-            return Err(format!(
-                "MCP server {server:?}: tools/list entry {index} is not an object"
-            ));
-        };
+    decode_entries(server, ListKind::Tools, items, |entry| {
+        let object = &entry.object;
         let remote = match object.get("name") {
             Some(Value::String(name)) => name.clone(),
             None | Some(Value::Null) => String::new(),
-            Some(_) => {
-                return Err(format!(
-                    "MCP server {server:?}: tools/list entry {index} has a non-string name"
-                ));
-            }
+            Some(_) => return Err(entry.error("has a non-string name")),
         };
         let full = validate_tool_name(server, &remote).map_err(|e| e.to_string())?;
-        let description = string_field(&object, "description").unwrap_or_default();
+        let description = entry.string("description").unwrap_or_default();
         let schema = match object.get("inputSchema") {
             None | Some(Value::Null) => json!({"type": "object"}),
             Some(Value::Object(map)) if map.is_empty() => json!({"type": "object"}),
@@ -228,7 +278,7 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             .and_then(|schema| crate::output_schema::compile(server, &remote, schema));
         let full: Arc<str> = Arc::from(full);
         let first_line = description.lines().next().unwrap_or("").to_owned();
-        out.push(ToolDef {
+        Ok(ToolDef {
             spec: ToolSpec::new(Arc::clone(&full), description).with_schema(schema),
             light: ToolSpec::new(Arc::clone(&full), first_line),
             remote,
@@ -236,82 +286,55 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             read_only,
             output_schema,
             output_validator,
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// Decodes a resource listing; entries without a string `uri` are a listing error.
 pub(crate) fn decode_resources(server: &str, items: Vec<Value>) -> Result<Vec<McpResource>, String> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let Value::Object(object) = item else {
-                return Err(format!(
-                    "MCP server {server:?}: resources/list entry {index} is not an object"
-                ));
-            };
-            let Some(uri) = string_field(&object, "uri") else {
-                return Err(format!(
-                    "MCP server {server:?}: resources/list entry {index} has no uri"
-                ));
-            };
-            Ok(McpResource {
-                server: server.to_owned(),
-                uri,
-                name: string_field(&object, "name").unwrap_or_default(),
-                title: string_field(&object, "title"),
-                description: string_field(&object, "description"),
-                mime: string_field(&object, "mimeType"),
-                size: object.get("size").and_then(Value::as_u64),
-                read_only: true,
-            })
+    decode_entries(server, ListKind::Resources, items, |entry| {
+        Ok(McpResource {
+            server: server.to_owned(),
+            uri: entry.required_string("uri")?,
+            name: entry.string("name").unwrap_or_default(),
+            title: entry.string("title"),
+            description: entry.string("description"),
+            mime: entry.string("mimeType"),
+            size: entry.object.get("size").and_then(Value::as_u64),
+            read_only: true,
         })
-        .collect()
+    })
 }
 
 /// Decodes a prompt listing; entries without a string `name` are a listing error.
 pub(crate) fn decode_prompts(server: &str, items: Vec<Value>) -> Result<Vec<McpPrompt>, String> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let Value::Object(object) = item else {
-                return Err(format!(
-                    "MCP server {server:?}: prompts/list entry {index} is not an object"
-                ));
-            };
-            let Some(name) = string_field(&object, "name") else {
-                return Err(format!(
-                    "MCP server {server:?}: prompts/list entry {index} has no name"
-                ));
-            };
-            let arguments = object
-                .get("arguments")
-                .and_then(Value::as_array)
-                .map(|args| {
-                    args.iter()
-                        .filter_map(Value::as_object)
-                        .filter_map(|arg| {
-                            Some(McpPromptArgument {
-                                name: string_field(arg, "name")?,
-                                description: string_field(arg, "description"),
-                                required: arg.get("required") == Some(&Value::Bool(true)),
-                            })
+    decode_entries(server, ListKind::Prompts, items, |entry| {
+        let name = entry.required_string("name")?;
+        let arguments = entry
+            .object
+            .get("arguments")
+            .and_then(Value::as_array)
+            .map(|args| {
+                args.iter()
+                    .filter_map(Value::as_object)
+                    .filter_map(|arg| {
+                        Some(McpPromptArgument {
+                            name: string_field(arg, "name")?,
+                            description: string_field(arg, "description"),
+                            required: arg.get("required") == Some(&Value::Bool(true)),
                         })
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok(McpPrompt {
-                server: server.to_owned(),
-                name,
-                title: string_field(&object, "title"),
-                description: string_field(&object, "description"),
-                arguments,
+                    })
+                    .collect()
             })
+            .unwrap_or_default();
+        Ok(McpPrompt {
+            server: server.to_owned(),
+            name,
+            title: entry.string("title"),
+            description: entry.string("description"),
+            arguments,
         })
-        .collect()
+    })
 }
 
 #[cfg(test)]

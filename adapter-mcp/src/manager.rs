@@ -286,6 +286,19 @@ impl McpManager {
         }
     }
 
+    /// The `kind` entries of one server (or all, `None`) from their `snapshot`s, after
+    /// re-listing the dirty ones.
+    async fn listed<T: Clone>(
+        &self,
+        server: Option<&str>,
+        kind: ListKind,
+        snapshot: fn(&ServerState) -> Arc<Vec<T>>,
+    ) -> Result<Vec<T>, McpError> {
+        let servers = self.selected(server)?;
+        futures::future::join_all(servers.iter().map(|s| s.refresh(kind))).await;
+        Ok(servers.iter().flat_map(|s| snapshot(s).to_vec()).collect())
+    }
+
     /// Re-lists every list a `list_changed` notification marked dirty.
     pub async fn refresh(&self) {
         let refreshes = self.live().flat_map(|s| {
@@ -327,18 +340,14 @@ impl McpManager {
     /// # Errors
     /// [`McpError::UnknownServer`].
     pub async fn list_resources(&self, server: Option<&str>) -> Result<Vec<McpResource>, McpError> {
-        let servers = self.selected(server)?;
-        futures::future::join_all(servers.iter().map(|s| s.refresh(ListKind::Resources))).await;
-        Ok(servers
-            .iter()
-            .flat_map(|s| s.resources_snapshot().iter().cloned().collect::<Vec<_>>())
-            .collect())
+        self.listed(server, ListKind::Resources, ServerState::resources_snapshot)
+            .await
     }
 
     /// The resources in the snapshots, without I/O.
     pub fn resource_snapshot(&self) -> Vec<McpResource> {
         self.live()
-            .flat_map(|s| s.resources_snapshot().iter().cloned().collect::<Vec<_>>())
+            .flat_map(|s| s.resources_snapshot().to_vec())
             .collect()
     }
 
@@ -373,19 +382,13 @@ impl McpManager {
     /// # Errors
     /// [`McpError::UnknownServer`].
     pub async fn list_prompts(&self, server: Option<&str>) -> Result<Vec<McpPrompt>, McpError> {
-        let servers = self.selected(server)?;
-        futures::future::join_all(servers.iter().map(|s| s.refresh(ListKind::Prompts))).await;
-        Ok(servers
-            .iter()
-            .flat_map(|s| s.prompts_snapshot().iter().cloned().collect::<Vec<_>>())
-            .collect())
+        self.listed(server, ListKind::Prompts, ServerState::prompts_snapshot)
+            .await
     }
 
     /// The prompts in the snapshots, without I/O.
     pub fn prompt_snapshot(&self) -> Vec<McpPrompt> {
-        self.live()
-            .flat_map(|s| s.prompts_snapshot().iter().cloned().collect::<Vec<_>>())
-            .collect()
+        self.live().flat_map(|s| s.prompts_snapshot().to_vec()).collect()
     }
 
     /// Gets one prompt live (through the resilience wrapper): its messages as role and

@@ -143,153 +143,162 @@ pub fn parse_mcp_config(
         let Value::Object(entry) = entry else {
             return Err(ctx.error(&path, format!("expected an object, found {}", kind(entry))));
         };
-        configs.push(server(&ctx, name, entry, &path, workspace)?);
+        let entry = Entry {
+            ctx: &ctx,
+            name,
+            fields: entry,
+            path: &path,
+        };
+        configs.push(entry.server(workspace)?);
     }
     Ok(configs)
 }
 
-fn server<E: Fn(&str) -> Option<String>>(
-    ctx: &Ctx<'_, E>,
-    name: &str,
-    entry: &Map<String, Value>,
-    path: &str,
-    workspace: &Path,
-) -> Result<ServerConfig, McpConfigError> {
-    let transport = match entry.get("type") {
-        None if entry.contains_key("command") => "stdio".to_owned(),
-        None if entry.contains_key("url") => "http".to_owned(),
-        None => {
-            return Err(ctx.error(
-                path,
-                "neither \"command\" (a stdio server) nor \"url\" (a streamable HTTP server)",
-            ));
-        }
-        Some(Value::String(t)) => t.clone(),
-        Some(other) => {
-            return Err(ctx.error(
-                &format!("{path}.type"),
-                format!("expected a string, found {}", kind(other)),
-            ));
-        }
-    };
-    match transport.as_str() {
-        "stdio" => stdio(ctx, name, entry, path, workspace),
-        "http" | "streamable-http" | "streamableHttp" => http(ctx, name, entry, path),
-        "sse" => Err(ctx.error(
-            &format!("{path}.type"),
-            "the SSE transport is deprecated and not supported; use a streamable HTTP endpoint (\"type\": \"http\")",
-        )),
-        other => Err(ctx.error(
-            &format!("{path}.type"),
-            format!("unknown transport {other:?}; expected \"stdio\" or \"http\""),
-        )),
-    }
+/// One entry of `mcpServers`, and its JSON path for the errors.
+struct Entry<'a, E> {
+    ctx: &'a Ctx<'a, E>,
+    name: &'a str,
+    fields: &'a Map<String, Value>,
+    /// `$.mcpServers.<name>`.
+    path: &'a str,
 }
 
-fn stdio<E: Fn(&str) -> Option<String>>(
-    ctx: &Ctx<'_, E>,
-    name: &str,
-    entry: &Map<String, Value>,
-    path: &str,
-    workspace: &Path,
-) -> Result<ServerConfig, McpConfigError> {
-    let command_path = format!("{path}.command");
-    let command = match entry.get("command") {
-        Some(value) => ctx.string(value, &command_path)?,
-        None => return Err(ctx.error(&command_path, "missing; a stdio server needs the program to run")),
-    };
-    if command.is_empty() {
-        return Err(ctx.error(&command_path, "empty; a stdio server needs the program to run"));
+impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
+    /// The JSON path of the entry's `field`.
+    fn at(&self, field: &str) -> String {
+        format!("{}.{field}", self.path)
     }
-    let mut args = Vec::new();
-    match entry.get("args") {
-        None => {}
-        Some(Value::Array(values)) => {
-            for (i, value) in values.iter().enumerate() {
-                args.push(ctx.string(value, &format!("{path}.args[{i}]"))?);
+
+    fn server(&self, workspace: &Path) -> Result<ServerConfig, McpConfigError> {
+        let ctx = self.ctx;
+        let transport = match self.fields.get("type") {
+            None if self.fields.contains_key("command") => "stdio".to_owned(),
+            None if self.fields.contains_key("url") => "http".to_owned(),
+            None => {
+                return Err(ctx.error(
+                    self.path,
+                    "neither \"command\" (a stdio server) nor \"url\" (a streamable HTTP server)",
+                ));
             }
-        }
-        Some(other) => {
-            return Err(ctx.error(
-                &format!("{path}.args"),
-                format!("expected an array of strings, found {}", kind(other)),
-            ));
+            Some(Value::String(t)) => t.clone(),
+            Some(other) => {
+                return Err(ctx.error(
+                    &self.at("type"),
+                    format!("expected a string, found {}", kind(other)),
+                ));
+            }
+        };
+        match transport.as_str() {
+            "stdio" => self.stdio(workspace),
+            "http" | "streamable-http" | "streamableHttp" => self.http(),
+            "sse" => Err(ctx.error(
+                &self.at("type"),
+                "the SSE transport is deprecated and not supported; use a streamable HTTP endpoint (\"type\": \"http\")",
+            )),
+            other => Err(ctx.error(
+                &self.at("type"),
+                format!("unknown transport {other:?}; expected \"stdio\" or \"http\""),
+            )),
         }
     }
-    let mut env = Vec::new();
-    match entry.get("env") {
-        None => {}
-        Some(Value::Object(values)) => {
-            for (key, value) in values {
-                let value_path = format!("{path}.env.{key}");
-                if key.is_empty() || key.contains('=') || key.contains('\0') {
-                    return Err(ctx.error(&value_path, "not a valid environment variable name"));
+
+    fn stdio(&self, workspace: &Path) -> Result<ServerConfig, McpConfigError> {
+        let ctx = self.ctx;
+        let command_path = self.at("command");
+        let command = match self.fields.get("command") {
+            Some(value) => ctx.string(value, &command_path)?,
+            None => return Err(ctx.error(&command_path, "missing; a stdio server needs the program to run")),
+        };
+        if command.is_empty() {
+            return Err(ctx.error(&command_path, "empty; a stdio server needs the program to run"));
+        }
+        let mut args = Vec::new();
+        match self.fields.get("args") {
+            None => {}
+            Some(Value::Array(values)) => {
+                for (i, value) in values.iter().enumerate() {
+                    args.push(ctx.string(value, &format!("{}.args[{i}]", self.path))?);
                 }
-                env.push((key.clone(), ctx.string(value, &value_path)?));
+            }
+            Some(other) => {
+                return Err(ctx.error(
+                    &self.at("args"),
+                    format!("expected an array of strings, found {}", kind(other)),
+                ));
             }
         }
-        Some(other) => {
-            return Err(ctx.error(
-                &format!("{path}.env"),
-                format!("expected an object of strings, found {}", kind(other)),
-            ));
+        let env = self.string_pairs("env", |key| {
+            (key.is_empty() || key.contains('=') || key.contains('\0'))
+                .then_some("not a valid environment variable name")
+        })?;
+        let mut config = ServerConfig::stdio(self.name, command, args, workspace);
+        if let crate::config::TransportConfig::Stdio { env: child_env, .. } = &mut config.transport {
+            *child_env = env;
         }
+        Ok(config)
     }
-    let mut config = ServerConfig::stdio(name, command, args, workspace);
-    if let crate::config::TransportConfig::Stdio { env: child_env, .. } = &mut config.transport {
-        *child_env = env;
-    }
-    Ok(config)
-}
 
-fn http<E: Fn(&str) -> Option<String>>(
-    ctx: &Ctx<'_, E>,
-    name: &str,
-    entry: &Map<String, Value>,
-    path: &str,
-) -> Result<ServerConfig, McpConfigError> {
-    let url_path = format!("{path}.url");
-    let url = match entry.get("url") {
-        Some(value) => ctx.string(value, &url_path)?,
-        None => return Err(ctx.error(&url_path, "missing; a streamable HTTP server needs its URL")),
-    };
-    if let Err(e) = check_http_shape(&url) {
-        return Err(ctx.error(
-            &url_path,
-            format!("expected an absolute http:// or https:// URL with a host: {e}"),
-        ));
-    }
-    let mut pairs = Vec::new();
-    match entry.get("headers") {
-        None => {}
-        Some(Value::Object(values)) => {
-            for (key, value) in values {
-                pairs.push((key.clone(), ctx.string(value, &format!("{path}.headers.{key}"))?));
-            }
-        }
-        Some(other) => {
+    fn http(&self) -> Result<ServerConfig, McpConfigError> {
+        let ctx = self.ctx;
+        let url_path = self.at("url");
+        let url = match self.fields.get("url") {
+            Some(value) => ctx.string(value, &url_path)?,
+            None => return Err(ctx.error(&url_path, "missing; a streamable HTTP server needs its URL")),
+        };
+        if let Err(e) = check_http_shape(&url) {
             return Err(ctx.error(
-                &format!("{path}.headers"),
-                format!("expected an object of strings, found {}", kind(other)),
+                &url_path,
+                format!("expected an absolute http:// or https:// URL with a host: {e}"),
             ));
         }
+        let pairs = self.string_pairs("headers", |_| None)?;
+        let mut problems = Vec::new();
+        let headers = http_headers(&pairs, &mut problems);
+        if let Some(problem) = problems.into_iter().next() {
+            return Err(ctx.error(&self.at("headers"), problem));
+        }
+        if headers.is_some()
+            && let Err(reason) = validate_url(&url)
+        {
+            return Err(ctx.error(
+                &url_path,
+                format!(
+                    "headers (credentials) are configured, so the URL must be https or loopback http ({reason})"
+                ),
+            ));
+        }
+        Ok(ServerConfig::http(self.name, url, headers))
     }
-    let mut problems = Vec::new();
-    let headers = http_headers(&pairs, &mut problems);
-    if let Some(problem) = problems.into_iter().next() {
-        return Err(ctx.error(&format!("{path}.headers"), problem));
+
+    /// The object of strings at `field` as pairs, in the file's order (none when the
+    /// field is absent); `key_problem` refuses a key, before its value is read.
+    fn string_pairs(
+        &self,
+        field: &str,
+        key_problem: impl Fn(&str) -> Option<&'static str>,
+    ) -> Result<Vec<(String, String)>, McpConfigError> {
+        let ctx = self.ctx;
+        let mut pairs = Vec::new();
+        match self.fields.get(field) {
+            None => {}
+            Some(Value::Object(values)) => {
+                for (key, value) in values {
+                    let value_path = format!("{}.{field}.{key}", self.path);
+                    if let Some(problem) = key_problem(key) {
+                        return Err(ctx.error(&value_path, problem));
+                    }
+                    pairs.push((key.clone(), ctx.string(value, &value_path)?));
+                }
+            }
+            Some(other) => {
+                return Err(ctx.error(
+                    &self.at(field),
+                    format!("expected an object of strings, found {}", kind(other)),
+                ));
+            }
+        }
+        Ok(pairs)
     }
-    if headers.is_some()
-        && let Err(reason) = validate_url(&url)
-    {
-        return Err(ctx.error(
-            &url_path,
-            format!(
-                "headers (credentials) are configured, so the URL must be https or loopback http ({reason})"
-            ),
-        ));
-    }
-    Ok(ServerConfig::http(name, url, headers))
 }
 
 #[cfg(test)]

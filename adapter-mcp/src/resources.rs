@@ -8,6 +8,7 @@ use engine_core::{Environment, Tool, ToolError};
 use engine_ports::{Diagnostics, ToolCall, ToolResult, ToolSpec};
 use rmcp::model::ResourceContents;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -138,6 +139,19 @@ struct ReadArgs {
     uri: Option<String>,
 }
 
+/// A meta-tool call's arguments, once the call is known not to be cancelled; `Err` is
+/// what `execute` returns at once: [`ToolError::Cancelled`], or the uniform
+/// invalid-arguments result.
+fn arguments<A: DeserializeOwned>(
+    cancel: &CancellationToken,
+    call: &ToolCall,
+) -> Result<A, Result<ToolResult, ToolError>> {
+    if cancel.is_cancelled() {
+        return Err(Err(ToolError::Cancelled));
+    }
+    call.parse_args().map_err(|error| Ok(error.into_result(call)))
+}
+
 fn prefixed(error: &McpError) -> String {
     match error {
         McpError::UnknownServer { .. } => format!("{}: {error}", Operation::ReadResource.prefix()),
@@ -175,12 +189,9 @@ impl Tool for ListMcpResources {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        if cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let args: ListArgs = match call.parse_args() {
+        let args: ListArgs = match arguments(cancel, call) {
             Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+            Err(done) => return done,
         };
         let server = args.server.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let mut resources = match self.manager.list_resources(server).await {
@@ -257,12 +268,9 @@ impl Tool for ReadMcpResource {
         call: &ToolCall,
         env: &Environment,
     ) -> Result<ToolResult, ToolError> {
-        if cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let args: ReadArgs = match call.parse_args() {
+        let args: ReadArgs = match arguments(cancel, call) {
             Ok(args) => args,
-            Err(error) => return Ok(error.into_result(call)),
+            Err(done) => return done,
         };
         let prefix = Operation::ReadResource.prefix();
         let uri = args.uri.as_deref().map(str::trim).unwrap_or_default();

@@ -443,12 +443,7 @@ impl ServerState {
         if !self.flags.take(kind) {
             return;
         }
-        let advertised = match kind {
-            ListKind::Tools => true,
-            ListKind::Resources => self.advertised.resources,
-            ListKind::Prompts => self.advertised.prompts,
-        };
-        if !advertised {
+        if !self.advertised.lists(kind) {
             return;
         }
         let this = Arc::clone(self);
@@ -584,53 +579,61 @@ async fn connect_sequence(
             return Err(redact::diagnostic(&error, secrets));
         }
     };
-    let mut resources = Vec::new();
-    if session.advertised.resources {
-        match optional_list(server, &session, ListKind::Resources, &cancel).await {
-            Ok(items) => match listing::decode_resources(server, items) {
-                Ok(list) => resources = list,
-                Err(error) => warn_optional(server, ListKind::Resources, &error, secrets),
-            },
-            Err(error) => warn_optional(server, ListKind::Resources, &error, secrets),
-        }
-    }
-    let mut prompts = Vec::new();
-    if session.advertised.prompts {
-        match optional_list(server, &session, ListKind::Prompts, &cancel).await {
-            Ok(items) => match listing::decode_prompts(server, items) {
-                Ok(list) => prompts = list,
-                Err(error) => warn_optional(server, ListKind::Prompts, &error, secrets),
-            },
-            Err(error) => warn_optional(server, ListKind::Prompts, &error, secrets),
-        }
-    }
+    let resources = optional_list(
+        server,
+        &session,
+        ListKind::Resources,
+        &cancel,
+        secrets,
+        listing::decode_resources,
+    )
+    .await;
+    let prompts = optional_list(
+        server,
+        &session,
+        ListKind::Prompts,
+        &cancel,
+        secrets,
+        listing::decode_prompts,
+    )
+    .await;
     Ok((session, tools, resources, prompts))
 }
 
-async fn optional_list(
+/// An optional list (resources, prompts) at connect, decoded: empty when the server
+/// does not advertise it, and when listing or decoding fails, which is a warning, not
+/// a failed connect.
+async fn optional_list<T>(
     server: &str,
     session: &Session,
     kind: ListKind,
     cancel: &CancellationToken,
-) -> Result<Vec<serde_json::Value>, String> {
-    let gathered = listing::list_all(session, kind, cancel)
-        .await
-        .map_err(|f| format!("{} failed: {}", kind.method(), failure_text(&f)))?;
-    if let Some(cap) = &gathered.cap {
-        warn_cap(server, kind, cap, gathered.items.len());
+    secrets: &[String],
+    decode: fn(&str, Vec<serde_json::Value>) -> Result<Vec<T>, String>,
+) -> Vec<T> {
+    if !session.advertised.lists(kind) {
+        return Vec::new();
     }
-    Ok(gathered.items)
-}
-
-fn warn_optional(server: &str, kind: ListKind, error: &str, secrets: &[String]) {
-    let error = redact::diagnostic(error, secrets);
-    tracing::warn!(
-        server,
-        list = kind.key(),
-        error = %error,
-        "MCP server {server:?}: listing its {} failed; continuing without them: {error}",
-        kind.key()
-    );
+    let decoded = match listing::list_all(session, kind, cancel).await {
+        Ok(gathered) => {
+            if let Some(cap) = &gathered.cap {
+                warn_cap(server, kind, cap, gathered.items.len());
+            }
+            decode(server, gathered.items)
+        }
+        Err(failure) => Err(format!("{} failed: {}", kind.method(), failure_text(&failure))),
+    };
+    decoded.unwrap_or_else(|error| {
+        let error = redact::diagnostic(&error, secrets);
+        tracing::warn!(
+            server,
+            list = kind.key(),
+            error = %error,
+            "MCP server {server:?}: listing its {} failed; continuing without them: {error}",
+            kind.key()
+        );
+        Vec::new()
+    })
 }
 
 fn failure_text(failure: &Failure) -> String {

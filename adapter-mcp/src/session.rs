@@ -230,6 +230,17 @@ pub(crate) struct Advertised {
     pub(crate) prompts: bool,
 }
 
+impl Advertised {
+    /// Whether the server has the `kind` list (every server has tools).
+    pub(crate) fn lists(self, kind: ListKind) -> bool {
+        match kind {
+            ListKind::Tools => true,
+            ListKind::Resources => self.resources,
+            ListKind::Prompts => self.prompts,
+        }
+    }
+}
+
 /// One live (or dead) MCP session.
 pub(crate) struct Session {
     pub(crate) generation: u64,

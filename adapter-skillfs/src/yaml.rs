@@ -118,6 +118,12 @@ impl Reader<'_> {
         })
     }
 
+    /// The next event of a collection, or `None` at `end`, the event that closes it.
+    fn next_before(&mut self, end: &Event) -> Result<Option<(Event, Marker)>, Refused> {
+        let (event, mark) = self.next()?;
+        Ok((event != *end).then_some((event, mark)))
+    }
+
     fn at(&self, mark: Marker) -> Refused {
         Refused::Malformed {
             position: Some(self.position(mark)),
@@ -201,26 +207,20 @@ impl Reader<'_> {
             Event::Scalar(text, ..) => Ok(Node::Scalar(text)),
             Event::SequenceStart(..) => {
                 let mut items = Vec::new();
-                loop {
-                    let (event, mark) = self.next()?;
-                    if event == Event::SequenceEnd {
-                        return Ok(Node::Seq(items));
-                    }
+                while let Some((event, mark)) = self.next_before(&Event::SequenceEnd)? {
                     items.push(self.node(event, mark, depth + 1)?);
                 }
+                Ok(Node::Seq(items))
             }
             Event::MappingStart(..) => {
                 let mut pairs = Vec::new();
-                loop {
-                    let (event, mark) = self.next()?;
-                    if event == Event::MappingEnd {
-                        return Ok(Node::Map(pairs));
-                    }
+                while let Some((event, mark)) = self.next_before(&Event::MappingEnd)? {
                     let key = self.node(event, mark, depth + 1)?;
                     let (event, mark) = self.next()?;
                     let value = self.node(event, mark, depth + 1)?;
                     pairs.push((key, value));
                 }
+                Ok(Node::Map(pairs))
             }
             // Aliases are refused rather than expanded: frontmatter has no use for
             // them and expansion is the classic way to blow memory up.

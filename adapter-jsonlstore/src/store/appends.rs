@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -30,11 +30,8 @@ impl JsonlStore {
     /// lock of the tail probe, or [`StoreError::Io`] (a symlink, FIFO or directory in
     /// place of the file included).
     pub fn read_events(&self, id: &SessionId) -> Result<EventIter, StoreError> {
-        check_id(id)?;
-        self.inner.drain_appender(id)?;
-        let paths = self.inner.paths(id);
-        let lines = self.inner.open_window(id, &paths, &paths.events)?;
-        Ok(EventIter::events(lines, id.clone(), paths.events))
+        let (lines, path) = self.open_sidecar(id, Sidecar::Events)?;
+        Ok(EventIter::events(lines, id.clone(), path))
     }
 
     /// The tool-call audit records of a session in append order, read lazily, with
@@ -43,11 +40,42 @@ impl JsonlStore {
     /// # Errors
     /// As [`JsonlStore::read_events`].
     pub fn read_tool_calls(&self, id: &SessionId) -> Result<ToolCallIter, StoreError> {
+        let (lines, path) = self.open_sidecar(id, Sidecar::Tools)?;
+        Ok(ToolCallIter::tool_calls(lines, id.clone(), path))
+    }
+
+    /// The committed window of a session's `sidecar` (`None`: no file) and its path,
+    /// once what a leased appender buffers for the session is written.
+    fn open_sidecar(
+        &self,
+        id: &SessionId,
+        sidecar: Sidecar,
+    ) -> Result<(Option<LineReader>, PathBuf), StoreError> {
         check_id(id)?;
         self.inner.drain_appender(id)?;
         let paths = self.inner.paths(id);
-        let lines = self.inner.open_window(id, &paths, &paths.tools)?;
-        Ok(ToolCallIter::tool_calls(lines, id.clone(), paths.tools))
+        let path = paths.sidecar(sidecar);
+        let lines = self.inner.open_window(id, &paths, path)?;
+        Ok((lines, path.to_owned()))
+    }
+
+    /// Appends one record to the `sidecar` of `id`: through the session's appender
+    /// when it is leased, else under the session's lock, waited for at most `timeout`.
+    async fn append_record<T: serde::Serialize>(
+        &self,
+        id: &SessionId,
+        sidecar: Sidecar,
+        record: &T,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
+        check_id(id)?;
+        let buf = self.record_buffer(id, record)?;
+        let Some(buf) = self.leased_append(id, sidecar, buf, timeout).await? else {
+            return Ok(());
+        };
+        let owned = id.clone();
+        self.blocking(id, move |inner| inner.append(&owned, sidecar, &buf, timeout))
+            .await
     }
 
     /// Hands a record to the session's appender when a run lease of this store
@@ -121,16 +149,27 @@ impl JsonlStore {
     }
 }
 
+impl SessionPaths {
+    /// The path of `sidecar`.
+    fn sidecar(&self, sidecar: Sidecar) -> &Path {
+        match sidecar {
+            Sidecar::Events => &self.events,
+            Sidecar::Tools => &self.tools,
+        }
+    }
+}
+
 impl Inner {
     /// Append of one encoded record to a sidecar, under the exclusive lock.
     fn append(
         &self,
         id: &SessionId,
-        sidecar: &Path,
+        sidecar: Sidecar,
         buf: &[u8],
         timeout: Duration,
     ) -> Result<(), StoreError> {
         let paths = self.paths(id);
+        let sidecar = paths.sidecar(sidecar);
         let _lock = self.lock(id, &paths, LockMode::Exclusive, timeout)?;
         let appended = sidecar::append_record(sidecar, buf).map_err(|error| StoreError::Io {
             id: id.clone(),
@@ -238,18 +277,9 @@ impl Inner {
 #[async_trait]
 impl EventLog for JsonlStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
-        check_id(session)?;
-        let buf = self.record_buffer(session, &EventLine::new(event))?;
         let timeout = self.inner.opts.lock_timeout;
-        let Some(buf) = self.leased_append(session, Sidecar::Events, buf, timeout).await? else {
-            return Ok(());
-        };
-        let id = session.clone();
-        self.blocking(session, move |inner| {
-            let path = inner.paths(&id).events;
-            inner.append(&id, &path, &buf, inner.opts.lock_timeout)
-        })
-        .await
+        self.append_record(session, Sidecar::Events, &EventLine::new(event), timeout)
+            .await
     }
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
@@ -268,21 +298,8 @@ impl EventLog for JsonlStore {
 impl ToolCallRecorder for JsonlStore {
     async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
         let session = &record.session_id;
-        let written = async {
-            check_id(session)?;
-            let buf = self.record_buffer(session, record)?;
-            let timeout = self.inner.opts.recorder_lock_timeout;
-            let Some(buf) = self.leased_append(session, Sidecar::Tools, buf, timeout).await? else {
-                return Ok(());
-            };
-            let id = session.clone();
-            self.blocking(session, move |inner| {
-                let path = inner.paths(&id).tools;
-                inner.append(&id, &path, &buf, inner.opts.recorder_lock_timeout)
-            })
-            .await
-        }
-        .await;
+        let timeout = self.inner.opts.recorder_lock_timeout;
+        let written = self.append_record(session, Sidecar::Tools, record, timeout).await;
         written.map_err(|error| {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use engine_ports::{SessionId, StoreError};
@@ -18,6 +18,7 @@ use crate::appender::{Appender, Writer};
 use crate::flusher::{Flusher, SyncFailure};
 use crate::lock::{LockError, LockMode, SessionLock};
 use crate::options::{StoreOptions, SyncPolicy};
+use crate::threads::lock;
 use crate::{fsio, token};
 
 /// The only directory the store reads or writes, under the root.
@@ -197,14 +198,10 @@ impl JsonlStore {
     }
 }
 
-fn lock_map<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Inner {
     /// The appender of a session a run lease of this store holds.
     fn appender(&self, id: &SessionId) -> Option<Arc<Appender>> {
-        lock_map(&self.appenders).get(id).cloned()
+        lock(&self.appenders).get(id).cloned()
     }
 
     /// The writer thread (`None` under `Always`, or when it could not start).
@@ -234,7 +231,7 @@ impl Inner {
 
     /// Writes what every appender buffers; the first error.
     fn drain_all(&self) -> Result<(), StoreError> {
-        let appenders: Vec<Arc<Appender>> = lock_map(&self.appenders).values().cloned().collect();
+        let appenders: Vec<Arc<Appender>> = lock(&self.appenders).values().cloned().collect();
         let mut first = Ok(());
         for appender in appenders {
             let drained = appender.drain(false, self.opts.lock_timeout);

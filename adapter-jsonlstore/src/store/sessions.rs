@@ -10,9 +10,10 @@ use engine_ports::PermissionMode;
 use engine_ports::{RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore, StoreError};
 use serde::Deserialize;
 
-use super::{Inner, JsonlStore, SNAPSHOT_SUFFIX, TEMP_SUFFIX, check_id, lock_map};
+use super::{Inner, JsonlStore, SNAPSHOT_SUFFIX, TEMP_SUFFIX, check_id};
 use crate::appender::{Appender, AppenderConfig};
 use crate::lock::{LockMode, SessionLock};
+use crate::threads::lock;
 use crate::{fsio, snapshot, token};
 
 impl JsonlStore {
@@ -328,7 +329,7 @@ struct RunGuard {
 impl Drop for RunGuard {
     fn drop(&mut self) {
         {
-            let mut appenders = lock_map(&self.inner.appenders);
+            let mut appenders = lock(&self.inner.appenders);
             if appenders
                 .get(&self.id)
                 .is_some_and(|a| Arc::ptr_eq(a, &self.appender))
@@ -393,7 +394,7 @@ impl SessionStore for JsonlStore {
             flusher: inner.flusher.clone(),
             dropped: Arc::clone(&inner.dropped),
         }));
-        lock_map(&inner.appenders).insert(id.clone(), Arc::clone(&appender));
+        lock(&inner.appenders).insert(id.clone(), Arc::clone(&appender));
         let guard = RunGuard {
             inner: Arc::clone(inner),
             appender,

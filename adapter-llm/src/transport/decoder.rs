@@ -1,9 +1,13 @@
 //! What one provider's wire format supplies to the shared exchange: a [`Decoder`]
 //! of events or whole bodies, whether an answer is complete ([`Step`]) and what went
-//! wrong while decoding ([`Failure`]).
+//! wrong while decoding ([`Failure`]), with the failures both wire formats share
+//! ([`parse_whole`], [`Failure::in_body`]).
 
 use engine_ports::Chunk;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
+use super::errors::provider_message;
 use crate::sse::SseEvent;
 
 /// What one provider's wire format does with the response body.
@@ -43,4 +47,25 @@ pub(crate) enum Failure {
         /// Worth another attempt when nothing reached the caller yet.
         retryable: bool,
     },
+}
+
+impl Failure {
+    /// The `error` object a provider sent inside the body, with the provider's message.
+    pub(crate) fn in_body(error: Value, retryable: bool) -> Self {
+        Self::Provider {
+            message: provider_message(json!({ "error": error }).to_string().as_bytes()),
+            retryable,
+        }
+    }
+}
+
+/// A whole non-streamed answer as `T`; a body that is not `what` (`"a message"`) is a
+/// protocol failure quoting the body's start.
+pub(crate) fn parse_whole<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T, Failure> {
+    serde_json::from_slice(body).map_err(|error| {
+        Failure::Protocol(format!(
+            "the answer is not {what} ({error}): {:.200}",
+            String::from_utf8_lossy(body)
+        ))
+    })
 }

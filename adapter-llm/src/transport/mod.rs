@@ -14,7 +14,6 @@ mod errors;
 mod http_core;
 mod retry;
 
-pub(crate) use decoder::{Decoder, Failure, Step};
+pub(crate) use decoder::{Decoder, Failure, Step, parse_whole};
 pub use errors::MAX_PROVIDER_MESSAGE_BYTES;
-pub(crate) use errors::provider_message;
 pub(crate) use http_core::HttpCore;
