@@ -138,15 +138,7 @@ impl PgStore {
     /// Stops renewing leases and closes the pool; later operations fail at once.
     /// Idempotent.
     pub fn close(&self) {
-        if let Some(renewer) = self
-            .shared
-            .renewer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            renewer.abort();
-        }
+        self.shared.stop_renewer();
         self.shared.db.close();
     }
 }
@@ -201,15 +193,7 @@ pub(crate) async fn connect(url: &StoreUrl, options: &PgStoreOptions) -> Result<
 
 impl Drop for PgStore {
     fn drop(&mut self) {
-        if let Some(renewer) = self
-            .shared
-            .renewer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
-            renewer.abort();
-        }
+        self.shared.stop_renewer();
     }
 }
 
@@ -223,6 +207,18 @@ impl std::fmt::Debug for PgStore {
 }
 
 impl Shared {
+    /// Stops the lease renewer, if it still runs (closing or dropping the store).
+    fn stop_renewer(&self) {
+        if let Some(renewer) = self
+            .renewer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            renewer.abort();
+        }
+    }
+
     /// Writes what the session still has queued, then deletes the lease row of `id`
     /// if `token` still holds it.
     pub(crate) async fn release(&self, id: &SessionId, token: Uuid) -> Result<(), StoreError> {
