@@ -157,10 +157,7 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
                 json!({
                     "name": names.encode(spec.name()),
                     "description": spec.description(),
-                    "input_schema": spec
-                        .schema()
-                        .cloned()
-                        .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    "input_schema": crate::wire_schema(spec),
                 })
             })
             .collect();

@@ -34,7 +34,8 @@ mod transport;
 
 use std::sync::Arc;
 
-use engine_ports::{LlmError, LlmProvider};
+use engine_ports::{LlmError, LlmProvider, ToolSpec};
+use serde_json::{Value, json};
 
 // The public surface, in one place.
 pub use anthropic::{ANTHROPIC_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicProvider};
@@ -58,4 +59,12 @@ pub fn build_http_provider(
         ProviderKind::OpenAiChat => Arc::new(OpenAiChatProvider::new(config)?),
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(config)?),
     })
+}
+
+/// The argument schema `spec` is declared with on the wire: its own, or an empty
+/// object schema when it has none (both wire formats require one).
+pub(crate) fn wire_schema(spec: &ToolSpec) -> Value {
+    spec.schema()
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}))
 }

@@ -93,10 +93,7 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
                     "function": {
                         "name": names.encode(spec.name()),
                         "description": spec.description(),
-                        "parameters": spec
-                            .schema()
-                            .cloned()
-                            .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                        "parameters": crate::wire_schema(spec),
                     }
                 })
             })
