@@ -1,6 +1,7 @@
 //! Lazy readers of the JSONL sidecars: newline framing over the committed
-//! window, the record decoders (with [`VersionGated`], which the snapshot envelope
-//! uses too), and the public [`EventIter`] / [`ToolCallIter`].
+//! window, the record decoders (with [`VersionGated`] and [`decode_version_gated`],
+//! which the snapshot envelope uses too), and the public [`EventIter`] /
+//! [`ToolCallIter`].
 
 use std::fmt;
 use std::fs::File;
@@ -214,20 +215,14 @@ fn decode_event_line(bytes: &[u8]) -> Result<Event, String> {
     if is_blank(bytes) {
         return Err("blank line".to_owned());
     }
-    let mut unknown_tag = None;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let decoded = EventLineSeed {
-        unknown_tag: &mut unknown_tag,
-    }
-    .deserialize(&mut de)
-    .and_then(|event| de.end().map(|()| event));
-    match (decoded, unknown_tag) {
-        (Ok(event), _) => Ok(event),
-        (Err(_), Some(tag)) => Err(format!(
-            "unknown record version {tag:?} (expected {EVENTS_TAG:?}; written by a newer version?)"
-        )),
-        (Err(error), None) => Err(describe_json_error(&error, "an event record")),
-    }
+    decode_version_gated(
+        bytes,
+        "an event record",
+        |deserializer, unknown_tag| EventLineSeed { unknown_tag }.deserialize(deserializer),
+        |tag| {
+            format!("unknown record version {tag:?} (expected {EVENTS_TAG:?}; written by a newer version?)")
+        },
+    )
 }
 
 fn decode_tool_call_line(bytes: &[u8]) -> Result<ToolCallRecord, String> {
@@ -243,6 +238,30 @@ fn decode_tool_call_line(bytes: &[u8]) -> Result<ToolCallRecord, String> {
         ));
     }
     Ok(record)
+}
+
+/// Decodes `bytes` as one whole JSON record with `decode`, which gets the
+/// deserializer and a slot where it notes a version it does not read (failing
+/// then). The reason for a failure is `unknown` of that version when one was noted,
+/// else [`describe_json_error`] of the JSON error with `what`.
+pub(crate) fn decode_version_gated<T>(
+    bytes: &[u8],
+    what: &str,
+    decode: impl FnOnce(
+        &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+        &mut Option<String>,
+    ) -> serde_json::Result<T>,
+    unknown: impl FnOnce(String) -> String,
+) -> Result<T, String> {
+    let mut unknown_version = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let decoded = decode(&mut deserializer, &mut unknown_version)
+        .and_then(|record| deserializer.end().map(|()| record));
+    match (decoded, unknown_version) {
+        (Ok(record), _) => Ok(record),
+        (Err(_), Some(version)) => Err(unknown(version)),
+        (Err(error), None) => Err(describe_json_error(&error, what)),
+    }
 }
 
 /// Why a line does not decode, without quoting its contents (serde's data errors

@@ -8,7 +8,7 @@ use engine_ports::{SessionId, SessionSnapshot, format_rfc3339_nanos};
 use serde::de::{self, DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::reader::{VersionGated, describe_json_error};
+use crate::reader::{VersionGated, decode_version_gated};
 
 /// The envelope version this store writes and reads.
 pub(crate) const FORMAT: &str = "mecated-session/1";
@@ -47,23 +47,24 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<Envelope<T>, S
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("the file is empty".to_owned());
     }
-    let mut unknown_format = None;
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let decoded = de::Deserializer::deserialize_map(
-        &mut de,
-        EnvelopeVisitor::<T> {
-            unknown_format: &mut unknown_format,
-            payload: PhantomData,
+    decode_version_gated(
+        bytes,
+        "a session snapshot",
+        |deserializer, unknown_format| {
+            de::Deserializer::deserialize_map(
+                deserializer,
+                EnvelopeVisitor::<T> {
+                    unknown_format,
+                    payload: PhantomData,
+                },
+            )
+        },
+        |format| {
+            format!(
+                "unknown format {format:?} (this store reads {FORMAT:?}; the file was written by a newer version)"
+            )
         },
     )
-    .and_then(|envelope| de.end().map(|()| envelope));
-    match (decoded, unknown_format) {
-        (Ok(envelope), _) => Ok(envelope),
-        (Err(_), Some(format)) => Err(format!(
-            "unknown format {format:?} (this store reads {FORMAT:?}; the file was written by a newer version)"
-        )),
-        (Err(error), None) => Err(describe_json_error(&error, "a session snapshot")),
-    }
 }
 
 #[derive(Deserialize)]
