@@ -320,14 +320,9 @@ impl<'de> Visitor<'de> for EventLineSeed<'_> {
         let mut event = VersionGated::<Event>::default();
         while let Some(field) = map.next_key::<EventLineField>()? {
             match field {
-                EventLineField::V => {
-                    let tag: String = map.next_value()?;
-                    if tag != EVENTS_TAG {
-                        *self.unknown_tag = Some(clip_chars(&tag, 64).into_owned());
-                        return Err(de::Error::custom("unknown record version"));
-                    }
-                    event.accept_version()?;
-                }
+                EventLineField::V => event.read_version(&mut map, EVENTS_TAG, self.unknown_tag, |tag| {
+                    clip_chars(tag, 64).into_owned()
+                })?,
                 EventLineField::Ev => event.read(&mut map)?,
                 EventLineField::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -360,11 +355,24 @@ impl<T> Default for VersionGated<T> {
 }
 
 impl<T: de::DeserializeOwned> VersionGated<T> {
-    /// The version field held ours: decodes a payload kept from before it.
-    pub(crate) fn accept_version<E: de::Error>(&mut self) -> Result<(), E> {
+    /// Reads the version field's value from `map`. Ours is accepted, and a payload
+    /// kept from before it is decoded; another is noted in `unknown`, as `shown`
+    /// renders it, and fails the decode.
+    pub(crate) fn read_version<'de, A: MapAccess<'de>>(
+        &mut self,
+        map: &mut A,
+        ours: &str,
+        unknown: &mut Option<String>,
+        shown: impl FnOnce(&str) -> String,
+    ) -> Result<(), A::Error> {
+        let version: String = map.next_value()?;
+        if version != ours {
+            *unknown = Some(shown(&version));
+            return Err(de::Error::custom("unknown version"));
+        }
         self.version_seen = true;
         if let Some(value) = self.early.take() {
-            self.payload = Some(T::deserialize(value).map_err(E::custom)?);
+            self.payload = Some(T::deserialize(value).map_err(de::Error::custom)?);
         }
         Ok(())
     }

@@ -95,13 +95,9 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for EnvelopeVisitor<'_, T> {
         while let Some(field) = map.next_key::<EnvelopeField>()? {
             match field {
                 EnvelopeField::Format => {
-                    let format: String = map.next_value()?;
-                    if format != FORMAT {
-                        let shown: String = format.chars().take(64).collect();
-                        *self.unknown_format = Some(shown);
-                        return Err(de::Error::custom("unknown format"));
-                    }
-                    snapshot.accept_version()?;
+                    snapshot.read_version(&mut map, FORMAT, self.unknown_format, |format| {
+                        format.chars().take(64).collect()
+                    })?;
                 }
                 EnvelopeField::Id => id = Some(map.next_value::<SessionId>()?),
                 EnvelopeField::Snapshot => snapshot.read(&mut map)?,
