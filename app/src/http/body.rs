@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use engine_core::ElicitationResponse;
-use engine_ports::{ElicitationAction, PermissionMode, Verdict};
+use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
 use adapter_mcp::ClientServerSpec;
@@ -68,11 +68,7 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
         None | Some(Value::Null) => None,
         Some(Value::String(value)) => Some(mode_value("mode", value)?),
         Some(other) => {
-            return Err(invalid(
-                "mode",
-                other,
-                "expected one of default, plan, acceptEdits",
-            ));
+            return Err(invalid("mode", other, &modes_expected()));
         }
     };
     let mcp_servers = match map.get("mcp_servers") {
@@ -177,13 +173,14 @@ pub(crate) fn child_id(body: Option<Map<String, Value>>) -> Result<String, ApiEr
 
 /// A mode name from `field`, or 400 naming the field, the value and the three modes.
 pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, ApiError> {
-    value.parse::<PermissionMode>().map_err(|_| {
-        invalid(
-            field,
-            &Value::String(value.to_owned()),
-            "expected one of default, plan, acceptEdits",
-        )
-    })
+    value
+        .parse::<PermissionMode>()
+        .map_err(|_| invalid(field, &Value::String(value.to_owned()), &modes_expected()))
+}
+
+/// What a bad mode is told: `expected one of default, plan, acceptEdits`.
+fn modes_expected() -> String {
+    format!("expected one of {}", PermissionMode::expected())
 }
 
 /// The `field` of `map`: a non-empty string, the id `event` carried; else 400 saying
