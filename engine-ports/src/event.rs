@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::ContentPart;
 use crate::ids::{SessionId, ToolCallId};
+use crate::keyword::Keyword;
 use crate::mode::PermissionMode;
 use crate::usage::Usage;
 
@@ -481,6 +482,23 @@ impl Verdict {
     pub fn allows(self) -> bool {
         !matches!(self, Self::Deny)
     }
+
+    /// The wire name: `allow_once`, `allow_always` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowAlways => "allow_always",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+impl Keyword for Verdict {
+    const ALL: &'static [Self] = &[Self::AllowOnce, Self::AllowAlways, Self::Deny];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 /// The answer to an elicitation.
@@ -503,6 +521,14 @@ impl ElicitationAction {
             Self::Decline => "decline",
             Self::Cancel => "cancel",
         }
+    }
+}
+
+impl Keyword for ElicitationAction {
+    const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    fn word(self) -> &'static str {
+        self.as_str()
     }
 }
 

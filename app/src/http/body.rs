@@ -68,7 +68,7 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
         None | Some(Value::Null) => None,
         Some(Value::String(value)) => Some(mode_value("mode", value)?),
         Some(other) => {
-            return Err(invalid("mode", other, &modes_expected()));
+            return Err(invalid("mode", other, &expected_one_of::<PermissionMode>()));
         }
     };
     let mcp_servers = match map.get("mcp_servers") {
@@ -99,15 +99,7 @@ pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verd
     let map = body.unwrap_or_default();
     only_fields(&map, &["ask_id", "verdict"])?;
     let ask_id = event_id(&map, "ask_id", "a permission.ask event")?;
-    let verdict = one_of(
-        &map,
-        "verdict",
-        &[
-            ("allow_once", Verdict::AllowOnce),
-            ("allow_always", Verdict::AllowAlways),
-            ("deny", Verdict::Deny),
-        ],
-    )?;
+    let verdict = one_of::<Verdict>(&map, "verdict")?;
     Ok((ask_id, verdict))
 }
 
@@ -120,15 +112,7 @@ pub(crate) fn elicitation_answer(
     let map = body.unwrap_or_default();
     only_fields(&map, &["elicitation_id", "action", "content"])?;
     let id = event_id(&map, "elicitation_id", "an elicitation.request event")?;
-    let action = one_of(
-        &map,
-        "action",
-        &[
-            ("accept", ElicitationAction::Accept),
-            ("decline", ElicitationAction::Decline),
-            ("cancel", ElicitationAction::Cancel),
-        ],
-    )?;
+    let action = one_of::<ElicitationAction>(&map, "action")?;
     let content = match map.get("content") {
         None | Some(Value::Null) => None,
         Some(Value::Object(content)) if action == ElicitationAction::Accept => Some(content.clone()),
@@ -173,14 +157,18 @@ pub(crate) fn child_id(body: Option<Map<String, Value>>) -> Result<String, ApiEr
 
 /// A mode name from `field`, or 400 naming the field, the value and the three modes.
 pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, ApiError> {
-    value
-        .parse::<PermissionMode>()
-        .map_err(|_| invalid(field, &Value::String(value.to_owned()), &modes_expected()))
+    value.parse::<PermissionMode>().map_err(|_| {
+        invalid(
+            field,
+            &Value::String(value.to_owned()),
+            &expected_one_of::<PermissionMode>(),
+        )
+    })
 }
 
-/// What a bad mode is told: `expected one of default, plan, acceptEdits`.
-fn modes_expected() -> String {
-    format!("expected one of {}", PermissionMode::expected())
+/// What a bad value of a `K` field is told (`expected one of default, plan, acceptEdits`).
+fn expected_one_of<K: Keyword>() -> String {
+    format!("expected one of {}", K::expected())
 }
 
 /// The `field` of `map`: a non-empty string, the id `event` carried; else 400 saying
@@ -195,17 +183,13 @@ fn event_id(map: &Map<String, Value>, field: &str, event: &str) -> Result<String
     }
 }
 
-/// The `field` of `map`: one of the wire names of `choices`, as its value; else 400
-/// listing them.
-fn one_of<T: Copy>(map: &Map<String, Value>, field: &str, choices: &[(&str, T)]) -> Result<T, ApiError> {
-    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-    let expected = format!("expected one of {}", names.join(", "));
+/// The `field` of `map`: one of the words of `K`, as its value; else 400 listing them.
+fn one_of<K: Keyword>(map: &Map<String, Value>, field: &str) -> Result<K, ApiError> {
+    let expected = expected_one_of::<K>();
     match map.get(field) {
-        Some(Value::String(value)) => choices
-            .iter()
-            .find(|(name, _)| name == value)
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| invalid(field, &Value::String(value.clone()), &expected)),
+        Some(Value::String(value)) => {
+            K::from_word(value).ok_or_else(|| invalid(field, &Value::String(value.clone()), &expected))
+        }
         None | Some(Value::Null) => Err(ApiError::bad_request(format!(
             "missing field {field:?}: {expected}"
         ))),
