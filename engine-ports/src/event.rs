@@ -482,22 +482,18 @@ impl Verdict {
     pub fn allows(self) -> bool {
         !matches!(self, Self::Deny)
     }
-
-    /// The wire name: `allow_once`, `allow_always` or `deny`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AllowOnce => "allow_once",
-            Self::AllowAlways => "allow_always",
-            Self::Deny => "deny",
-        }
-    }
 }
 
 impl Keyword for Verdict {
     const ALL: &'static [Self] = &[Self::AllowOnce, Self::AllowAlways, Self::Deny];
 
+    /// The wire name: `allow_once`, `allow_always` or `deny`.
     fn word(self) -> &'static str {
-        self.as_str()
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowAlways => "allow_always",
+            Self::Deny => "deny",
+        }
     }
 }
 
