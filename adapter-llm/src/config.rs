@@ -5,6 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use engine_ports::Keyword;
+
 /// The HTTP providers `--provider` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProviderKind {
@@ -54,6 +56,14 @@ impl ProviderKind {
     }
 }
 
+impl Keyword for ProviderKind {
+    const ALL: &'static [Self] = &Self::ALL;
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -62,7 +72,7 @@ impl fmt::Display for ProviderKind {
 
 /// A `--provider` value that names no provider.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown provider {given:?}: expected one of openai-chat, anthropic")]
+#[error("unknown provider {given:?}: expected one of {}", ProviderKind::expected())]
 pub struct UnknownProvider {
     /// What was given.
     pub given: String,
@@ -72,12 +82,9 @@ impl FromStr for ProviderKind {
     type Err = UnknownProvider;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-            .ok_or_else(|| UnknownProvider {
-                given: text.to_owned(),
-            })
+        Self::from_word(text).ok_or_else(|| UnknownProvider {
+            given: text.to_owned(),
+        })
     }
 }
 
@@ -254,6 +261,10 @@ mod tests {
         }
         let error = "openai".parse::<ProviderKind>().unwrap_err().to_string();
         assert!(error.contains("openai-chat, anthropic"), "{error}");
+        assert_eq!(
+            error,
+            "unknown provider \"openai\": expected one of openai-chat, anthropic"
+        );
     }
 
     #[test]

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use adapter_mcp::MountOptions;
 use engine_core::{Disclosure, Tool};
-use engine_ports::{SkillMeta, SkillSource};
+use engine_ports::{MemoryStore, SkillMeta, SkillSource};
 
 use crate::global_mcp::GlobalMcp;
-use crate::memory::{MemoryConfig, MemorySetting, MemoryStores};
+use crate::memory::{MemoryConfig, MemorySetting, MemoryStores, OpenedMemory};
 use crate::store::AppStore;
 
 /// The handles and prebuilt tools catalog assembly reads. Nothing here does I/O when
@@ -50,30 +50,42 @@ pub(crate) struct MemoryAssets {
 
 impl MemoryAssets {
     pub(crate) fn new(config: &MemoryConfig, stores: &MemoryStores) -> Self {
-        let off = |setting: &MemorySetting, flag: &str| match setting {
-            MemorySetting::Off => flag.to_owned(),
-            _ => "no usable directory (see the warning)".to_owned(),
-        };
+        let (project, project_place) = memory_family(
+            stores.project.as_ref(),
+            &config.project,
+            "--no-memory",
+            engine_core::memory_tools,
+        );
+        let (user, user_place) = memory_family(
+            stores.user.as_ref(),
+            &config.user,
+            "--no-user-model",
+            engine_core::user_model_tools,
+        );
         Self {
-            project: stores
-                .project
-                .as_ref()
-                .map(|m| engine_core::memory_tools(Arc::clone(&m.store)))
-                .unwrap_or_default(),
-            project_place: stores
-                .project
-                .as_ref()
-                .map_or_else(|| off(&config.project, "--no-memory"), |m| m.place.clone()),
-            user: stores
-                .user
-                .as_ref()
-                .map(|m| engine_core::user_model_tools(Arc::clone(&m.store)))
-                .unwrap_or_default(),
-            user_place: stores
-                .user
-                .as_ref()
-                .map_or_else(|| off(&config.user, "--no-user-model"), |m| m.place.clone()),
+            project,
+            project_place,
+            user,
+            user_place,
         }
+    }
+}
+
+/// One memory family: its tools over the opened store and where the store lives; or
+/// no tools and why it is off (the `flag` that turned it off, or the warning).
+fn memory_family<F>(
+    opened: Option<&OpenedMemory>,
+    setting: &MemorySetting,
+    flag: &str,
+    tools: F,
+) -> (Vec<Arc<dyn Tool>>, String)
+where
+    F: FnOnce(Arc<dyn MemoryStore>) -> Vec<Arc<dyn Tool>>,
+{
+    match (opened, setting) {
+        (Some(memory), _) => (tools(Arc::clone(&memory.store)), memory.place.clone()),
+        (None, MemorySetting::Off) => (Vec::new(), flag.to_owned()),
+        (None, _) => (Vec::new(), "no usable directory (see the warning)".to_owned()),
     }
 }
 

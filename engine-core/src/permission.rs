@@ -6,7 +6,9 @@ use std::str::FromStr;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use engine_ports::{Decision, PermissionMode, PermissionPolicy, PermissionRequest, SessionId, ToolCall};
+use engine_ports::{
+    Decision, Keyword, PermissionMode, PermissionPolicy, PermissionRequest, SessionId, ToolCall,
+};
 
 /// What a headless run approves (`--approve`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -31,6 +33,14 @@ impl Approve {
     }
 }
 
+impl Keyword for Approve {
+    const ALL: &'static [Self] = &[Self::All, Self::ReadOnly, Self::None];
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
 impl fmt::Display for Approve {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -39,7 +49,7 @@ impl fmt::Display for Approve {
 
 /// A string that is not `all`, `read-only` or `none`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid approval {value:?}: expected one of all, read-only, none")]
+#[error("invalid approval {value:?}: expected one of {}", Approve::expected())]
 pub struct ParseApproveError {
     /// The rejected text.
     pub value: String,
@@ -49,14 +59,7 @@ impl FromStr for Approve {
     type Err = ParseApproveError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "all" => Ok(Self::All),
-            "read-only" => Ok(Self::ReadOnly),
-            "none" => Ok(Self::None),
-            other => Err(ParseApproveError {
-                value: other.to_owned(),
-            }),
-        }
+        Self::from_word(s).ok_or_else(|| ParseApproveError { value: s.to_owned() })
     }
 }
 
@@ -144,5 +147,22 @@ impl PermissionPolicy for DefaultPolicy {
             .entry(session.clone())
             .or_default()
             .insert(call.name().to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approvals_parse_their_words_and_a_bad_one_lists_them() {
+        for approve in [Approve::All, Approve::ReadOnly, Approve::None] {
+            assert_eq!(approve.as_str().parse::<Approve>(), Ok(approve));
+        }
+        let error = "some".parse::<Approve>().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid approval \"some\": expected one of all, read-only, none"
+        );
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::ContentPart;
 use crate::ids::{SessionId, ToolCallId};
+use crate::keyword::Keyword;
 use crate::mode::PermissionMode;
 use crate::usage::Usage;
 
@@ -483,6 +484,19 @@ impl Verdict {
     }
 }
 
+impl Keyword for Verdict {
+    const ALL: &'static [Self] = &[Self::AllowOnce, Self::AllowAlways, Self::Deny];
+
+    /// The wire name: `allow_once`, `allow_always` or `deny`.
+    fn word(self) -> &'static str {
+        match self {
+            Self::AllowOnce => "allow_once",
+            Self::AllowAlways => "allow_always",
+            Self::Deny => "deny",
+        }
+    }
+}
+
 /// The answer to an elicitation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -503,6 +517,14 @@ impl ElicitationAction {
             Self::Decline => "decline",
             Self::Cancel => "cancel",
         }
+    }
+}
+
+impl Keyword for ElicitationAction {
+    const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    fn word(self) -> &'static str {
+        self.as_str()
     }
 }
 

@@ -72,6 +72,7 @@ mod event;
 mod fork;
 mod hooks;
 mod ids;
+mod keyword;
 mod llm;
 mod memory;
 #[cfg(feature = "memory-document")]
@@ -115,6 +116,7 @@ pub use event::{
 pub use fork::{ChangeKind, FileChange, ForkError, WorkspaceCopy, WorkspaceForker};
 pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
+pub use keyword::Keyword;
 pub use llm::{
     Capabilities, Chunk, ChunkStream, Conversation, LlmError, LlmProvider, LlmRequest, Message,
     RequestPurpose,

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Keyword;
+
 /// The mode of a session.
 ///
 /// Only [`PermissionMode::Plan`] changes the catalog projection (read-only tools
@@ -39,6 +41,14 @@ impl PermissionMode {
     }
 }
 
+impl Keyword for PermissionMode {
+    const ALL: &'static [Self] = &Self::ALL;
+
+    fn word(self) -> &'static str {
+        self.as_str()
+    }
+}
+
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -47,7 +57,7 @@ impl fmt::Display for PermissionMode {
 
 /// A string that is not one of `default`, `plan`, `acceptEdits`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid mode {value:?}: expected one of default, plan, acceptEdits")]
+#[error("invalid mode {value:?}: expected one of {}", PermissionMode::expected())]
 pub struct ParseModeError {
     /// The rejected text.
     pub value: String,
@@ -57,13 +67,21 @@ impl FromStr for PermissionMode {
     type Err = ParseModeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "default" => Ok(Self::Default),
-            "plan" => Ok(Self::Plan),
-            "acceptEdits" => Ok(Self::AcceptEdits),
-            other => Err(ParseModeError {
-                value: other.to_owned(),
-            }),
-        }
+        Self::from_word(s).ok_or_else(|| ParseModeError { value: s.to_owned() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_mode_lists_the_three_modes() {
+        let error = "accept".parse::<PermissionMode>().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "invalid mode \"accept\": expected one of default, plan, acceptEdits"
+        );
+        assert_eq!(PermissionMode::expected(), "default, plan, acceptEdits");
     }
 }

@@ -18,7 +18,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use engine_core::{EngineError, Run};
-use engine_ports::{EventKind, PermissionMode, SessionId, StopReason};
+use engine_ports::{EventKind, Keyword, PermissionMode, SessionId, StopReason};
 use futures::StreamExt as _;
 use serde_json::json;
 
@@ -458,7 +458,8 @@ pub(crate) async fn set_mode(
     let requested = request.mode_id.0.as_ref();
     let Ok(mode) = requested.parse::<PermissionMode>() else {
         let _ = responder.respond_with_error(invalid_params(format!(
-            "unknown mode {requested:?}: expected one of default, plan, acceptEdits"
+            "unknown mode {requested:?}: expected one of {}",
+            PermissionMode::expected()
         )));
         return;
     };

@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use engine_core::ElicitationResponse;
-use engine_ports::{ElicitationAction, PermissionMode, Verdict};
+use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
 use adapter_mcp::ClientServerSpec;
@@ -68,11 +68,7 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
         None | Some(Value::Null) => None,
         Some(Value::String(value)) => Some(mode_value("mode", value)?),
         Some(other) => {
-            return Err(invalid(
-                "mode",
-                other,
-                "expected one of default, plan, acceptEdits",
-            ));
+            return Err(invalid("mode", other, &expected_one_of::<PermissionMode>()));
         }
     };
     let mcp_servers = match map.get("mcp_servers") {
@@ -103,15 +99,7 @@ pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verd
     let map = body.unwrap_or_default();
     only_fields(&map, &["ask_id", "verdict"])?;
     let ask_id = event_id(&map, "ask_id", "a permission.ask event")?;
-    let verdict = one_of(
-        &map,
-        "verdict",
-        &[
-            ("allow_once", Verdict::AllowOnce),
-            ("allow_always", Verdict::AllowAlways),
-            ("deny", Verdict::Deny),
-        ],
-    )?;
+    let verdict = one_of::<Verdict>(&map, "verdict")?;
     Ok((ask_id, verdict))
 }
 
@@ -124,15 +112,7 @@ pub(crate) fn elicitation_answer(
     let map = body.unwrap_or_default();
     only_fields(&map, &["elicitation_id", "action", "content"])?;
     let id = event_id(&map, "elicitation_id", "an elicitation.request event")?;
-    let action = one_of(
-        &map,
-        "action",
-        &[
-            ("accept", ElicitationAction::Accept),
-            ("decline", ElicitationAction::Decline),
-            ("cancel", ElicitationAction::Cancel),
-        ],
-    )?;
+    let action = one_of::<ElicitationAction>(&map, "action")?;
     let content = match map.get("content") {
         None | Some(Value::Null) => None,
         Some(Value::Object(content)) if action == ElicitationAction::Accept => Some(content.clone()),
@@ -181,9 +161,14 @@ pub(crate) fn mode_value(field: &str, value: &str) -> Result<PermissionMode, Api
         invalid(
             field,
             &Value::String(value.to_owned()),
-            "expected one of default, plan, acceptEdits",
+            &expected_one_of::<PermissionMode>(),
         )
     })
+}
+
+/// What a bad value of a `K` field is told (`expected one of default, plan, acceptEdits`).
+fn expected_one_of<K: Keyword>() -> String {
+    format!("expected one of {}", K::expected())
 }
 
 /// The `field` of `map`: a non-empty string, the id `event` carried; else 400 saying
@@ -198,17 +183,13 @@ fn event_id(map: &Map<String, Value>, field: &str, event: &str) -> Result<String
     }
 }
 
-/// The `field` of `map`: one of the wire names of `choices`, as its value; else 400
-/// listing them.
-fn one_of<T: Copy>(map: &Map<String, Value>, field: &str, choices: &[(&str, T)]) -> Result<T, ApiError> {
-    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-    let expected = format!("expected one of {}", names.join(", "));
+/// The `field` of `map`: one of the words of `K`, as its value; else 400 listing them.
+fn one_of<K: Keyword>(map: &Map<String, Value>, field: &str) -> Result<K, ApiError> {
+    let expected = expected_one_of::<K>();
     match map.get(field) {
-        Some(Value::String(value)) => choices
-            .iter()
-            .find(|(name, _)| name == value)
-            .map(|(_, choice)| *choice)
-            .ok_or_else(|| invalid(field, &Value::String(value.clone()), &expected)),
+        Some(Value::String(value)) => {
+            K::from_word(value).ok_or_else(|| invalid(field, &Value::String(value.clone()), &expected))
+        }
         None | Some(Value::Null) => Err(ApiError::bad_request(format!(
             "missing field {field:?}: {expected}"
         ))),

@@ -30,9 +30,14 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
+    /// 404.
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
     /// 404 for an unknown session, naming it.
     pub(crate) fn unknown_session(id: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, format!("session {id:?} not found"))
+        Self::not_found(format!("session {id:?} not found"))
     }
 
     /// 409.

@@ -155,13 +155,10 @@ pub(crate) async fn approve(
     let (ask_id, verdict) = approval(body)?;
     let session = running_session(&state, &id).await?;
     if !session.engine().approve(&id, &ask_id, verdict) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!(
-                "ask {ask_id:?} is not open in session {:?} (unknown or already answered)",
-                id.as_str()
-            ),
-        ));
+        return Err(ApiError::not_found(format!(
+            "ask {ask_id:?} is not open in session {:?} (unknown or already answered)",
+            id.as_str()
+        )));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -185,13 +182,10 @@ pub(crate) async fn elicit(
         Err(ElicitationAnswerError::InvalidContent(problem)) => Err(ApiError::bad_request(format!(
             "the answer to elicitation {elicitation_id:?} does not fit its form: {problem}"
         ))),
-        Err(_) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!(
-                "elicitation {elicitation_id:?} is not open in session {:?} (unknown, already answered, or ended)",
-                id.as_str()
-            ),
-        )),
+        Err(_) => Err(ApiError::not_found(format!(
+            "elicitation {elicitation_id:?} is not open in session {:?} (unknown, already answered, or ended)",
+            id.as_str()
+        ))),
     }
 }
 
@@ -222,10 +216,10 @@ pub(crate) async fn cancel_child(
     let child = child_id(body)?;
     let session = running_session(&state, &id).await?;
     if !session.engine().cancel_child(&id, &child) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no child {child:?} is running in session {:?}", id.as_str()),
-        ));
+        return Err(ApiError::not_found(format!(
+            "no child {child:?} is running in session {:?}",
+            id.as_str()
+        )));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -278,10 +272,7 @@ pub(crate) async fn commands(
 
 /// Any other path: 404.
 pub(crate) async fn no_route(method: Method, uri: Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        format!("no route for {method} {}", uri.path()),
-    )
+    ApiError::not_found(format!("no route for {method} {}", uri.path()))
 }
 
 /// A known path with another method: 405.

@@ -2,8 +2,8 @@
 //! modes and raw argument text.
 
 use engine_ports::{
-    ContentError, ContentPart, EmbeddedBody, EmbeddedResource, MAX_BINARY_PART_BYTES, PermissionMode,
-    ResourceLink, ToolCall, ToolResult,
+    ContentError, ContentPart, ElicitationAction, EmbeddedBody, EmbeddedResource, Keyword,
+    MAX_BINARY_PART_BYTES, PermissionMode, ResourceLink, ToolCall, ToolResult, Verdict,
 };
 use serde::Deserialize;
 
@@ -267,4 +267,19 @@ fn skill_and_command_name_validators() {
     for bad in ["", "has space", "slash/y", "uni±code", "tab\tx", "/lead"] {
         assert!(!valid_command_name(bad), "{bad:?}");
     }
+}
+
+#[test]
+fn keyword_words_are_the_serde_wire_names() {
+    fn check<K: Keyword + serde::Serialize>() {
+        for value in K::ALL {
+            assert_eq!(serde_json::to_value(value).unwrap(), value.word());
+            assert!(K::from_word(value.word()).is_some());
+        }
+    }
+    check::<PermissionMode>();
+    check::<Verdict>();
+    check::<ElicitationAction>();
+    assert_eq!(Verdict::expected(), "allow_once, allow_always, deny");
+    assert_eq!(ElicitationAction::expected(), "accept, decline, cancel");
 }

@@ -2,12 +2,13 @@
 //! per-subcommand flags, with value parsers whose errors name what is expected.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use adapter_llm::ProviderKind;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, Parser, Subcommand};
 use engine_core::{Approve, Disclosure};
-use engine_ports::PermissionMode;
+use engine_ports::{Keyword, PermissionMode};
 
 /// `mecated`: the Mecatl agent harness.
 #[derive(Debug, Parser)]
@@ -302,7 +303,7 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) mock_script: Option<PathBuf>,
     /// A real model provider (key from OPENAI_API_KEY or ANTHROPIC_API_KEY).
-    #[arg(long, value_name = "NAME", value_parser = provider_parser())]
+    #[arg(long, value_name = "NAME", value_parser = keyword_parser::<ProviderKind>())]
     pub(crate) provider: Option<ProviderKind>,
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
@@ -322,7 +323,7 @@ pub(crate) struct ToolsArgs {
     #[command(flatten)]
     pub(crate) common: CommonArgs,
     /// The mode whose tools are listed.
-    #[arg(long, value_name = "MODE", default_value = "default", value_parser = mode_parser())]
+    #[arg(long, value_name = "MODE", default_value = "default", value_parser = keyword_parser::<PermissionMode>())]
     pub(crate) mode: PermissionMode,
     /// Print one JSON object (tools, skipped, mcp_servers, skills, diagnostics).
     #[arg(long)]
@@ -338,10 +339,10 @@ pub(crate) struct RunArgs {
     pub(crate) model: ModelArgs,
     /// The session's mode (default: `default` for a new session; a continued session
     /// keeps its own unless this is given).
-    #[arg(long, value_name = "MODE", value_parser = mode_parser())]
+    #[arg(long, value_name = "MODE", value_parser = keyword_parser::<PermissionMode>())]
     pub(crate) mode: Option<PermissionMode>,
     /// What the headless run approves.
-    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = approve_parser())]
+    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = keyword_parser::<Approve>())]
     pub(crate) approve: Approve,
     /// `text` streams the answer to stdout and tool notes to stderr; `jsonl` prints
     /// one event per line.
@@ -446,19 +447,14 @@ fn disclosure_parser() -> impl clap::builder::TypedValueParser<Value = Disclosur
     })
 }
 
-fn mode_parser() -> impl clap::builder::TypedValueParser<Value = PermissionMode> {
-    PossibleValuesParser::new(PermissionMode::ALL.map(PermissionMode::as_str))
-        .try_map(|value| value.parse::<PermissionMode>())
-}
-
-fn approve_parser() -> impl clap::builder::TypedValueParser<Value = Approve> {
-    PossibleValuesParser::new([Approve::All, Approve::ReadOnly, Approve::None].map(Approve::as_str))
-        .try_map(|value| value.parse::<Approve>())
-}
-
-fn provider_parser() -> impl clap::builder::TypedValueParser<Value = ProviderKind> {
-    PossibleValuesParser::new(ProviderKind::ALL.map(ProviderKind::as_str))
-        .try_map(|value| value.parse::<ProviderKind>())
+/// The parser of a keyword flag: exactly the words of `K` (listed in `--help` and in
+/// the error), read as `K`.
+fn keyword_parser<K>() -> impl clap::builder::TypedValueParser<Value = K>
+where
+    K: Keyword + FromStr + Clone + Send + Sync,
+    K::Err: std::error::Error + Send + Sync,
+{
+    PossibleValuesParser::new(K::words()).try_map(|value| value.parse::<K>())
 }
 
 fn parse_max_turns(value: &str) -> Result<u64, String> {
