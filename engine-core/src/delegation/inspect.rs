@@ -7,13 +7,11 @@ use async_trait::async_trait;
 use engine_ports::{SessionId, ToolCall, ToolResult, ToolSpec};
 use serde::Deserialize;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::render::{inspect_transcript, preview};
 use super::scope::{ChildState, DelegationScope, Status};
-use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, refusal, scope_and_args};
-use crate::environment::Environment;
-use crate::tool::{Tool, ToolError};
+use super::{INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, Scoped, ScopedTool, refusal};
+use crate::tool::ToolError;
 
 /// Longest `wait_ms` of `SubagentStatus` (2 minutes).
 pub const MAX_STATUS_WAIT_MS: u64 = 120_000;
@@ -24,12 +22,15 @@ pub const MAX_STATUS_WAIT_MS: u64 = 120_000;
 pub struct InspectSubagentTool;
 
 #[derive(Deserialize)]
-struct InspectArgs {
+pub(super) struct InspectArgs {
     agent_id: String,
 }
 
 #[async_trait]
-impl Tool for InspectSubagentTool {
+impl ScopedTool for InspectSubagentTool {
+    const READ_ONLY: bool = true;
+    type Args = InspectArgs;
+
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             INSPECT_SUBAGENT_TOOL_NAME,
@@ -46,20 +47,8 @@ impl Tool for InspectSubagentTool {
         }))
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        _cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        let (scope, args) = match scope_and_args::<InspectArgs>(call, env) {
-            Ok(prepared) => prepared,
-            Err(result) => return Ok(result),
-        };
+    async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {
+        let Scoped(_, call, _, scope) = at;
         let id = args.agent_id.trim();
         let own = ["subagent", "parallel"].map(|family| format!("{family}-{}-", scope.parent));
         if !own
@@ -108,7 +97,7 @@ pub(crate) async fn read_transcript(
 pub struct SubagentStatusTool;
 
 #[derive(Deserialize, Default)]
-struct StatusArgs {
+pub(super) struct StatusArgs {
     #[serde(default)]
     agent_id: Option<String>,
     #[serde(default)]
@@ -116,7 +105,10 @@ struct StatusArgs {
 }
 
 #[async_trait]
-impl Tool for SubagentStatusTool {
+impl ScopedTool for SubagentStatusTool {
+    const READ_ONLY: bool = true;
+    type Args = StatusArgs;
+
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             SUBAGENT_STATUS_TOOL_NAME,
@@ -134,20 +126,8 @@ impl Tool for SubagentStatusTool {
         }))
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        let (scope, args) = match scope_and_args::<StatusArgs>(call, env) {
-            Ok(prepared) => prepared,
-            Err(result) => return Ok(result),
-        };
+    async fn run(&self, at: Scoped<'_>, args: StatusArgs) -> Result<ToolResult, ToolError> {
+        let Scoped(cancel, call, _, scope) = at;
         let fail = |message: String| Ok(refusal(call, SUBAGENT_STATUS_TOOL_NAME, message));
         let wait = match args.wait_ms {
             None => Duration::ZERO,

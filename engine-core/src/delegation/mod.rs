@@ -87,19 +87,97 @@ pub fn team_tools() -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(TeamTool), Arc::new(InspectMemberTool)]
 }
 
-/// What every delegation tool's `execute` starts with: the calling run's delegation
-/// scope (or the not-available result in an engine that cannot start children) and
-/// the call's arguments as `A` (or the uniform invalid-arguments result).
-fn scope_and_args<'e, A: serde::de::DeserializeOwned>(
-    call: &ToolCall,
-    env: &'e crate::Environment,
-) -> Result<(&'e Arc<DelegationScope>, A), ToolResult> {
-    let Some(scope) = env.delegation() else {
-        return Err(not_available(call));
-    };
-    let args = call.parse_args().map_err(|error| error.into_result(call))?;
-    Ok((scope, args))
+/// A delegation tool that acts through the calling run's delegation scope: what
+/// differs between them. [`scoped_tools!`] gives each its [`Tool`] implementation,
+/// whose `execute` starts the same way for all of them: the scope (or the
+/// not-available result in an engine that cannot start children), then the
+/// arguments (or the uniform invalid-arguments result), then [`ScopedTool::run`].
+#[async_trait::async_trait]
+trait ScopedTool: Send + Sync {
+    /// [`Tool::read_only`].
+    const READ_ONLY: bool;
+    /// The call's arguments.
+    type Args: serde::de::DeserializeOwned + Send;
+
+    /// [`Tool::spec`].
+    fn spec(&self) -> engine_ports::ToolSpec;
+
+    /// [`Tool::call_read_only`]: by default [`ScopedTool::READ_ONLY`].
+    fn call_read_only(&self, call: &ToolCall) -> bool {
+        let _ = call;
+        Self::READ_ONLY
+    }
+
+    /// The call's work, given its scope and its parsed arguments.
+    async fn run(&self, at: Scoped<'_>, args: Self::Args) -> Result<ToolResult, crate::tool::ToolError>;
 }
+
+/// What a [`ScopedTool`]'s work is given besides its arguments, in `execute`'s order:
+/// the cancellation token, the call, the environment, and the calling run's
+/// delegation scope.
+struct Scoped<'a>(
+    &'a tokio_util::sync::CancellationToken,
+    &'a ToolCall,
+    &'a crate::Environment,
+    &'a Arc<DelegationScope>,
+);
+
+/// The `execute` of every [`ScopedTool`].
+async fn execute_scoped<T: ScopedTool>(
+    tool: &T,
+    cancel: &tokio_util::sync::CancellationToken,
+    call: &ToolCall,
+    env: &crate::Environment,
+) -> Result<ToolResult, crate::tool::ToolError> {
+    let Some(scope) = env.delegation() else {
+        return Ok(not_available(call));
+    };
+    let args = match call.parse_args() {
+        Ok(args) => args,
+        Err(error) => return Ok(error.into_result(call)),
+    };
+    tool.run(Scoped(cancel, call, env, scope), args).await
+}
+
+/// Implements [`Tool`] for each [`ScopedTool`] named (a blanket implementation would
+/// claim every type for `Tool`'s provided methods; listing them keeps `Tool` open to
+/// the engine's other tools).
+macro_rules! scoped_tools {
+    ($($tool:ty),+ $(,)?) => {$(
+        #[async_trait::async_trait]
+        impl Tool for $tool {
+            fn spec(&self) -> engine_ports::ToolSpec {
+                ScopedTool::spec(self)
+            }
+
+            fn read_only(&self) -> bool {
+                <$tool as ScopedTool>::READ_ONLY
+            }
+
+            fn call_read_only(&self, call: &ToolCall) -> bool {
+                ScopedTool::call_read_only(self, call)
+            }
+
+            async fn execute(
+                &self,
+                cancel: &tokio_util::sync::CancellationToken,
+                call: &ToolCall,
+                env: &crate::Environment,
+            ) -> Result<ToolResult, crate::tool::ToolError> {
+                execute_scoped(self, cancel, call, env).await
+            }
+        }
+    )+};
+}
+
+scoped_tools!(
+    SubagentTool,
+    InspectSubagentTool,
+    SubagentStatusTool,
+    ParallelTool,
+    TeamTool,
+    InspectMemberTool,
+);
 
 /// A delegation tool's refusal the model can act on, answering `call`: `<tool>: <message>`.
 fn refusal(call: &ToolCall, tool: &str, message: impl std::fmt::Display) -> ToolResult {

@@ -19,10 +19,9 @@ use super::render::{ChildStop, fork_seed, neutralise, preview};
 use super::scope::{DelegationScope, Refusal};
 use super::submit::{OutputSchema, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME, Submission, SubmitResultTool};
 use super::{
-    INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, refusal, scope_and_args,
+    INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, Scoped, ScopedTool, refusal,
 };
 use crate::engine::{Engine, Limits};
-use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
 /// Longest `timeout_ms` (24 h).
@@ -53,7 +52,7 @@ fn no_summary(id: &str) -> String {
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct Args {
+pub(super) struct Args {
     prompt: String,
     #[serde(default)]
     description: Option<String>,
@@ -133,7 +132,10 @@ impl SubagentTool {
 }
 
 #[async_trait]
-impl Tool for SubagentTool {
+impl ScopedTool for SubagentTool {
+    const READ_ONLY: bool = true;
+    type Args = Args;
+
     fn spec(&self) -> ToolSpec {
         let mut agent = json!({
             "type": "string",
@@ -162,25 +164,13 @@ impl Tool for SubagentTool {
         }))
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
     fn call_read_only(&self, call: &ToolCall) -> bool {
         // A call whose arguments do not parse is refused by `execute`, changing nothing.
         call.parse_args::<Args>().map_or(true, |args| !args.read_write())
     }
 
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        let (scope, args) = match scope_and_args::<Args>(call, env) {
-            Ok(prepared) => prepared,
-            Err(result) => return Ok(result),
-        };
+    async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {
+        let Scoped(cancel, call, _, scope) = at;
         match Prepared::new(scope, call, args).await {
             Ok(prepared) => Ok(prepared.run(cancel).await),
             Err(message) => Ok(refusal(call, SUBAGENT_TOOL_NAME, message)),

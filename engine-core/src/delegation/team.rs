@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine_ports::{
-    ChildPhase, EventKind, RequestPurpose, SessionId, SessionSnapshot, StoreError, ToolCall, ToolCallId,
-    ToolResult, ToolSpec, WorkspaceCopy, clip_chars,
+    ChildPhase, EventKind, RequestPurpose, SessionId, SessionSnapshot, StoreError, ToolCallId, ToolResult,
+    ToolSpec, WorkspaceCopy, clip_chars,
 };
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -21,10 +21,10 @@ use super::inspect::read_transcript;
 use super::render::{neutralise, preview};
 use super::scope::DelegationScope;
 use super::team_board::{TaskState, TeamBoard, tasks_text};
-use super::{INSPECT_MEMBER_TOOL_NAME, TEAM_TOOL_NAME, refusal, scope_and_args};
+use super::{INSPECT_MEMBER_TOOL_NAME, Scoped, ScopedTool, TEAM_TOOL_NAME, refusal};
 use crate::engine::{Engine, Limits};
 use crate::environment::Environment;
-use crate::tool::{Tool, ToolError};
+use crate::tool::ToolError;
 
 /// Most members of a team.
 pub const MAX_TEAM_MEMBERS: usize = 32;
@@ -55,7 +55,7 @@ struct MemberArg {
 }
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub(super) struct Args {
     goal: String,
     members: Vec<MemberArg>,
     #[serde(default)]
@@ -68,7 +68,10 @@ struct Args {
 pub struct TeamTool;
 
 #[async_trait]
-impl Tool for TeamTool {
+impl ScopedTool for TeamTool {
+    const READ_ONLY: bool = false;
+    type Args = Args;
+
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             TEAM_TOOL_NAME,
@@ -102,20 +105,8 @@ impl Tool for TeamTool {
         }))
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    async fn execute(
-        &self,
-        cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        let (scope, args) = match scope_and_args::<Args>(call, env) {
-            Ok(prepared) => prepared,
-            Err(result) => return Ok(result),
-        };
+    async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {
+        let Scoped(cancel, call, env, scope) = at;
         let team_id = SessionId::from(format!("team-{}-{}", scope.parent, call.id()));
         let team = match Team::new(scope, call.id(), team_id, args, env).await {
             Ok(team) => team,
@@ -666,13 +657,16 @@ impl<'a> Team<'a> {
 pub struct InspectMemberTool;
 
 #[derive(Deserialize)]
-struct InspectArgs {
+pub(super) struct InspectArgs {
     team_id: String,
     member: String,
 }
 
 #[async_trait]
-impl Tool for InspectMemberTool {
+impl ScopedTool for InspectMemberTool {
+    const READ_ONLY: bool = true;
+    type Args = InspectArgs;
+
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             INSPECT_MEMBER_TOOL_NAME,
@@ -686,20 +680,8 @@ impl Tool for InspectMemberTool {
         }))
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    async fn execute(
-        &self,
-        _cancel: &CancellationToken,
-        call: &ToolCall,
-        env: &Environment,
-    ) -> Result<ToolResult, ToolError> {
-        let (scope, args) = match scope_and_args::<InspectArgs>(call, env) {
-            Ok(prepared) => prepared,
-            Err(result) => return Ok(result),
-        };
+    async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {
+        let Scoped(_, call, _, scope) = at;
         let prefix = format!("team-{}-", scope.parent);
         let team = args.team_id.trim();
         if !team.starts_with(&prefix) || team.len() == prefix.len() {
