@@ -23,6 +23,7 @@ use engine_ports::{
     Event, EventKind, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore, ToolCall,
     ToolCallRecord, ToolCallRecorder, ToolResult,
 };
+use test_peers::bench::latencies;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -161,15 +162,10 @@ fn recorder_overhead(c: &mut Criterion) {
             start.elapsed()
         })
         .collect();
-    samples.sort();
-    let pct = |p: usize| samples[samples.len() * p / 100];
     println!(
-        "recorder/record ({} B line, Batched): p50 {:?}, p99 {:?}, max {:?} over {} calls",
+        "recorder/record ({} B line, Batched): {}",
         line.len() + 1,
-        pct(50),
-        pct(99),
-        samples[samples.len() - 1],
-        samples.len()
+        latencies(&mut samples)
     );
     c.bench_function("recorder/record_1KiB_batched", |b| {
         b.iter(|| {

@@ -26,6 +26,7 @@ use engine_ports::{
     ToolCallRecord, ToolCallRecorder, ToolResult,
 };
 use test_peers::PgCluster;
+use test_peers::bench::latencies;
 
 /// Appends per iteration of the 8-session bench (500 per session).
 const BATCH: u64 = 4000;
@@ -177,14 +178,9 @@ fn recorder(c: &mut Criterion, runtime: &tokio::runtime::Runtime, store: &Arc<Pg
         .block_on(ToolCallRecorder::flush(store.as_ref(), &id))
         .unwrap();
     let total = started.elapsed();
-    samples.sort();
-    let pct = |p: usize| samples[samples.len() * p / 100];
     println!(
-        "pg_recorder/record ({bytes} B record, group commits): p50 {:?}, p99 {:?}, max {:?} over {} calls; all committed after {total:?}",
-        pct(50),
-        pct(99),
-        samples[samples.len() - 1],
-        samples.len()
+        "pg_recorder/record ({bytes} B record, group commits): {}; all committed after {total:?}",
+        latencies(&mut samples)
     );
     c.bench_function("pg_recorder/record_1KiB", |b| {
         b.iter(|| runtime.block_on(store.record(&record)).unwrap());

@@ -284,7 +284,7 @@ pub(crate) async fn settle(
 /// empty.
 async fn write_queue(shared: Arc<Shared>, session: SessionId, queue: Arc<Queue>) {
     loop {
-        let batch = {
+        let (table, rows) = {
             let mut state = lock(&queue.state);
             let Some(first) = state.rows.front() else {
                 state.writing = false;
@@ -307,7 +307,6 @@ async fn write_queue(shared: Arc<Shared>, session: SessionId, queue: Arc<Queue>)
             let rows: Vec<Row> = state.rows.drain(..count).collect();
             (table, rows)
         };
-        let (table, rows) = batch;
         let count = rows.len();
         let outcome = write_batch(&shared, &session, table, &rows).await;
         drop(rows);
@@ -320,7 +319,7 @@ async fn write_queue(shared: Arc<Shared>, session: SessionId, queue: Arc<Queue>)
             );
             let mut state = lock(&queue.state);
             state.lost.add(table, count, &reason);
-            let behind: Vec<Row> = state.rows.drain(..).collect();
+            let behind = std::mem::take(&mut state.rows);
             state.bytes = 0;
             for row in &behind {
                 state.lost.add(row.table, 1, &reason);

@@ -270,6 +270,12 @@ impl Shared {
         })
     }
 
+    /// Whether `session`'s events and records go through its group-commit queue: the
+    /// option is on and this store holds the session's lease.
+    fn groups_commits_of(&self, session: &SessionId) -> bool {
+        self.options.group_commits && self.leases.fence(session).is_some()
+    }
+
     fn too_large(&self, id: &SessionId, bytes: usize, limit: usize) -> Result<(), StoreError> {
         if bytes > limit {
             return Err(StoreError::TooLarge {
@@ -558,7 +564,7 @@ impl EventLog for PgStore {
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)?;
         let seq = i64::try_from(event.seq).unwrap_or(i64::MAX);
-        if self.shared.leases.fence(session).is_some() && self.shared.options.group_commits {
+        if self.shared.groups_commits_of(session) {
             batch::enqueue(&self.shared, session, Table::Events, seq, body).await
         } else {
             batch::write_now(&self.shared, session, Table::Events, seq, body).await
@@ -612,7 +618,7 @@ impl ToolCallRecorder for PgStore {
         self.shared
             .too_large(session, body.len(), self.shared.options.max_record_bytes)
             .map_err(failed)?;
-        if self.shared.leases.fence(session).is_some() && self.shared.options.group_commits {
+        if self.shared.groups_commits_of(session) {
             batch::enqueue(&self.shared, session, Table::ToolCalls, 0, body).await
         } else {
             batch::write_now(&self.shared, session, Table::ToolCalls, 0, body).await

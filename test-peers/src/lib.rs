@@ -8,12 +8,14 @@
 //! loopback port, waits until it accepts connections and kills its whole process
 //! group on drop. [`PgCluster`] runs a throwaway PostgreSQL server;
 //! [`ReflinkFs`] mounts a throwaway filesystem that clones files by reference;
-//! [`logs`] captures `tracing` events for tests that assert what was logged. This crate
+//! [`logs`] captures `tracing` events for tests that assert what was logged;
+//! [`bench::latencies`] is the p50/p99 line the benches print. This crate
 //! depends on no workspace crate.
 
 // Test support: failing loudly is the point.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+pub mod bench;
 pub mod logs;
 pub mod postgres;
 pub mod reflink;

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapter_jsonlstore::{StoreOptions, SyncPolicy};
-use engine_ports::{Event, EventLog, SessionStore, ToolCall, ToolCallRecorder, ToolResult};
+use engine_ports::{Event, EventLog, SessionStore, ToolCall, ToolCallRecorder};
 
 use crate::support::child::{self, crash_event, writer_event, writer_session};
-use crate::support::{self, delta, logs, open_with, sid};
+use crate::support::{self, allowed_record, delta, logs, open_with, sid};
 
 fn policies() -> [(&'static str, SyncPolicy); 3] {
     [
@@ -54,20 +54,7 @@ async fn leased_appends_are_read_back_at_once_and_land_in_order_under_every_poli
             }
         }
         let call = ToolCall::new("c1", "Read", "{}");
-        store
-            .record(
-                &engine_ports::ToolCallRecord::new(
-                    &id,
-                    &call,
-                    &ToolResult::text("c1", "ok"),
-                    Duration::ZERO,
-                    Duration::ZERO,
-                    std::time::SystemTime::now(),
-                )
-                .with_approval(engine_ports::Approval::POLICY_ALLOW),
-            )
-            .await
-            .unwrap();
+        store.record(&allowed_record(&id, &call, "ok")).await.unwrap();
         let records: Vec<_> = store
             .read_tool_calls(&id)
             .unwrap()
@@ -210,19 +197,7 @@ async fn a_leased_record_that_cannot_be_written_is_counted_and_logged() {
     let lease = store.acquire_run(&id).await.unwrap();
     let call = ToolCall::new("c1", "Read", "{}");
     // Buffered: the failure shows when the batch is written.
-    let _ = store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await;
+    let _ = store.record(&allowed_record(&id, &call, "ok")).await;
     drop(lease);
     assert_eq!(store.dropped_records(), 1);
     assert!(!logs::warnings_mentioning("sess-leased-fail").is_empty());

@@ -1,13 +1,10 @@
 //! Delete order, idempotence and retry.
 
-use std::time::Duration;
-
 use engine_ports::{
     EventLog, PermissionMode, SessionSnapshot, SessionStore, StoreError, ToolCall, ToolCallRecorder,
-    ToolResult,
 };
 
-use crate::support::{self, delta, entries, open, sid};
+use crate::support::{self, allowed_record, delta, entries, open, sid};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_removes_every_file_and_is_idempotent() {
@@ -19,20 +16,7 @@ async fn delete_removes_every_file_and_is_idempotent() {
         .await
         .unwrap();
     let call = ToolCall::new("c1", "Read", "{}");
-    store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await
-        .unwrap();
+    store.record(&allowed_record(&id, &call, "ok")).await.unwrap();
     store.append(&id, &delta(1, "x")).await.unwrap();
     let paths = store.paths(&id);
     for path in [&paths.snapshot, &paths.tools, &paths.events, &paths.lock] {

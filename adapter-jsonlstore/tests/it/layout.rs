@@ -5,10 +5,9 @@ use std::time::{Duration, SystemTime};
 use adapter_jsonlstore::{JsonlStore, StoreOptions};
 use engine_ports::{
     EventLog, PermissionMode, SessionSnapshot, SessionStore, StoreError, ToolCall, ToolCallRecorder,
-    ToolResult,
 };
 
-use crate::support::{self, child, delta, entries, logs, mode, open, sid};
+use crate::support::{self, allowed_record, child, delta, entries, logs, mode, open, sid};
 
 #[test]
 fn open_creates_0700_directories_and_refuses_an_empty_path() {
@@ -93,20 +92,7 @@ async fn an_escaping_id_stays_inside_sid_v1() {
     store.save(&snapshot).await.unwrap();
     store.append(&id, &delta(1, "x")).await.unwrap();
     let call = ToolCall::new("c1", "Read", "{}");
-    store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await
-        .unwrap();
+    store.record(&allowed_record(&id, &call, "ok")).await.unwrap();
     let token = JsonlStore::token(&id);
     assert_eq!(token, "sid-v1-___escape____x-df4f080b07b9e8bf9e4574c708c80d62");
     let names = entries(&root.join("sid-v1"));

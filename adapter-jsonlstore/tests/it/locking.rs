@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use adapter_jsonlstore::StoreOptions;
-use engine_ports::{EventLog, StoreError, ToolCall, ToolCallRecorder, ToolResult};
+use engine_ports::{EventLog, StoreError, ToolCall, ToolCallRecorder};
 
-use crate::support::{self, child, delta, good_seqs, logs, open_with, runtime, sid, within};
+use crate::support::{self, allowed_record, child, delta, good_seqs, logs, open_with, runtime, sid, within};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
@@ -35,20 +35,7 @@ async fn a_lock_held_by_another_process_times_out_the_recorder_and_append() {
 
     let call = ToolCall::new("c1", "Shell", r#"{"command":"ls"}"#);
     let started = Instant::now();
-    let error = store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await
-        .unwrap_err();
+    let error = store.record(&allowed_record(&id, &call, "ok")).await.unwrap_err();
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(200), "{waited:?}");
     assert!(

@@ -5,7 +5,7 @@ use std::time::Duration;
 use adapter_jsonlstore::StoreOptions;
 use engine_ports::{EventKind, EventLog, ToolCall, ToolCallRecorder, ToolResult};
 
-use crate::support::{self, open, open_with, sid, tool_call_event};
+use crate::support::{self, allowed_record, open, open_with, sid, tool_call_event};
 
 fn lines(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
@@ -171,17 +171,7 @@ async fn an_oversized_record_is_dropped_and_counted() {
     let id = sid("sess-huge-record");
     let call = ToolCall::new("c1", "Read", "{}");
     let error = store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "x".repeat(1000)),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
+        .record(&allowed_record(&id, &call, "x".repeat(1000)))
         .await
         .unwrap_err();
     let text = error.to_string();
@@ -190,19 +180,6 @@ async fn an_oversized_record_is_dropped_and_counted() {
     }
     assert_eq!(store.dropped_records(), 1);
     assert!(!store.paths(&id).tools.exists(), "refused before any I/O");
-    store
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "ok"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await
-        .unwrap();
+    store.record(&allowed_record(&id, &call, "ok")).await.unwrap();
     assert_eq!(store.dropped_records(), 1);
 }

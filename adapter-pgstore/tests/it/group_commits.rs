@@ -4,27 +4,12 @@
 //! written is reported by the next flush (never waited on forever).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use adapter_pgstore::{PgStore, PgStoreOptions};
-use engine_ports::{
-    Approval, EventLog, SessionId, SessionStore, StoreError, ToolCall, ToolCallRecord, ToolCallRecorder,
-    ToolResult,
-};
+use engine_ports::{EventLog, SessionStore, StoreError, ToolCallRecorder};
 
-use crate::support::{TestDb, delta, fast, sid};
-
-fn record(session: &SessionId, call: &str) -> ToolCallRecord {
-    ToolCallRecord::new(
-        session,
-        &ToolCall::new(call, "Read", "{}"),
-        &ToolResult::text(call, "x"),
-        Duration::ZERO,
-        Duration::ZERO,
-        SystemTime::UNIX_EPOCH,
-    )
-    .with_approval(Approval::POLICY_ALLOW)
-}
+use crate::support::{TestDb, delta, fast, record, sid};
 
 fn seqs(events: &[engine_ports::Event]) -> Vec<u64> {
     events.iter().map(|event| event.seq).collect()

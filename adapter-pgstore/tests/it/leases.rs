@@ -5,13 +5,10 @@
 use std::time::{Duration, Instant};
 
 use adapter_pgstore::PgStoreOptions;
-use engine_ports::{
-    EventLog, PermissionMode, SessionSnapshot, SessionStore, StoreError, ToolCall, ToolCallRecorder,
-    ToolResult,
-};
+use engine_ports::{EventLog, PermissionMode, SessionSnapshot, SessionStore, StoreError, ToolCallRecorder};
 use futures::future::join_all;
 
-use crate::support::{TestDb, delta, fast, logs, sid};
+use crate::support::{TestDb, delta, fast, logs, record, sid};
 
 fn short_ttl() -> PgStoreOptions {
     PgStoreOptions {
@@ -157,22 +154,7 @@ async fn a_holder_whose_lease_was_taken_over_writes_nothing_and_each_write_says_
     assert!(saved.contains(lost), "{saved}");
     let appended = a.append(&id, &delta(2, "after")).await.unwrap_err().to_string();
     assert!(appended.contains(lost), "{appended}");
-    let call = ToolCall::new("c1", "Read", "{}");
-    let recorded = a
-        .record(
-            &engine_ports::ToolCallRecord::new(
-                &id,
-                &call,
-                &ToolResult::text("c1", "x"),
-                Duration::ZERO,
-                Duration::ZERO,
-                std::time::SystemTime::now(),
-            )
-            .with_approval(engine_ports::Approval::POLICY_ALLOW),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+    let recorded = a.record(&record(&id, "c1")).await.unwrap_err().to_string();
     assert!(recorded.contains(lost) && recorded.contains("c1"), "{recorded}");
     // (Load continues the numbering after the logged event.)
     let mut expected = first.clone();

@@ -1,7 +1,8 @@
 //! Test doubles and conformance suites (feature `testkit`).
 //!
 //! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`],
-//! [`MemorySkillSource`], [`MemoryCommandSource`].
+//! [`MemorySkillSource`], [`MemoryCommandSource`]. Workloads: [`memory_workload`]
+//! (what the memory stores' benches write and search).
 //! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
 //! [`skill_source`], [`command_source`], [`session_store`], [`event_log`],
 //! [`memory_store`], [`workspace_forker`]);
@@ -21,6 +22,7 @@ pub mod command_source;
 pub mod event_log;
 pub mod llm_stream;
 pub mod memory_store;
+pub mod memory_workload;
 pub mod session_store;
 pub mod skill_source;
 pub mod tool_call_recorder;

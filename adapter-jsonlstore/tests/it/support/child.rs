@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use adapter_jsonlstore::{JsonlStore, StoreOptions, SyncPolicy};
 use engine_ports::{
     Event, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore, ToolCall,
-    ToolCallRecorder, ToolResult,
+    ToolCallRecorder,
 };
 
-use super::delta;
+use super::{allowed_record, delta};
 
 const MODE_ENV: &str = "JSONLSTORE_IT_CHILD";
 const ARGS_ENV: &str = "JSONLSTORE_IT_CHILD_ARGS";
@@ -348,20 +348,7 @@ fn umask_files(args: &[String]) {
             .unwrap();
         store.append(&id, &delta(1, "x")).await.unwrap();
         let call = ToolCall::new("c1", "Read", "{}");
-        store
-            .record(
-                &engine_ports::ToolCallRecord::new(
-                    &id,
-                    &call,
-                    &ToolResult::text("c1", "ok"),
-                    Duration::ZERO,
-                    Duration::ZERO,
-                    std::time::SystemTime::now(),
-                )
-                .with_approval(engine_ports::Approval::POLICY_ALLOW),
-            )
-            .await
-            .unwrap();
+        store.record(&allowed_record(&id, &call, "ok")).await.unwrap();
     });
     store.close().unwrap();
     std::fs::write(&args[1], b"control").unwrap();

@@ -62,6 +62,24 @@ pub(crate) fn good_seqs(store: &JsonlStore, id: &str) -> Vec<u64> {
 }
 
 /// A `tool.call` event.
+/// The audit record of `call`, allowed by the policy and answered with the text
+/// `output`, written now.
+pub(crate) fn allowed_record(
+    session: &SessionId,
+    call: &engine_ports::ToolCall,
+    output: impl Into<String>,
+) -> engine_ports::ToolCallRecord {
+    engine_ports::ToolCallRecord::new(
+        session,
+        call,
+        &engine_ports::ToolResult::text(call.id().clone(), output),
+        Duration::ZERO,
+        Duration::ZERO,
+        std::time::SystemTime::now(),
+    )
+    .with_approval(engine_ports::Approval::POLICY_ALLOW)
+}
+
 pub(crate) fn tool_call_event(seq: u64, call: &engine_ports::ToolCall) -> Event {
     Event {
         seq,

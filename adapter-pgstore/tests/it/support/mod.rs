@@ -93,3 +93,16 @@ pub(crate) fn text_of(event: &Event) -> &str {
         _ => "",
     }
 }
+
+/// The audit record of a `Read` call `call_id` in `session`, allowed by the policy.
+pub(crate) fn record(session: &SessionId, call_id: &str) -> engine_ports::ToolCallRecord {
+    engine_ports::ToolCallRecord::new(
+        session,
+        &engine_ports::ToolCall::new(call_id, "Read", "{}"),
+        &engine_ports::ToolResult::text(call_id, "x"),
+        Duration::ZERO,
+        Duration::ZERO,
+        std::time::SystemTime::UNIX_EPOCH,
+    )
+    .with_approval(engine_ports::Approval::POLICY_ALLOW)
+}
