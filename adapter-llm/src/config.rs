@@ -2,7 +2,6 @@
 //! [`ApiKey`], [`Timeouts`], [`RetryPolicy`].
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use engine_ports::Keyword;
@@ -17,18 +16,6 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// Every kind, in the order `--provider` lists them.
-    pub const ALL: [Self; 2] = [Self::OpenAiChat, Self::Anthropic];
-
-    /// The `--provider` value (`openai-chat`, `anthropic`); also the provider name in
-    /// errors.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAiChat => "openai-chat",
-            Self::Anthropic => "anthropic",
-        }
-    }
-
     /// The model used when neither `--model` nor the request names one.
     pub fn default_model(self) -> &'static str {
         match self {
@@ -56,18 +43,14 @@ impl ProviderKind {
     }
 }
 
-impl Keyword for ProviderKind {
-    const ALL: &'static [Self] = &Self::ALL;
-
-    fn word(self) -> &'static str {
-        self.as_str()
+// The `--provider` values, in the order `--provider` lists them; also the provider
+// names in errors.
+engine_ports::keyword_words! {
+    ProviderKind {
+        OpenAiChat => "openai-chat",
+        Anthropic => "anthropic",
     }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    parse_error: UnknownProvider { given }
 }
 
 /// A `--provider` value that names no provider.
@@ -76,16 +59,6 @@ impl fmt::Display for ProviderKind {
 pub struct UnknownProvider {
     /// What was given.
     pub given: String,
-}
-
-impl FromStr for ProviderKind {
-    type Err = UnknownProvider;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::from_word(text).ok_or_else(|| UnknownProvider {
-            given: text.to_owned(),
-        })
-    }
 }
 
 /// An API key. Its `Debug` form never shows the value, and errors never contain it.

@@ -1,8 +1,6 @@
 //! [`DefaultPolicy`]: the built-in permission policy (`--approve`, interactive asks).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -22,29 +20,13 @@ pub enum Approve {
     None,
 }
 
-impl Approve {
-    /// `all`, `read-only` or `none`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::All => "all",
-            Self::ReadOnly => "read-only",
-            Self::None => "none",
-        }
+engine_ports::keyword_words! {
+    Approve {
+        All => "all",
+        ReadOnly => "read-only",
+        None => "none",
     }
-}
-
-impl Keyword for Approve {
-    const ALL: &'static [Self] = &[Self::All, Self::ReadOnly, Self::None];
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl fmt::Display for Approve {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    parse_error: ParseApproveError { value }
 }
 
 /// A string that is not `all`, `read-only` or `none`.
@@ -53,14 +35,6 @@ impl fmt::Display for Approve {
 pub struct ParseApproveError {
     /// The rejected text.
     pub value: String,
-}
-
-impl FromStr for Approve {
-    type Err = ParseApproveError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::from_word(s).ok_or_else(|| ParseApproveError { value: s.to_owned() })
-    }
 }
 
 /// The default policy. First match wins:

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::ContentPart;
 use crate::ids::{SessionId, ToolCallId};
-use crate::keyword::Keyword;
 use crate::mode::PermissionMode;
 use crate::usage::Usage;
 
@@ -258,16 +257,9 @@ pub enum EventKind {
         child_id: SessionId,
         /// The branch's index, from 0.
         index: u64,
-        /// What happened.
-        phase: ChildPhase,
-        /// The tool called (`tool` phase).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// How it ended (`end` phase).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stop: Option<String>,
-        /// The task, the call's arguments or the final text (bounded).
-        preview: String,
+        /// What the branch did: started, called a tool or ended.
+        #[serde(flatten)]
+        activity: ChildActivity,
     },
     /// A `Parallel` call ended.
     #[serde(rename = "parallel.end")]
@@ -305,16 +297,9 @@ pub enum EventKind {
         member: String,
         /// The round, from 0.
         round: u64,
-        /// What happened.
-        phase: ChildPhase,
-        /// The tool called (`tool` phase).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// How the turn ended (`end` phase).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        stop: Option<String>,
-        /// The prompt, the call's arguments or the final text (bounded).
-        preview: String,
+        /// What the member did: started a turn, called a tool or ended a turn.
+        #[serde(flatten)]
+        activity: ChildActivity,
     },
     /// A team's task list changed.
     #[serde(rename = "team.tasks")]
@@ -397,6 +382,46 @@ impl EventKind {
             Self::TeamTasks { .. } => "team.tasks",
             Self::TeamEnd { .. } => "team.end",
             Self::Result { .. } => "result",
+        }
+    }
+}
+
+/// One step of a child of a delegation call: a `Parallel` branch
+/// ([`EventKind::ParallelBranch`]) or a `Team` member ([`EventKind::TeamMember`]).
+/// On the wire its fields sit beside the event's own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChildActivity {
+    /// What happened.
+    pub phase: ChildPhase,
+    /// The tool called (`tool` phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How the child, or the member's turn, ended (`end` phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+    /// The task or prompt (`start`), the call's arguments (`tool`) or the final text
+    /// (`end`), bounded.
+    pub preview: String,
+}
+
+impl ChildActivity {
+    /// The child called the tool `name` with arguments `preview`.
+    pub fn tool(name: String, preview: String) -> Self {
+        Self {
+            phase: ChildPhase::Tool,
+            name: Some(name),
+            stop: None,
+            preview,
+        }
+    }
+
+    /// The child started (`stop` is `None`) or ended (`stop` says how).
+    pub fn started_or_ended(phase: ChildPhase, stop: Option<String>, preview: String) -> Self {
+        Self {
+            phase,
+            name: None,
+            stop,
+            preview,
         }
     }
 }
@@ -484,16 +509,11 @@ impl Verdict {
     }
 }
 
-impl Keyword for Verdict {
-    const ALL: &'static [Self] = &[Self::AllowOnce, Self::AllowAlways, Self::Deny];
-
-    /// The wire name: `allow_once`, `allow_always` or `deny`.
-    fn word(self) -> &'static str {
-        match self {
-            Self::AllowOnce => "allow_once",
-            Self::AllowAlways => "allow_always",
-            Self::Deny => "deny",
-        }
+crate::keyword_words! {
+    Verdict {
+        AllowOnce => "allow_once",
+        AllowAlways => "allow_always",
+        Deny => "deny",
     }
 }
 
@@ -509,22 +529,11 @@ pub enum ElicitationAction {
     Cancel,
 }
 
-impl ElicitationAction {
-    /// `accept`, `decline` or `cancel`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accept => "accept",
-            Self::Decline => "decline",
-            Self::Cancel => "cancel",
-        }
-    }
-}
-
-impl Keyword for ElicitationAction {
-    const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
-
-    fn word(self) -> &'static str {
-        self.as_str()
+crate::keyword_words! {
+    ElicitationAction {
+        Accept => "accept",
+        Decline => "decline",
+        Cancel => "cancel",
     }
 }
 

@@ -110,8 +110,8 @@ pub use content::{
 pub use conversation::{Iter as ConversationIter, WeakPrefix};
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
-    ChildPhase, CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction, HookPhase,
-    ServerOrigin, StopReason, Verdict,
+    ChildActivity, ChildPhase, CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction,
+    HookPhase, ServerOrigin, StopReason, Verdict,
 };
 pub use fork::{ChangeKind, FileChange, ForkError, WorkspaceCopy, WorkspaceForker};
 pub use hooks::{HookError, Post, Pre, ToolHooks};

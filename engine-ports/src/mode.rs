@@ -1,8 +1,5 @@
 //! [`PermissionMode`]: the session mode that shapes the catalog projection.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
 use crate::Keyword;
@@ -11,7 +8,7 @@ use crate::Keyword;
 ///
 /// Only [`PermissionMode::Plan`] changes the catalog projection (read-only tools
 /// only, D1); [`PermissionMode::AcceptEdits`] only loosens the default permission
-/// policy. Serde, [`FromStr`] and [`fmt::Display`] use exactly `default`, `plan` and
+/// policy. Serde, `FromStr` and `Display` use exactly `default`, `plan` and
 /// `acceptEdits`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PermissionMode {
@@ -27,32 +24,13 @@ pub enum PermissionMode {
     AcceptEdits,
 }
 
-impl PermissionMode {
-    /// Every mode, in display order.
-    pub const ALL: [PermissionMode; 3] = [Self::Default, Self::Plan, Self::AcceptEdits];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Default => "default",
-            Self::Plan => "plan",
-            Self::AcceptEdits => "acceptEdits",
-        }
+crate::keyword_words! {
+    PermissionMode {
+        Default => "default",
+        Plan => "plan",
+        AcceptEdits => "acceptEdits",
     }
-}
-
-impl Keyword for PermissionMode {
-    const ALL: &'static [Self] = &Self::ALL;
-
-    fn word(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-impl fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    parse_error: ParseModeError { value }
 }
 
 /// A string that is not one of `default`, `plan`, `acceptEdits`.
@@ -61,14 +39,6 @@ impl fmt::Display for PermissionMode {
 pub struct ParseModeError {
     /// The rejected text.
     pub value: String,
-}
-
-impl FromStr for PermissionMode {
-    type Err = ParseModeError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::from_word(s).ok_or_else(|| ParseModeError { value: s.to_owned() })
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use engine_ports::{ChildPhase, EventKind, clip_chars};
+use engine_ports::{ChildActivity, ChildPhase, EventKind, clip_chars};
 use serde_json::Value;
 
 /// Longest argument summary in a tool call title, in characters.
@@ -65,11 +65,14 @@ pub(crate) fn session_update(event: &EventKind) -> Option<SessionUpdate> {
 /// What a delegating call's children are doing, as a line for the call's
 /// `tool_call_update` (the call's own id, its latest activity as content).
 fn child_activity(event: &EventKind) -> Option<(&str, String)> {
-    let phase = |phase: &ChildPhase, name: &Option<String>, stop: &Option<String>, preview: &str| match phase
-    {
+    let step = |activity: &ChildActivity| match activity.phase {
         ChildPhase::Start => "started".to_owned(),
-        ChildPhase::Tool => format!("{} {preview}", name.as_deref().unwrap_or_default()),
-        ChildPhase::End => format!("ended ({})", stop.as_deref().unwrap_or_default()),
+        ChildPhase::Tool => format!(
+            "{} {}",
+            activity.name.as_deref().unwrap_or_default(),
+            activity.preview
+        ),
+        ChildPhase::End => format!("ended ({})", activity.stop.as_deref().unwrap_or_default()),
     };
     Some(match event {
         EventKind::SubagentStart {
@@ -96,15 +99,9 @@ fn child_activity(event: &EventKind) -> Option<(&str, String)> {
         EventKind::ParallelBranch {
             call_id,
             index,
-            phase: p,
-            name,
-            stop,
-            preview,
+            activity,
             ..
-        } => (
-            call_id.as_str(),
-            format!("branch-{index}: {}", phase(p, name, stop, preview)),
-        ),
+        } => (call_id.as_str(), format!("branch-{index}: {}", step(activity))),
         EventKind::ParallelEnd { call_id, preview, .. } => (call_id.as_str(), format!("done: {preview}")),
         EventKind::TeamStart { call_id, members, .. } => {
             (call_id.as_str(), format!("team: {}", members.join(", ")))
@@ -113,14 +110,11 @@ fn child_activity(event: &EventKind) -> Option<(&str, String)> {
             call_id,
             member,
             round,
-            phase: p,
-            name,
-            stop,
-            preview,
+            activity,
             ..
         } => (
             call_id.as_str(),
-            format!("round {round}, {member}: {}", phase(p, name, stop, preview)),
+            format!("round {round}, {member}: {}", step(activity)),
         ),
         EventKind::TeamTasks { call_id, preview, .. } => (call_id.as_str(), format!("tasks: {preview}")),
         EventKind::TeamEnd { call_id, stop, .. } => (call_id.as_str(), format!("team ended ({stop})")),
@@ -308,10 +302,11 @@ mod tests {
             call_id: ToolCallId::from("c2"),
             child_id: engine_ports::SessionId::from("parallel-s-c2-1"),
             index: 1,
-            phase: ChildPhase::End,
-            name: None,
-            stop: Some("end_turn".into()),
-            preview: "done".into(),
+            activity: ChildActivity::started_or_ended(
+                ChildPhase::End,
+                Some("end_turn".into()),
+                "done".into(),
+            ),
         })
         .unwrap();
         assert_eq!(wire(&branch)["toolCallId"], "c2");

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use engine_ports::{
-    ChildPhase, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason, ToolCallId,
-    Usage,
+    ChildActivity, EventKind, LlmError, LlmRequest, Message, RequestPurpose, SessionId, StopReason,
+    ToolCallId, Usage,
 };
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -74,20 +74,14 @@ impl Reporter {
                 call_id,
                 child_id,
                 index: *index,
-                phase: ChildPhase::Tool,
-                name: Some(name),
-                stop: None,
-                preview,
+                activity: ChildActivity::tool(name, preview),
             },
             Self::Member { name: member, round } => EventKind::TeamMember {
                 call_id,
                 child_id,
                 member: member.clone(),
                 round: *round,
-                phase: ChildPhase::Tool,
-                name: Some(name),
-                stop: None,
-                preview,
+                activity: ChildActivity::tool(name, preview),
             },
         }
     }

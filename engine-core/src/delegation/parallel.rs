@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use engine_ports::{
-    ChildPhase, EventKind, FileChange, ForkError, RequestPurpose, SessionId, SessionSnapshot, StoreError,
-    ToolCall, ToolCallId, ToolResult, ToolSpec, WorkspaceCopy, WorkspaceForker, clip_chars,
+    ChildActivity, ChildPhase, EventKind, FileChange, ForkError, RequestPurpose, SessionId, SessionSnapshot,
+    StoreError, ToolCall, ToolCallId, ToolResult, ToolSpec, WorkspaceCopy, WorkspaceForker, clip_chars,
 };
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -484,10 +484,7 @@ impl CallRun<'_> {
                 call_id: self.call_id.clone(),
                 child_id: id.clone(),
                 index: index as u64,
-                phase,
-                name: None,
-                stop,
-                preview: preview(text),
+                activity: ChildActivity::started_or_ended(phase, stop, preview(text)),
             })
             .await;
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine_ports::{
-    ChildPhase, EventKind, RequestPurpose, SessionId, SessionSnapshot, StoreError, ToolCallId, ToolResult,
-    ToolSpec, WorkspaceCopy, clip_chars,
+    ChildActivity, ChildPhase, EventKind, RequestPurpose, SessionId, SessionSnapshot, StoreError, ToolCallId,
+    ToolResult, ToolSpec, WorkspaceCopy, clip_chars,
 };
 use futures::StreamExt as _;
 use serde::Deserialize;
@@ -530,10 +530,7 @@ impl<'a> Team<'a> {
                 child_id: member.id.clone(),
                 member: member.name.clone(),
                 round,
-                phase,
-                name: None,
-                stop,
-                preview: preview(text),
+                activity: ChildActivity::started_or_ended(phase, stop, preview(text)),
             })
             .await;
     }

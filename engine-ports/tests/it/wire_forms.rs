@@ -211,17 +211,33 @@ fn delegation_events_carry_the_child_id_and_round_trip() {
             call_id: "c2".into(),
             child_id: SessionId::from("parallel-s-c2-1"),
             index: 1,
-            phase: engine_ports::ChildPhase::Tool,
-            name: Some("Read".to_owned()),
-            stop: None,
-            preview: "{}".to_owned(),
+            activity: engine_ports::ChildActivity::tool("Read".to_owned(), "{}".to_owned()),
         },
     };
     assert_eq!(
         json(&branch),
         r#"{"seq":7,"type":"parallel.branch","call_id":"c2","child_id":"parallel-s-c2-1","index":1,"phase":"tool","name":"Read","preview":"{}"}"#
     );
-    for event in [start, branch] {
+    let member = Event {
+        seq: 8,
+        time: None,
+        kind: EventKind::TeamMember {
+            call_id: "c3".into(),
+            child_id: SessionId::from("team-s-c3-scout"),
+            member: "scout".to_owned(),
+            round: 2,
+            activity: engine_ports::ChildActivity::started_or_ended(
+                engine_ports::ChildPhase::End,
+                Some("end_turn".to_owned()),
+                "found it".to_owned(),
+            ),
+        },
+    };
+    assert_eq!(
+        json(&member),
+        r#"{"seq":8,"type":"team.member","call_id":"c3","child_id":"team-s-c3-scout","member":"scout","round":2,"phase":"end","stop":"end_turn","preview":"found it"}"#
+    );
+    for event in [start, branch, member] {
         let back: Event = serde_json::from_str(&json(&event)).unwrap();
         assert_eq!(back, event);
     }

@@ -121,18 +121,15 @@ struct TextPrinter {
 }
 
 /// One line of a child's activity: started, a tool it called, or how it ended.
-fn child_activity(
-    phase: engine_ports::ChildPhase,
-    name: Option<&str>,
-    stop: Option<&str>,
-    preview: &str,
-) -> String {
-    match phase {
+fn child_activity(activity: &engine_ports::ChildActivity) -> String {
+    match activity.phase {
         engine_ports::ChildPhase::Start => "started".to_owned(),
-        engine_ports::ChildPhase::Tool => {
-            format!("→ {} {}", name.unwrap_or_default(), out::clip(preview, 120))
-        }
-        engine_ports::ChildPhase::End => format!("ended: {}", stop.unwrap_or_default()),
+        engine_ports::ChildPhase::Tool => format!(
+            "→ {} {}",
+            activity.name.as_deref().unwrap_or_default(),
+            out::clip(&activity.preview, 120)
+        ),
+        engine_ports::ChildPhase::End => format!("ended: {}", activity.stop.as_deref().unwrap_or_default()),
     }
 }
 
@@ -184,15 +181,9 @@ impl TextPrinter {
                 ));
             }
             EventKind::ParallelBranch {
-                child_id,
-                phase,
-                name,
-                stop,
-                preview,
-                ..
+                child_id, activity, ..
             } => {
-                let what = child_activity(*phase, name.as_deref(), stop.as_deref(), preview);
-                out::stderr(&format!("[parallel] {child_id} {what}"));
+                out::stderr(&format!("[parallel] {child_id} {}", child_activity(activity)));
             }
             EventKind::TeamStart {
                 child_id, members, ..
@@ -203,14 +194,13 @@ impl TextPrinter {
             EventKind::TeamMember {
                 member,
                 round,
-                phase,
-                name,
-                stop,
-                preview,
+                activity,
                 ..
             } => {
-                let what = child_activity(*phase, name.as_deref(), stop.as_deref(), preview);
-                out::stderr(&format!("[team] round {round}, {member} {what}"));
+                out::stderr(&format!(
+                    "[team] round {round}, {member} {}",
+                    child_activity(activity)
+                ));
             }
             EventKind::TeamTasks { preview, .. } => {
                 out::stderr(&format!("[team] {preview}"));

@@ -72,7 +72,9 @@ async fn join_all_reports_every_branch_keeps_changed_copies_and_never_writes_the
     let phases: Vec<(u64, ChildPhase)> = events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::ParallelBranch { index, phase, .. } if *index == 0 => Some((*index, *phase)),
+            EventKind::ParallelBranch { index, activity, .. } if *index == 0 => {
+                Some((*index, activity.phase))
+            }
             _ => None,
         })
         .collect();

@@ -97,8 +97,11 @@ async fn members_work_in_rounds_through_messages_tasks_and_findings_and_the_lead
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::TeamMember {
-                member, round, phase, ..
-            } if *phase != ChildPhase::Tool => Some((member.clone(), *round, *phase)),
+                member,
+                round,
+                activity,
+                ..
+            } if activity.phase != ChildPhase::Tool => Some((member.clone(), *round, activity.phase)),
             _ => None,
         })
         .filter(|(_, _, phase)| *phase == ChildPhase::Start)
