@@ -131,7 +131,7 @@ pub use skill_inventory::INVENTORY_CAP;
 pub use skill_tool::{
     SKILL_LISTING_LINE_CAP, SKILL_TOOL_FAMILY, SKILL_TOOL_NAME, SOURCE_ERROR_CAP, SkillTool,
 };
-pub use tool::{Tool, ToolError};
+pub use tool::{Tool, ToolError, with_args};
 pub use tool_search::{
     DEFAULT_SEARCH_LIMIT, DEFERRED_NAMES_BUDGET, MAX_SEARCH_LIMIT, TOOL_SEARCH_NAME, ToolSearch,
     deferred_tool_search_spec, returned_names, tool_search_spec,

@@ -1,7 +1,11 @@
-//! The [`Tool`] trait every catalog entry implements, and [`ToolError`].
+//! The [`Tool`] trait every catalog entry implements, [`ToolError`], and
+//! [`with_args`], the typed start of a call.
+
+use std::future::Future;
 
 use async_trait::async_trait;
 use engine_ports::{ToolCall, ToolResult, ToolSpec};
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::Environment;
@@ -84,4 +88,18 @@ pub enum ToolError {
     /// Any other error.
     #[error("{0}")]
     Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Runs `op` on the call's arguments parsed as `A`; arguments that do not parse get
+/// the uniform invalid-arguments result ([`engine_ports::ArgsError::into_result`])
+/// and `op` does not run.
+pub async fn with_args<A, F>(call: &ToolCall, op: impl FnOnce(A) -> F) -> ToolResult
+where
+    A: DeserializeOwned,
+    F: Future<Output = ToolResult>,
+{
+    match call.parse_args() {
+        Ok(args) => op(args).await,
+        Err(error) => error.into_result(call),
+    }
 }

@@ -15,7 +15,7 @@ use super::refusal;
 use super::render::preview;
 use crate::emitter::EventEmitter;
 use crate::environment::Environment;
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolError, with_args};
 
 /// Most tasks of a team.
 pub const MAX_TEAM_TASKS: usize = 512;
@@ -285,176 +285,191 @@ impl Tool for Coordination {
         call: &ToolCall,
         _env: &Environment,
     ) -> Result<ToolResult, ToolError> {
+        Ok(match self.op {
+            Op::Send => with_args(call, |args| self.send(call, args)).await,
+            Op::Add => with_args(call, |args| self.add(call, args)).await,
+            Op::Claim => with_args(call, |args| self.claim(call, args)).await,
+            Op::Complete => with_args(call, |args| self.complete(call, args)).await,
+            Op::List => ToolResult::text(call.id().clone(), tasks_text(&self.board.tasks())),
+            Op::Record => with_args(call, |args| self.record(call, args)).await,
+        })
+    }
+}
+
+/// A coordination call refused with `message` (the board is unchanged).
+fn fail(call: &ToolCall, message: String) -> ToolResult {
+    refusal(call, call.name(), message)
+}
+
+impl Coordination {
+    /// `SendMessage`: queues the message for one teammate or for all.
+    async fn send(&self, call: &ToolCall, args: SendArgs) -> ToolResult {
         let id = call.id().clone();
-        let fail = |message: String| Ok(refusal(call, call.name(), message));
         let board = &self.board;
         let me = self.member.as_str();
-        match self.op {
-            Op::Send => {
-                let args: SendArgs = match call.parse_args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error.into_result(call)),
-                };
-                let to = args.to.trim();
-                let recipients: Vec<String> = if to == "all" {
+        let to = args.to.trim();
+        let recipients: Vec<String> = if to == "all" {
+            board
+                .members
+                .iter()
+                .filter(|m| m.as_str() != me)
+                .cloned()
+                .collect()
+        } else if board.members.iter().any(|m| m == to) && to != me {
+            vec![to.to_owned()]
+        } else {
+            return fail(
+                call,
+                format!(
+                    "unknown recipient {:?}: send to one of {} or \"all\"",
+                    preview(to),
                     board
                         .members
                         .iter()
                         .filter(|m| m.as_str() != me)
                         .cloned()
-                        .collect()
-                } else if board.members.iter().any(|m| m == to) && to != me {
-                    vec![to.to_owned()]
-                } else {
-                    return fail(format!(
-                        "unknown recipient {:?}: send to one of {} or \"all\"",
-                        preview(to),
-                        board
-                            .members
-                            .iter()
-                            .filter(|m| m.as_str() != me)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                };
-                let body = clip_chars(args.body.trim(), ITEM_CHARS).into_owned();
-                let mut state = board.lock();
-                if let Some(full) = recipients.iter().find(|r| {
-                    state
-                        .inboxes
-                        .get(r.as_str())
-                        .is_some_and(|inbox| inbox.len() >= MAX_QUEUED_MESSAGES)
-                }) {
-                    return fail(format!(
-                        "{full} already has {MAX_QUEUED_MESSAGES} messages waiting"
-                    ));
-                }
-                for recipient in &recipients {
-                    state
-                        .inboxes
-                        .entry(recipient.clone())
-                        .or_default()
-                        .push_back((me.to_owned(), body.clone()));
-                }
-                Ok(ToolResult::text(
-                    id,
-                    format!("Sent to {}.", recipients.join(", ")),
-                ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        };
+        let body = clip_chars(args.body.trim(), ITEM_CHARS).into_owned();
+        let mut state = board.lock();
+        if let Some(full) = recipients.iter().find(|r| {
+            state
+                .inboxes
+                .get(r.as_str())
+                .is_some_and(|inbox| inbox.len() >= MAX_QUEUED_MESSAGES)
+        }) {
+            return fail(
+                call,
+                format!("{full} already has {MAX_QUEUED_MESSAGES} messages waiting"),
+            );
+        }
+        for recipient in &recipients {
+            state
+                .inboxes
+                .entry(recipient.clone())
+                .or_default()
+                .push_back((me.to_owned(), body.clone()));
+        }
+        ToolResult::text(id, format!("Sent to {}.", recipients.join(", ")))
+    }
+
+    /// `AddTask`: adds a task to the list.
+    async fn add(&self, call: &ToolCall, args: AddArgs) -> ToolResult {
+        let id = call.id().clone();
+        let board = &self.board;
+        let me = self.member.as_str();
+        let description = clip_chars(args.description.trim(), ITEM_CHARS).into_owned();
+        if description.is_empty() {
+            return fail(call, "`description` is empty".to_owned());
+        }
+        let task_id = {
+            let mut state = board.lock();
+            if state.tasks.len() >= MAX_TEAM_TASKS {
+                return fail(call, format!("the team already has {MAX_TEAM_TASKS} tasks"));
             }
-            Op::Add => {
-                let args: AddArgs = match call.parse_args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error.into_result(call)),
-                };
-                let description = clip_chars(args.description.trim(), ITEM_CHARS).into_owned();
-                if description.is_empty() {
-                    return fail("`description` is empty".to_owned());
-                }
-                let task_id = {
-                    let mut state = board.lock();
-                    if state.tasks.len() >= MAX_TEAM_TASKS {
-                        return fail(format!("the team already has {MAX_TEAM_TASKS} tasks"));
+            if let Some(unknown) = args
+                .deps
+                .iter()
+                .find(|dep| !state.tasks.iter().any(|t| &t.id == *dep))
+            {
+                return fail(call, format!("unknown dependency {:?}", preview(unknown)));
+            }
+            let task_id = format!("task-{}", state.tasks.len() + 1);
+            state.tasks.push(Task {
+                id: task_id.clone(),
+                description: description.clone(),
+                deps: args.deps,
+                state: TaskState::Open,
+            });
+            task_id
+        };
+        board
+            .tasks_event(format!("{task_id} added by {me}: {description}"))
+            .await;
+        ToolResult::text(id, task_id)
+    }
+
+    /// `ClaimTask`: gives the member the task named, or the first one that can be claimed.
+    async fn claim(&self, call: &ToolCall, args: ClaimArgs) -> ToolResult {
+        let id = call.id().clone();
+        let board = &self.board;
+        let me = self.member.as_str();
+        let claimed = {
+            let mut state = board.lock();
+            let index = match &args.task_id {
+                Some(wanted) => match state.tasks.iter().position(|t| &t.id == wanted) {
+                    None => return fail(call, format!("unknown task {:?}", preview(wanted))),
+                    Some(index) if !claimable(&state, &state.tasks[index]) => {
+                        return fail(
+                            call,
+                            format!(
+                                "{wanted} cannot be claimed: it is not open, or a dependency is not done"
+                            ),
+                        );
                     }
-                    if let Some(unknown) = args
-                        .deps
-                        .iter()
-                        .find(|dep| !state.tasks.iter().any(|t| &t.id == *dep))
-                    {
-                        return fail(format!("unknown dependency {:?}", preview(unknown)));
-                    }
-                    let task_id = format!("task-{}", state.tasks.len() + 1);
-                    state.tasks.push(Task {
-                        id: task_id.clone(),
-                        description: description.clone(),
-                        deps: args.deps,
-                        state: TaskState::Open,
-                    });
-                    task_id
-                };
-                board
-                    .tasks_event(format!("{task_id} added by {me}: {description}"))
-                    .await;
-                Ok(ToolResult::text(id, task_id))
-            }
-            Op::Claim => {
-                let args: ClaimArgs = match call.parse_args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error.into_result(call)),
-                };
-                let claimed = {
-                    let mut state = board.lock();
-                    let index = match &args.task_id {
-                        Some(wanted) => match state.tasks.iter().position(|t| &t.id == wanted) {
-                            None => return fail(format!("unknown task {:?}", preview(wanted))),
-                            Some(index) if !claimable(&state, &state.tasks[index]) => {
-                                return fail(format!(
-                                    "{wanted} cannot be claimed: it is not open, or a dependency is not done"
-                                ));
-                            }
-                            Some(index) => index,
-                        },
-                        None => match state.tasks.iter().position(|t| claimable(&state, t)) {
-                            Some(index) => index,
-                            None => return Ok(ToolResult::text(id, "No task can be claimed now.")),
-                        },
-                    };
-                    let task = &mut state.tasks[index];
-                    task.state = TaskState::Claimed(me.to_owned());
-                    (task.id.clone(), task.description.clone())
-                };
-                board.tasks_event(format!("{} claimed by {me}", claimed.0)).await;
-                Ok(ToolResult::text(
-                    id,
-                    format!("Claimed {}: {}", claimed.0, claimed.1),
-                ))
-            }
-            Op::Complete => {
-                let args: CompleteArgs = match call.parse_args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error.into_result(call)),
-                };
-                {
-                    let mut state = board.lock();
-                    let Some(task) = state.tasks.iter_mut().find(|t| t.id == args.task_id) else {
-                        return fail(format!("unknown task {:?}", preview(&args.task_id)));
-                    };
-                    match &task.state {
-                        TaskState::Claimed(holder) if holder == me => {
-                            task.state = TaskState::Done(me.to_owned())
-                        }
-                        TaskState::Claimed(holder) => {
-                            return fail(format!("only its assignee ({holder}) can complete {}", task.id));
-                        }
-                        TaskState::Open => {
-                            return fail(format!("{} is not claimed: claim it first", task.id));
-                        }
-                        TaskState::Done(_) => return fail(format!("{} is already done", task.id)),
-                    }
+                    Some(index) => index,
+                },
+                None => match state.tasks.iter().position(|t| claimable(&state, t)) {
+                    Some(index) => index,
+                    None => return ToolResult::text(id, "No task can be claimed now."),
+                },
+            };
+            let task = &mut state.tasks[index];
+            task.state = TaskState::Claimed(me.to_owned());
+            (task.id.clone(), task.description.clone())
+        };
+        board.tasks_event(format!("{} claimed by {me}", claimed.0)).await;
+        ToolResult::text(id, format!("Claimed {}: {}", claimed.0, claimed.1))
+    }
+
+    /// `CompleteTask`: marks the member's task done.
+    async fn complete(&self, call: &ToolCall, args: CompleteArgs) -> ToolResult {
+        let id = call.id().clone();
+        let board = &self.board;
+        let me = self.member.as_str();
+        {
+            let mut state = board.lock();
+            let Some(task) = state.tasks.iter_mut().find(|t| t.id == args.task_id) else {
+                return fail(call, format!("unknown task {:?}", preview(&args.task_id)));
+            };
+            match &task.state {
+                TaskState::Claimed(holder) if holder == me => task.state = TaskState::Done(me.to_owned()),
+                TaskState::Claimed(holder) => {
+                    return fail(
+                        call,
+                        format!("only its assignee ({holder}) can complete {}", task.id),
+                    );
                 }
-                board
-                    .tasks_event(format!("{} completed by {me}", args.task_id))
-                    .await;
-                Ok(ToolResult::text(id, format!("{} is done.", args.task_id)))
-            }
-            Op::List => Ok(ToolResult::text(id, tasks_text(&board.tasks()))),
-            Op::Record => {
-                let args: RecordArgs = match call.parse_args() {
-                    Ok(args) => args,
-                    Err(error) => return Ok(error.into_result(call)),
-                };
-                let finding = clip_chars(args.finding.trim(), ITEM_CHARS).into_owned();
-                if finding.is_empty() {
-                    return fail("`finding` is empty".to_owned());
+                TaskState::Open => {
+                    return fail(call, format!("{} is not claimed: claim it first", task.id));
                 }
-                let mut state = board.lock();
-                if state.findings.len() >= MAX_TEAM_FINDINGS {
-                    return fail(format!("the team already has {MAX_TEAM_FINDINGS} findings"));
-                }
-                state.findings.push((me.to_owned(), finding));
-                Ok(ToolResult::text(id, "Recorded."))
+                TaskState::Done(_) => return fail(call, format!("{} is already done", task.id)),
             }
         }
+        board
+            .tasks_event(format!("{} completed by {me}", args.task_id))
+            .await;
+        ToolResult::text(id, format!("{} is done.", args.task_id))
+    }
+
+    /// `RecordFinding`: keeps a finding for the final report.
+    async fn record(&self, call: &ToolCall, args: RecordArgs) -> ToolResult {
+        let id = call.id().clone();
+        let board = &self.board;
+        let me = self.member.as_str();
+        let finding = clip_chars(args.finding.trim(), ITEM_CHARS).into_owned();
+        if finding.is_empty() {
+            return fail(call, "`finding` is empty".to_owned());
+        }
+        let mut state = board.lock();
+        if state.findings.len() >= MAX_TEAM_FINDINGS {
+            return fail(call, format!("the team already has {MAX_TEAM_FINDINGS} findings"));
+        }
+        state.findings.push((me.to_owned(), finding));
+        ToolResult::text(id, "Recorded.")
     }
 }
 

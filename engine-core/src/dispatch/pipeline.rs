@@ -319,12 +319,9 @@ async fn prepare(ctx: &TurnContext, index: usize, args: &ParsedArgs<'_>, target:
         },
         Ok(Pre::Deny { message }) => {
             hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Deny, &message).await;
-            Step::Stopped(
-                ToolResult::error(
-                    call.id().clone(),
-                    format!("call to {} was blocked by a hook: {message}", call.name()),
-                ),
-                Some(Approval::HOOK_DENY),
+            blocked_by_hook(
+                call,
+                format!("call to {} was blocked by a hook: {message}", call.name()),
             )
         }
         Ok(Pre::RewriteArgs { args }) => {
@@ -376,15 +373,18 @@ async fn prepare(ctx: &TurnContext, index: usize, args: &ParsedArgs<'_>, target:
         Err(error) => {
             let message = format!("the PreToolUse hook failed: {}", error.message);
             hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Error, &message).await;
-            Step::Stopped(
-                ToolResult::error(
-                    call.id().clone(),
-                    format!("call to {} was blocked: {message}", call.name()),
-                ),
-                Some(Approval::HOOK_DENY),
-            )
+            blocked_by_hook(call, format!("call to {} was blocked: {message}", call.name()))
         }
     }
+}
+
+/// A call its PreToolUse hook stopped (it denied the call, or it failed), with the
+/// error the model sees.
+fn blocked_by_hook(call: &ToolCall, message: String) -> Step {
+    Step::Stopped(
+        ToolResult::error(call.id().clone(), message),
+        Some(Approval::HOOK_DENY),
+    )
 }
 
 /// The permission decision of one call: pass with who allowed it, or stop with the

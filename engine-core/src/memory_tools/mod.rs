@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::Environment;
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolError, with_args};
 
 pub use render::{
     MEMORY_DATA_LINE, MEMORY_INDEX_MAX_BYTES, MEMORY_INDEX_MAX_ENTRIES, OPERATOR_PROFILE_MAX_BYTES,
@@ -311,10 +311,10 @@ impl Tool for MemoryTool {
     ) -> Result<ToolResult, ToolError> {
         let work = async {
             match self.kind {
-                Kind::Remember => self.remember(call).await,
-                Kind::Recall => self.recall(call).await,
-                Kind::Search => self.search(call).await,
-                Kind::Forget => self.forget(call).await,
+                Kind::Remember => with_args(call, |args| self.remember(call, args)).await,
+                Kind::Recall => with_args(call, |args| self.recall(call, args)).await,
+                Kind::Search => with_args(call, |args| self.search(call, args)).await,
+                Kind::Forget => with_args(call, |args| self.forget(call, args)).await,
             }
         };
         tokio::select! {
@@ -325,11 +325,7 @@ impl Tool for MemoryTool {
 }
 
 impl MemoryTool {
-    async fn remember(&self, call: &ToolCall) -> ToolResult {
-        let args: RememberArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(e) => return e.into_result(call),
-        };
+    async fn remember(&self, call: &ToolCall, args: RememberArgs) -> ToolResult {
         let write = MemoryWrite {
             key: self.scope.key(&args.key),
             value: args.value,
@@ -374,11 +370,7 @@ impl MemoryTool {
         }
     }
 
-    async fn recall(&self, call: &ToolCall) -> ToolResult {
-        let args: RecallArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(e) => return e.into_result(call),
-        };
+    async fn recall(&self, call: &ToolCall, args: RecallArgs) -> ToolResult {
         let key = self.scope.key(&args.key);
         if args.key.is_empty() || key.len() > MAX_MEMORY_KEY_BYTES {
             return error(
@@ -430,11 +422,7 @@ impl MemoryTool {
         ToolResult::text(call.id().clone(), text)
     }
 
-    async fn search(&self, call: &ToolCall) -> ToolResult {
-        let args: SearchArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(e) => return e.into_result(call),
-        };
+    async fn search(&self, call: &ToolCall, args: SearchArgs) -> ToolResult {
         if args.query.trim().is_empty() {
             return error(call, "the query is empty: give words to look for");
         }
@@ -479,11 +467,7 @@ impl MemoryTool {
         }
     }
 
-    async fn forget(&self, call: &ToolCall) -> ToolResult {
-        let args: ForgetArgs = match call.parse_args() {
-            Ok(args) => args,
-            Err(e) => return e.into_result(call),
-        };
+    async fn forget(&self, call: &ToolCall, args: ForgetArgs) -> ToolResult {
         let key = self.scope.key(&args.key);
         let Some(expected) = args.expected_version else {
             return error(
