@@ -10,8 +10,8 @@ use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
 };
 use adapter_skillfs::{
-    FsSourceConfig, HostEnv, ParsedAgent, QuarantineDrafter, SkillsOptions, check_quarantine_placement,
-    load_agents, load_skills, resolve_skill_dirs,
+    HostEnv, ParsedAgent, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_agents,
+    load_skills, resolve_skill_dirs,
 };
 use engine_core::{
     AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
@@ -29,7 +29,7 @@ use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig};
 use crate::engine_template::EngineTemplate;
 use crate::error::BuildError;
-use crate::factory::SessionEngineFactory;
+use crate::factory::{FactoryParts, SessionEngineFactory};
 use crate::global_mcp::GlobalMcp;
 use crate::live_catalog::LiveCatalog;
 use crate::memory::{MemoryStores, open_memory};
@@ -63,14 +63,45 @@ pub const MOCK_MODEL_NAME: &str = "mock";
 /// be opened, two built-in families registering one name, an engine that refuses its
 /// dependencies.
 pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
-    let mut diagnostics = Diagnostics::new();
-
     // 1. Resolve the config.
+    let mut resolved = resolve(&cfg).await?;
+    // 2. Connect the server-global MCP manager.
+    let servers = connect_global(&cfg, &mut resolved.diagnostics).await;
+
+    // Steps 3 to 6 have one exit: whatever fails there, what was opened is closed here,
+    // in reverse order (the store, then the MCP servers).
+    let manager = servers.manager.clone();
+    let mut store = None;
+    match compose(&cfg, resolved, servers, &mut store).await {
+        Ok(built) => Ok(built),
+        Err(error) => {
+            unwind(store.as_ref(), &manager).await;
+            Err(error)
+        }
+    }
+}
+
+/// What step 1 of [`build`] resolved, for [`compose`].
+struct Resolved {
+    diagnostics: Diagnostics,
+    root: PathBuf,
+    memory: MemoryStores,
+    prompt: SystemPrompt,
+    llm: Arc<dyn LlmProvider>,
+    model: String,
+    host: HostEnv,
+    skills_options: SkillsOptions,
+}
+
+/// Step 1 of [`build`]: the workspace, the memory stores, the system prompt, the
+/// provider and the skill draft directory's placement. It opens nothing that needs closing.
+async fn resolve(cfg: &AppConfig) -> Result<Resolved, BuildError> {
+    let mut diagnostics = Diagnostics::new();
     let root = resolve_workspace(&cfg.workspace)?;
     diagnostics.extend(cfg.mcp.notes.iter().cloned());
     let memory = open_memory(&cfg.memory, &root).await?;
     diagnostics.extend(memory.diagnostics.iter().cloned());
-    let prompt = session_prompt(&cfg, &root, &memory).await?;
+    let prompt = session_prompt(cfg, &root, &memory).await?;
     diagnostics.extend(prompt.diagnostics.iter().cloned());
     let (llm, model) = resolve_model(&cfg.model)?;
     let host = match &cfg.skills.host {
@@ -80,12 +111,7 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             ..HostEnv::default()
         }),
     };
-    let skills_options = SkillsOptions {
-        dirs: cfg.skills.dirs.clone(),
-        conventional: cfg.skills.conventional,
-        workspace: root.clone(),
-        trust: cfg.skills.trust,
-    };
+    let skills_options = cfg.skills_options(&root);
     if let Some(quarantine) = &cfg.skills.draft_dir {
         let dirs: Vec<PathBuf> = resolve_skill_dirs(&skills_options, &host)
             .dirs
@@ -94,8 +120,31 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
             .collect();
         check_quarantine_placement(quarantine, &root, &dirs, &host.cwd)?;
     }
+    Ok(Resolved {
+        diagnostics,
+        root,
+        memory,
+        prompt,
+        llm,
+        model,
+        host,
+        skills_options,
+    })
+}
 
-    // 2. Connect the server-global MCP manager.
+/// What step 2 of [`build`] connected: the manager (the one value that closes the
+/// servers) and its catalog-facing handle.
+struct GlobalServers {
+    manager: McpManager,
+    global: GlobalMcp,
+    mount: MountOptions,
+    /// `mcp_servers` of the report.
+    entries: Vec<McpServerEntry>,
+}
+
+/// Step 2 of [`build`]: static servers, then ToolHive workloads. An unreachable server
+/// is a WARN in `diagnostics` and a `failed` entry, never fatal.
+async fn connect_global(cfg: &AppConfig, diagnostics: &mut Diagnostics) -> GlobalServers {
     let discovery = match &cfg.mcp.toolhive {
         Some(options) => discover_toolhive(options).await,
         None => ToolhiveDiscovery::default(),
@@ -123,81 +172,32 @@ pub async fn build(cfg: AppConfig) -> Result<Built, BuildError> {
         trust_discovered: cfg.mcp.trust_discovered,
     };
     let global = GlobalMcp::new(manager.clone(), mount);
-    let mcp_servers = server_entries(&order, &global, &failures);
-
-    // Steps 3 to 6 have one exit: whatever fails there, what was opened is closed here,
-    // in reverse order (the store, then the MCP servers).
-    let started = Started {
-        cfg,
-        diagnostics,
-        root,
-        prompt,
-        llm,
-        model,
-        host,
-        skills_options,
-        mount,
+    let entries = server_entries(&order, &global, &failures);
+    GlobalServers {
+        manager,
         global,
-        mcp_servers,
-        memory,
-        manager: manager.clone(),
-    };
-    let mut store = None;
-    match compose(started, &mut store).await {
-        Ok(built) => Ok(built),
-        Err(error) => {
-            unwind(store.as_ref(), &manager).await;
-            Err(error)
-        }
+        mount,
+        entries,
     }
-}
-
-/// What steps 1 and 2 resolved and opened, for [`compose`].
-struct Started {
-    cfg: AppConfig,
-    diagnostics: Diagnostics,
-    root: PathBuf,
-    prompt: SystemPrompt,
-    llm: Arc<dyn LlmProvider>,
-    model: String,
-    host: HostEnv,
-    skills_options: SkillsOptions,
-    mount: MountOptions,
-    global: GlobalMcp,
-    mcp_servers: Vec<McpServerEntry>,
-    memory: MemoryStores,
-    manager: McpManager,
 }
 
 /// Steps 3 to 6 of [`build`]. The store it opens is left in `opened` first, so that
 /// `build` can close it when a later step fails.
-async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Built, BuildError> {
-    let Started {
-        cfg,
-        mut diagnostics,
-        root,
-        prompt,
-        llm,
-        model,
-        host,
-        skills_options,
-        mount,
-        global,
-        mcp_servers,
-        memory,
-        manager,
-    } = started;
+async fn compose(
+    cfg: &AppConfig,
+    mut resolved: Resolved,
+    servers: GlobalServers,
+    opened: &mut Option<AppStore>,
+) -> Result<Built, BuildError> {
+    let global = &servers.global;
 
     // 3. Resolve skills once.
     let load = load_skills(
-        &skills_options,
-        &host,
-        FsSourceConfig {
-            output_cap: cfg.output_cap,
-            ..FsSourceConfig::default()
-        },
+        &resolved.skills_options,
+        &resolved.host,
+        cfg.skill_source_config(),
     );
-    diagnostics.extend(load.diagnostics);
+    resolved.diagnostics.extend(load.diagnostics);
     let skills = load.source.filter(|source| !source.is_empty()).map(|source| {
         let metas = source.metas().to_vec();
         let source: Arc<dyn SkillSource> = source;
@@ -206,8 +206,15 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
     });
 
     // Named agents, read like skills (the same trust gate for the workspace's own).
-    let agents_load = load_agents(&cfg.delegation.agents_dirs, &root, cfg.skills.trust, &host);
-    diagnostics.extend(agents_load.diagnostics.iter().map(|d| d.to_diagnostic()));
+    let agents_load = load_agents(
+        &cfg.delegation.agents_dirs,
+        &resolved.root,
+        cfg.skills.trust,
+        &resolved.host,
+    );
+    resolved
+        .diagnostics
+        .extend(agents_load.diagnostics.iter().map(|d| d.to_diagnostic()));
     let agents: Vec<AgentDefinition> = agents_load.agents.into_iter().map(agent_definition).collect();
 
     // 4. Open the store.
@@ -239,7 +246,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         },
         skills,
         skill_draft,
-        memory: MemoryAssets::new(&cfg.memory, &memory),
+        memory: MemoryAssets::new(&cfg.memory, &resolved.memory),
         delegation: DelegationAssets {
             subagent: if cfg.delegation.subagents {
                 subagent_tools(&agents)
@@ -259,7 +266,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             agents: agents.len(),
         },
         store: store.clone(),
-        mount,
+        mount: servers.mount,
         disclosure: cfg.disclosure,
     });
     let assembled = assemble_catalog(
@@ -270,7 +277,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             child: None,
         },
     );
-    diagnostics.extend(assembled.diagnostics.iter().cloned());
+    resolved.diagnostics.extend(assembled.diagnostics.iter().cloned());
     if let Some(conflict) = assembled.conflicts.first() {
         return Err(BuildError::DuplicateTool {
             name: conflict.name.clone(),
@@ -282,20 +289,27 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
     // 6. The shared engine and the factory over the same assets.
     let (commands, command_notes) = command_chain(&ChainParts {
         commands_dir: cfg.commands_dir.as_deref(),
-        workspace: &root,
+        workspace: &resolved.root,
         trust: cfg.skills.trust,
-        host: &host,
+        host: &resolved.host,
         skills: assets.skills(),
-        global: &global,
+        global,
         mcp_prompts: cfg.mcp.prompts,
         cap: engine_core::OutputCap::new(cfg.output_cap),
     });
-    diagnostics.extend(command_notes);
-    let mut template = EngineTemplate::new(&cfg, &root, llm, model.clone(), &store, Arc::clone(&commands))
-        .map_err(|error| BuildError::Workspace {
-            path: cfg.workspace.clone(),
-            reason: error.to_string(),
-        })?;
+    resolved.diagnostics.extend(command_notes);
+    let mut template = EngineTemplate::new(
+        cfg,
+        &resolved.root,
+        resolved.llm,
+        resolved.model.clone(),
+        &store,
+        Arc::clone(&commands),
+    )
+    .map_err(|error| BuildError::Workspace {
+        path: cfg.workspace.clone(),
+        reason: error.to_string(),
+    })?;
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),
@@ -304,7 +318,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
             assembled.mcp_generation,
         )) as Arc<dyn CatalogUpdates>
     });
-    template.set_system_prompt(prompt.text);
+    template.set_system_prompt(resolved.prompt.text);
     template.set_global_servers(
         global
             .servers()
@@ -336,19 +350,19 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         &[],
         Some(shared_children),
     )?);
-    let factory = SessionEngineFactory::new(
+    let factory = SessionEngineFactory::new(FactoryParts {
         template,
         children,
-        Arc::clone(&shared_engine),
-        Arc::clone(&assembled.families),
-        root.clone(),
-        cfg.max_sessions,
-        cfg.mcp.limits,
-    );
+        shared: Arc::clone(&shared_engine),
+        shared_families: Arc::clone(&assembled.families),
+        workspace: resolved.root.clone(),
+        max_sessions: cfg.max_sessions,
+        mcp_limits: cfg.mcp.limits,
+    });
     let report = BuildReport {
         tools: all_tool_entries(&assembled.catalog, &assembled.families),
         skipped: assembled.skipped.clone(),
-        mcp_servers,
+        mcp_servers: servers.entries,
         skills: assets
             .skills()
             .map(|(_, metas)| {
@@ -362,7 +376,7 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
                     .collect()
             })
             .unwrap_or_default(),
-        diagnostics: diagnostics.into_entries(),
+        diagnostics: resolved.diagnostics.into_entries(),
         tool_search: engine_core::tool_search_spec_for(
             &assembled.catalog,
             PermissionMode::Default,
@@ -375,8 +389,8 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         )),
     };
     Ok(Built {
-        workspace: root,
-        model,
+        workspace: resolved.root,
+        model: resolved.model,
         shared_catalog: Arc::clone(&assembled.catalog),
         shared_families: Arc::clone(&assembled.families),
         assets,
@@ -385,8 +399,8 @@ async fn compose(started: Started, opened: &mut Option<AppStore>) -> Result<Buil
         commands,
         report,
         store,
-        global,
-        global_manager: manager,
+        global: servers.global,
+        global_manager: servers.manager,
         closed: AtomicBool::new(false),
     })
 }

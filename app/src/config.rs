@@ -1,6 +1,6 @@
 //! [`AppConfig`]: what [`build`](crate::build) composes, as plain data (no CLI needed).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use adapter_pgstore::{PgStoreOptions, StoreUrl};
 
 use crate::memory::MemoryConfig;
 use crate::system_prompt::SystemPromptConfig;
-use adapter_skillfs::{HostEnv, ProjectTrust};
+use adapter_skillfs::{FsSourceConfig, HostEnv, ProjectTrust, SkillsOptions};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits, Tool};
 use engine_ports::{Diagnostic, PermissionMode};
 
@@ -145,6 +145,25 @@ impl AppConfig {
             context_window: None,
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),
+        }
+    }
+
+    /// The skill tiers and trust gate of this configuration for the workspace
+    /// `workspace` (the canonical root when building).
+    pub fn skills_options(&self, workspace: &Path) -> SkillsOptions {
+        SkillsOptions {
+            dirs: self.skills.dirs.clone(),
+            conventional: self.skills.conventional,
+            workspace: workspace.to_path_buf(),
+            trust: self.skills.trust,
+        }
+    }
+
+    /// How skill files are read: bounded by the output cap.
+    pub fn skill_source_config(&self) -> FsSourceConfig {
+        FsSourceConfig {
+            output_cap: self.output_cap,
+            ..FsSourceConfig::default()
         }
     }
 }

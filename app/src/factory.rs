@@ -56,15 +56,27 @@ pub struct SessionEngineFactory {
     inner: Arc<FactoryInner>,
 }
 
+/// What [`SessionEngineFactory::new`] builds a factory from.
+pub(crate) struct FactoryParts {
+    /// Builds the private engines.
+    pub(crate) template: EngineTemplate,
+    /// The child engines of the shared engine; private engines get them with their
+    /// client servers. Their assets are the ones every catalog is assembled from.
+    pub(crate) children: AppChildren,
+    /// The engine of sessions without client servers.
+    pub(crate) shared: Arc<Engine>,
+    /// The tool families of the shared catalog.
+    pub(crate) shared_families: Arc<FamilyMap>,
+    /// The canonical workspace, for client servers' context.
+    pub(crate) workspace: PathBuf,
+    /// At most this many private engines are live at once.
+    pub(crate) max_sessions: usize,
+    /// The request limits of client MCP servers.
+    pub(crate) mcp_limits: RequestLimits,
+}
+
 struct FactoryInner {
-    assets: Arc<CatalogAssets>,
-    template: EngineTemplate,
-    children: AppChildren,
-    shared: Arc<Engine>,
-    shared_families: Arc<FamilyMap>,
-    workspace: PathBuf,
-    max_sessions: usize,
-    mcp_limits: RequestLimits,
+    parts: FactoryParts,
     live: Mutex<Live>,
     closed: AtomicBool,
 }
@@ -82,6 +94,10 @@ struct LiveEngine {
 }
 
 impl FactoryInner {
+    fn assets(&self) -> &Arc<CatalogAssets> {
+        self.parts.children.assets()
+    }
+
     fn live(&self) -> MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -107,26 +123,11 @@ impl Drop for Reservation<'_> {
 }
 
 impl SessionEngineFactory {
-    /// The factory over the assets `children` assemble from.
-    pub(crate) fn new(
-        template: EngineTemplate,
-        children: AppChildren,
-        shared: Arc<Engine>,
-        shared_families: Arc<FamilyMap>,
-        workspace: PathBuf,
-        max_sessions: usize,
-        mcp_limits: RequestLimits,
-    ) -> Self {
+    /// The factory over the assets `parts.children` assemble from.
+    pub(crate) fn new(parts: FactoryParts) -> Self {
         Self {
             inner: Arc::new(FactoryInner {
-                assets: Arc::clone(children.assets()),
-                template,
-                children,
-                shared,
-                shared_families,
-                workspace,
-                max_sessions,
-                mcp_limits,
+                parts,
                 live: Mutex::new(Live::default()),
                 closed: AtomicBool::new(false),
             }),
@@ -147,10 +148,10 @@ impl SessionEngineFactory {
             return Err(FactoryError::Closed);
         }
         Ok(SessionEngine {
-            engine: Arc::clone(&self.inner.shared),
-            families: Arc::clone(&self.inner.shared_families),
+            engine: Arc::clone(&self.inner.parts.shared),
+            families: Arc::clone(&self.inner.parts.shared_families),
             client_tool_names: Vec::new(),
-            disclosure: self.inner.assets.disclosure(),
+            disclosure: self.inner.assets().disclosure(),
             private: None,
         })
     }
@@ -172,9 +173,9 @@ impl SessionEngineFactory {
         }
         {
             let mut live = inner.live();
-            if live.engines.len() + live.reserved >= inner.max_sessions {
+            if live.engines.len() + live.reserved >= inner.parts.max_sessions {
                 return Err(FactoryError::TooManySessions {
-                    limit: inner.max_sessions,
+                    limit: inner.parts.max_sessions,
                 });
             }
             live.reserved += 1;
@@ -186,20 +187,20 @@ impl SessionEngineFactory {
 
         let context = ClientServerContext {
             stdio_allowed: req.allow_stdio,
-            workspace: inner.workspace.clone(),
+            workspace: inner.parts.workspace.clone(),
         };
         // Validation first (pure), so a bad request and an unreachable server differ.
         validate_client_servers(&req.client_servers, &context)
             .map_err(FactoryError::ClientServersRejected)?;
         let options = ConnectOptions {
-            limits: self.inner.mcp_limits,
+            limits: self.inner.parts.mcp_limits,
             ..ConnectOptions::default()
         };
         let client = connect_client_servers(&req.client_servers, &context, options)
             .await
             .map_err(FactoryError::ClientServersUnreachable)?;
         let assembled = assemble_catalog(
-            &inner.assets,
+            inner.assets(),
             CatalogInputs {
                 client_mcp: client.as_ref(),
                 narrate: false,
@@ -222,9 +223,9 @@ impl SessionEngineFactory {
                 "mounted {tools} tool(s) of {servers} client-provided MCP server(s)"
             );
         }
-        let updates = LiveCatalog::needed(&inner.assets, client.as_ref()).then(|| {
+        let updates = LiveCatalog::needed(inner.assets(), client.as_ref()).then(|| {
             Arc::new(LiveCatalog::new(
-                Arc::clone(&inner.assets),
+                Arc::clone(inner.assets()),
                 client.clone(),
                 Arc::clone(&assembled.catalog),
                 assembled.mcp_generation,
@@ -243,11 +244,11 @@ impl SessionEngineFactory {
                     .collect()
             })
             .unwrap_or_default();
-        let engine = match inner.template.engine(
+        let engine = match inner.parts.template.engine(
             Arc::clone(&assembled.catalog),
             updates,
             &origins,
-            Some(Arc::new(inner.children.with_client(client.clone()))),
+            Some(Arc::new(inner.parts.children.with_client(client.clone()))),
         ) {
             Ok(engine) => Arc::new(engine),
             Err(error) => return abandon(&teardown, error.into()).await,
@@ -279,7 +280,7 @@ impl SessionEngineFactory {
             engine,
             families: assembled.families,
             client_tool_names: assembled.client_tool_names,
-            disclosure: inner.assets.disclosure(),
+            disclosure: inner.assets().disclosure(),
             private: Some(Private {
                 id,
                 factory: Arc::clone(inner),
@@ -295,7 +296,7 @@ impl SessionEngineFactory {
 
     /// The cap on live private engines.
     pub fn max_sessions(&self) -> usize {
-        self.inner.max_sessions
+        self.inner.parts.max_sessions
     }
 
     /// Refuses new sessions, then closes every live private engine (cancels its runs,
@@ -331,7 +332,7 @@ impl std::fmt::Debug for SessionEngineFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionEngineFactory")
             .field("live_sessions", &self.live_sessions())
-            .field("max_sessions", &self.inner.max_sessions)
+            .field("max_sessions", &self.inner.parts.max_sessions)
             .finish()
     }
 }

@@ -618,12 +618,7 @@ mod tests {
     fn modes_list_all_three() {
         let state = serde_json::to_value(mode_state(PermissionMode::Default)).unwrap();
         assert_eq!(state["currentModeId"], "default");
-        let ids: Vec<&str> = state["availableModes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["id"].as_str().unwrap())
-            .collect();
+        let ids = crate::acp::field_of_each(&state["availableModes"], "id");
         assert_eq!(ids, ["default", "plan", "acceptEdits"]);
     }
 }

@@ -190,25 +190,19 @@ mod tests {
     #[tokio::test]
     async fn pages_filter_by_cwd_and_follow_the_cursor() {
         let store = Arc::new(InMemoryStore::new());
-        let workspace = Path::new("/ws");
         for i in 0..(LIST_PAGE + 3) {
             stored(&store, &format!("s{i:03}"), None, &format!("task {i}\nmore")).await;
         }
         stored(&store, "sub", Some(Path::new("/ws/sub")), "in a subdirectory").await;
         stored(&store, "elsewhere", Some(Path::new("/other")), "another project").await;
+        let list = async |request: ListSessionsRequest| {
+            list_sessions(store.as_ref(), Path::new("/ws"), &request).await
+        };
 
-        let first = list_sessions(store.as_ref(), workspace, &ListSessionsRequest::new())
-            .await
-            .unwrap();
+        let first = list(ListSessionsRequest::new()).await.unwrap();
         assert_eq!(first.sessions.len(), LIST_PAGE);
         let cursor = first.next_cursor.clone().expect("a second page");
-        let second = list_sessions(
-            store.as_ref(),
-            workspace,
-            &ListSessionsRequest::new().cursor(cursor),
-        )
-        .await
-        .unwrap();
+        let second = list(ListSessionsRequest::new().cursor(cursor)).await.unwrap();
         assert!(second.next_cursor.is_none());
         let mut ids: Vec<String> = first
             .sessions
@@ -225,13 +219,9 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), LIST_PAGE + 4);
 
-        let sub = list_sessions(
-            store.as_ref(),
-            workspace,
-            &ListSessionsRequest::new().cwd(PathBuf::from("/ws/sub")),
-        )
-        .await
-        .unwrap();
+        let sub = list(ListSessionsRequest::new().cwd(PathBuf::from("/ws/sub")))
+            .await
+            .unwrap();
         let info = serde_json::to_value(&sub.sessions).unwrap();
         assert_eq!(info[0]["sessionId"], "sub");
         assert_eq!(info[0]["cwd"], "/ws/sub");
@@ -239,24 +229,16 @@ mod tests {
         assert!(info[0]["updatedAt"].as_str().unwrap().ends_with('Z'));
         assert_eq!(sub.sessions.len(), 1);
 
-        let root = list_sessions(
-            store.as_ref(),
-            workspace,
-            &ListSessionsRequest::new().cwd(PathBuf::from("/ws")),
-        )
-        .await
-        .unwrap();
+        let root = list(ListSessionsRequest::new().cwd(PathBuf::from("/ws")))
+            .await
+            .unwrap();
         let titled = root.sessions.iter().find(|s| *s.session_id.0 == *"s007").unwrap();
         assert_eq!(titled.title.as_deref(), Some("task 7"));
         assert_eq!(titled.cwd, Path::new("/ws"));
 
-        let relative = list_sessions(
-            store.as_ref(),
-            workspace,
-            &ListSessionsRequest::new().cwd(PathBuf::from("ws")),
-        )
-        .await
-        .unwrap_err();
+        let relative = list(ListSessionsRequest::new().cwd(PathBuf::from("ws")))
+            .await
+            .unwrap_err();
         assert_eq!(relative.code, ErrorCode::INVALID_PARAMS);
     }
 

@@ -29,11 +29,12 @@ mod updates;
 
 use std::sync::Arc;
 
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, PromptRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, ConnectTo};
+use agent_client_protocol::{Agent, Client, ConnectTo};
 
 use crate::built::Built;
 
@@ -110,11 +111,8 @@ impl AcpServer {
             .on_receive_request(
                 async move |request: NewSessionRequest, responder, cx| {
                     // Connecting client servers can take seconds: off the dispatch loop.
-                    let sessions = Arc::clone(&on_new);
-                    let connection = cx.clone();
-                    cx.spawn(async move {
+                    off_the_loop(&cx, &on_new, move |sessions, connection| async move {
                         handlers::new_session(&sessions, request, responder, &connection).await;
-                        Ok(())
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -122,21 +120,16 @@ impl AcpServer {
             .on_receive_request(
                 async move |request: LoadSessionRequest, responder, cx| {
                     // Connecting client servers and reading the store: off the loop.
-                    let sessions = Arc::clone(&on_load);
-                    let connection = cx.clone();
-                    cx.spawn(async move {
+                    off_the_loop(&cx, &on_load, move |sessions, connection| async move {
                         handlers::load_session(&sessions, request, responder, &connection).await;
-                        Ok(())
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
                 async move |request: ListSessionsRequest, responder, cx| {
-                    let sessions = Arc::clone(&on_list);
-                    cx.spawn(async move {
+                    off_the_loop(&cx, &on_list, move |sessions, _| async move {
                         handlers::list(&sessions, request, responder).await;
-                        Ok(())
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -144,10 +137,8 @@ impl AcpServer {
             .on_receive_request(
                 async move |request: CloseSessionRequest, responder, cx| {
                     // Waiting for a cancelled prompt and closing client servers: off the loop.
-                    let sessions = Arc::clone(&on_close);
-                    cx.spawn(async move {
+                    off_the_loop(&cx, &on_close, move |sessions, _| async move {
                         handlers::close(&sessions, request, responder).await;
-                        Ok(())
                     })
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -178,10 +169,39 @@ impl AcpServer {
     }
 }
 
+/// Runs a request's handler as a task of the connection, off its dispatch loop (for
+/// handlers that wait on the store, on client MCP servers or on a prompt), giving it
+/// the sessions and the connection it answers on.
+#[track_caller]
+fn off_the_loop<F>(
+    cx: &ConnectionTo<Client>,
+    sessions: &Arc<Sessions>,
+    handler: impl FnOnce(Arc<Sessions>, ConnectionTo<Client>) -> F,
+) -> Result<(), agent_client_protocol::Error>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let task = handler(Arc::clone(sessions), cx.clone());
+    cx.spawn(async move {
+        task.await;
+        Ok(())
+    })
+}
+
 impl std::fmt::Debug for AcpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcpServer")
             .field("sessions", &self.sessions.len())
             .finish()
     }
+}
+
+/// The string `key` of every element of the JSON array `array`, for tests of the wire forms.
+#[cfg(test)]
+fn field_of_each<'a>(array: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    let elements = array.as_array().expect("a JSON array");
+    elements
+        .iter()
+        .map(|element| element[key].as_str().expect("a string"))
+        .collect()
 }

@@ -80,12 +80,7 @@ mod tests {
             wire["toolCall"]["rawInput"],
             json!({"path": "a.txt", "content": "x"})
         );
-        let kinds: Vec<&str> = wire["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["kind"].as_str().unwrap())
-            .collect();
+        let kinds = crate::acp::field_of_each(&wire["options"], "kind");
         assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
     }
 

@@ -3,7 +3,7 @@
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::process::ExitCode;
 
-use adapter_skillfs::{FsSourceConfig, HostEnv, PromoteRequest, SkillsOptions, load_skills, promote};
+use adapter_skillfs::{HostEnv, PromoteRequest, load_skills, promote};
 use serde_json::json;
 
 use crate::cli::{PromoteArgs, SkillsListArgs};
@@ -25,19 +25,10 @@ pub(crate) fn list(args: &SkillsListArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = SkillsOptions {
-        dirs: cfg.skills.dirs.clone(),
-        conventional: cfg.skills.conventional,
-        workspace: cfg.workspace.clone(),
-        trust: cfg.skills.trust,
-    };
     let load = load_skills(
-        &options,
+        &cfg.skills_options(&cfg.workspace),
         &host,
-        FsSourceConfig {
-            output_cap: cfg.output_cap,
-            ..FsSourceConfig::default()
-        },
+        cfg.skill_source_config(),
     );
     let metas = load
         .source
