@@ -46,13 +46,11 @@ impl From<io::Error> for TargetError {
     }
 }
 
-/// Opens an existing regular file for reading with `O_NOFOLLOW` (and `O_NONBLOCK`, so
-/// a FIFO swapped in cannot block the open). `Ok(None)` when it does not exist.
+/// Opens an existing regular file for reading with `fs-guard`'s flags (`O_NOFOLLOW`,
+/// and `O_NONBLOCK`, so a FIFO swapped in cannot block the open). `Ok(None)` when it
+/// does not exist.
 pub(crate) fn open_existing(path: &Path) -> Result<Option<(File, Permissions)>, TargetError> {
-    let opened = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path);
+    let opened = fs_guard::guard_flags(OpenOptions::new().read(true)).open(path);
     let file = match opened {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -412,22 +412,14 @@ fn copy_tree(
 /// with `mode`: a reference clone (`FICLONE`) when the filesystem offers it, else a
 /// byte copy (always without `try_clone`). Whether it was cloned.
 fn copy_file(from: &Path, to: &Path, mode: u32, try_clone: bool) -> io::Result<bool> {
-    let mut input = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(from)?;
+    let mut input = fs_guard::guard_flags(OpenOptions::new().read(true)).open(from)?;
     if !input.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "it is no longer a regular file",
         ));
     }
-    let mut output = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o600)
-        .open(to)?;
+    let mut output = fs_guard::guard_flags(OpenOptions::new().write(true).create_new(true)).open(to)?;
     let cloned = try_clone && reflink(&output, &input);
     if !cloned {
         io::copy(&mut input, &mut output)?;

@@ -406,21 +406,13 @@ impl<T: de::DeserializeOwned> VersionGated<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine_ports::EventKind;
-
-    fn event(seq: u64) -> Event {
-        Event {
-            seq,
-            time: None,
-            kind: EventKind::MessageDelta { text: "hi".into() },
-        }
-    }
+    use engine_ports::testkit::event_log::delta;
 
     #[test]
     fn event_lines_round_trip() {
-        let line = serde_json::to_vec(&EventLine::new(&event(3))).unwrap();
+        let line = serde_json::to_vec(&EventLine::new(&delta(3, "hi"))).unwrap();
         assert!(line.starts_with(br#"{"v":"mecated-events/1","ev":{"seq":3"#));
-        assert_eq!(decode_event_line(&line).unwrap(), event(3));
+        assert_eq!(decode_event_line(&line).unwrap(), delta(3, "hi"));
     }
 
     #[test]
@@ -431,7 +423,7 @@ mod tests {
             .unwrap_err();
         assert!(reason.contains("\"x/2\""), "{reason}");
         let early = br#"{"ev":{"seq":1,"type":"message.delta","text":"hi"},"v":"mecated-events/1"}"#;
-        assert_eq!(decode_event_line(early).unwrap(), Event { seq: 1, ..event(1) });
+        assert_eq!(decode_event_line(early).unwrap(), delta(1, "hi"));
     }
 
     #[test]

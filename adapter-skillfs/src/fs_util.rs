@@ -1,49 +1,30 @@
-//! Small filesystem helpers: private (0700/0600) creation, directory fsync, tree copy.
+//! Small filesystem helpers: private (0700/0600) creation and directory fsync (the
+//! modes are `fs-guard`'s), tree copy.
 
 use std::io;
 use std::path::Path;
 
 /// Creates `dir` and its missing parents, new ones with mode 0700.
 pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
-    builder(true).create(dir)
+    fs_guard::private_dir_builder(true).create(dir)
 }
 
 /// Creates `dir` (its parent must exist) with mode 0700; an existing directory is fine.
 pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
-    match builder(false).create(dir) {
+    match fs_guard::private_dir_builder(false).create(dir) {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
         other => other,
     }
 }
 
-fn builder(recursive: bool) -> std::fs::DirBuilder {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(recursive);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        builder.mode(0o700);
-    }
-    builder
-}
-
 /// Sets mode 0600 on an open file.
 pub(crate) fn make_private_file(file: &std::fs::File) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    #[cfg(not(unix))]
-    let _ = file;
-    Ok(())
+    fs_guard::make_private(file, &file.metadata()?)
 }
 
 /// Flushes a directory entry change (a rename) to disk; best effort.
 pub(crate) fn sync_dir(dir: &Path) {
-    if let Ok(handle) = std::fs::File::open(dir) {
-        let _ = handle.sync_all();
-    }
+    let _ = fs_guard::sync_dir(dir);
 }
 
 /// Copies the regular files and directories under `from` into the existing `to`

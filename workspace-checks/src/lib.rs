@@ -71,9 +71,11 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         "engine-ports" => Some(BTreeSet::new()),
         "engine-core" => Some(set(&["engine-ports"])),
         "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs" => {
-            Some(set(&["engine-ports"]))
+            Some(set(&["engine-ports", "fs-guard"]))
         }
-        name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core"])),
+        name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core", "fs-guard"])),
+        // The file-safety rule the adapters that keep files share: a leaf.
+        "fs-guard" => Some(BTreeSet::new()),
         "app" => Some(
             members
                 .iter()

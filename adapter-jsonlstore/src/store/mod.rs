@@ -398,22 +398,12 @@ fn remove_stale_temp_files(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use engine_ports::{Event, EventLog as _};
+    use engine_ports::EventLog as _;
+    use engine_ports::testkit::event_log::delta;
 
     use super::sessions::place;
     use super::*;
     use crate::sidecar::seam;
-    use engine_ports::EventKind;
-
-    fn event(seq: u64) -> Event {
-        Event {
-            seq,
-            time: None,
-            kind: EventKind::MessageDelta {
-                text: format!("event {seq}"),
-            },
-        }
-    }
 
     /// A write that fails after half the buffer leaves the events file
     /// at its old length and returns an error naming the id.
@@ -422,16 +412,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = JsonlStore::open(dir.path(), StoreOptions::default()).unwrap();
         let id = SessionId::from("sess-short");
-        store.append(&id, &event(1)).await.unwrap();
+        store.append(&id, &delta(1, "x")).await.unwrap();
         let path = store.paths(&id).events;
         let before = std::fs::metadata(&path).unwrap().len();
         for fault in [seam::Fault::FailAfterHalf, seam::Fault::SilentlyShort] {
             seam::inject(&path, fault);
-            let error = store.append(&id, &event(2)).await.unwrap_err();
+            let error = store.append(&id, &delta(2, "x")).await.unwrap_err();
             assert!(error.to_string().contains("\"sess-short\""), "{error}");
             assert_eq!(std::fs::metadata(&path).unwrap().len(), before, "{fault:?}");
         }
-        store.append(&id, &event(3)).await.unwrap();
+        store.append(&id, &delta(3, "x")).await.unwrap();
         let seqs: Vec<u64> = store.read(&id).await.unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 3]);
     }

@@ -8,11 +8,10 @@ use std::collections::VecDeque;
 use engine_ports::{Chunk, LlmError};
 use reqwest::Response;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::decoder::{Decoder, Failure, Step};
-use super::errors::{Who, chain, provider_message};
-use super::http_core::HttpCore;
+use super::errors::{chain, provider_message};
+use super::http_core::{HttpCore, Request};
 use super::retry::AttemptError;
 use crate::sse::SseParser;
 
@@ -25,11 +24,8 @@ const MAX_HEAD_BYTES: usize = 4096;
 /// Reads the body of one exchange and turns it into chunks.
 pub(super) struct Driver<D> {
     core: std::sync::Arc<HttpCore>,
-    who: Who,
-    body: Vec<u8>,
+    request: Request,
     decoder: D,
-    cancel: CancellationToken,
-    attempts: u32,
     response: Option<Response>,
     started: Instant,
     got_byte: bool,
@@ -53,26 +49,19 @@ enum ReadError {
 }
 
 impl<D: Decoder> Driver<D> {
-    /// A driver for `response`, the answer to attempt number `attempts`, which
+    /// A driver for `response`, the answer to `request`'s latest attempt, which
     /// started at `started`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         core: std::sync::Arc<HttpCore>,
-        who: Who,
-        body: Vec<u8>,
+        request: Request,
         decoder: D,
-        cancel: CancellationToken,
-        attempts: u32,
         response: Response,
         started: Instant,
     ) -> Self {
         Self {
             core,
-            who,
-            body,
+            request,
             decoder,
-            cancel,
-            attempts,
             response: Some(response),
             started,
             got_byte: false,
@@ -89,7 +78,7 @@ impl<D: Decoder> Driver<D> {
     /// The next chunk or error; `None` after `Done` or an error.
     pub(super) async fn next_item(&mut self) -> Option<Result<Chunk, LlmError>> {
         loop {
-            if self.cancel.is_cancelled() && !self.finished {
+            if self.request.cancel.is_cancelled() && !self.finished {
                 // Nothing decoded before the cancel is delivered after it.
                 self.pending.clear();
                 self.pending.push_back(Err(LlmError::Cancelled));
@@ -139,7 +128,7 @@ impl<D: Decoder> Driver<D> {
             self.core.timeouts.first_byte
         };
         let read = tokio::select! {
-            () = self.cancel.cancelled() => return Err(ReadError::Cancelled),
+            () = self.request.cancel.cancelled() => return Err(ReadError::Cancelled),
             read = tokio::time::timeout_at(deadline, response.chunk()) => read,
         };
         match read {
@@ -148,12 +137,12 @@ impl<D: Decoder> Driver<D> {
                 Ok(Some(bytes.to_vec()))
             }
             Ok(Ok(None)) => Ok(None),
-            Ok(Err(error)) => Err(ReadError::Retryable(self.who.transport(format!(
+            Ok(Err(error)) => Err(ReadError::Retryable(self.request.who.transport(format!(
                 "the response body from {} broke: {}",
                 self.core.shown_url,
                 chain(&error.without_url())
             )))),
-            Err(_) => Err(ReadError::Retryable(self.who.transport(format!(
+            Err(_) => Err(ReadError::Retryable(self.request.who.transport(format!(
                 "the response from {} stalled: nothing arrived within the {what} limit of {limit:?}",
                 self.core.shown_url
             )))),
@@ -164,9 +153,10 @@ impl<D: Decoder> Driver<D> {
     fn feed(&mut self, bytes: &[u8]) -> Option<AttemptError> {
         if !self.core.streaming {
             if self.whole.len() + bytes.len() > MAX_WHOLE_BODY_BYTES {
-                self.pending.push_back(Err(self
-                    .who
-                    .protocol(format!("the answer is larger than {MAX_WHOLE_BODY_BYTES} bytes"))));
+                self.pending
+                    .push_back(Err(self.request.who.protocol(format!(
+                        "the answer is larger than {MAX_WHOLE_BODY_BYTES} bytes"
+                    ))));
                 return None;
             }
             self.whole.extend_from_slice(bytes);
@@ -233,7 +223,7 @@ impl<D: Decoder> Driver<D> {
     /// it is handed back for a retry instead.
     fn fail_with(&mut self, out: Vec<Chunk>, failure: Failure) -> Option<AttemptError> {
         let retryable = matches!(failure, Failure::Provider { retryable: true, .. });
-        let error = self.who.failure(failure);
+        let error = self.request.who.failure(failure);
         if retryable && out.is_empty() && self.pending.is_empty() && !self.emitted {
             return Some(AttemptError::retryable(error));
         }
@@ -250,25 +240,11 @@ impl<D: Decoder> Driver<D> {
             self.pending.push_back(Err(failed.error));
             return;
         }
-        let delay = match self.core.retry_delay(&self.who, self.attempts, &failed) {
-            Ok(delay) => delay,
-            Err(error) => {
-                self.pending.push_back(Err(error));
-                return;
-            }
-        };
-        tokio::select! {
-            () = self.cancel.cancelled() => {
-                self.pending.push_back(Err(LlmError::Cancelled));
-                return;
-            }
-            () = tokio::time::sleep(delay) => {}
+        if let Err(error) = self.core.wait_before_retry(&self.request, &failed).await {
+            self.pending.push_back(Err(error));
+            return;
         }
-        match self
-            .core
-            .connect(&self.who, &self.body, &mut self.attempts, &self.cancel)
-            .await
-        {
+        match self.core.connect(&mut self.request).await {
             Ok((response, started)) => {
                 self.response = Some(response);
                 self.started = started;

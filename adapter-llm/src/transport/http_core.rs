@@ -15,6 +15,15 @@ use super::errors::{Who, chain};
 use super::retry::AttemptError;
 use crate::config::{ApiKey, HttpProviderConfig, ProviderKind, RetryPolicy, Timeouts};
 
+/// One exchange's request as every attempt sees it: who it is for, the body sent each
+/// time, the attempts made so far and the caller's cancel.
+pub(super) struct Request {
+    pub(super) who: Who,
+    pub(super) body: Vec<u8>,
+    pub(super) attempts: u32,
+    pub(super) cancel: CancellationToken,
+}
+
 /// The settings and client of one HTTP provider.
 #[derive(Debug)]
 pub(crate) struct HttpCore {
@@ -114,18 +123,14 @@ impl HttpCore {
         cancel: CancellationToken,
     ) -> Result<ChunkStream, LlmError> {
         tracing::debug!(provider = who.kind.as_str(), model = %who.model, url = %self.shown_url, "model request");
-        let mut attempts = 0u32;
-        let (response, started) = self.connect(&who, &body, &mut attempts, &cancel).await?;
-        let driver = Driver::new(
-            std::sync::Arc::clone(self),
+        let mut request = Request {
             who,
             body,
-            decoder,
+            attempts: 0,
             cancel,
-            attempts,
-            response,
-            started,
-        );
+        };
+        let (response, started) = self.connect(&mut request).await?;
+        let driver = Driver::new(std::sync::Arc::clone(self), request, decoder, response, started);
         Ok(futures::stream::unfold(driver, |mut driver| async move {
             driver.next_item().await.map(|item| (item, driver))
         })
@@ -133,15 +138,9 @@ impl HttpCore {
     }
 
     /// Attempts until a success status arrives, the policy gives up, or `cancel`.
-    pub(super) async fn connect(
-        &self,
-        who: &Who,
-        body: &[u8],
-        attempts: &mut u32,
-        cancel: &CancellationToken,
-    ) -> Result<(Response, Instant), LlmError> {
+    pub(super) async fn connect(&self, request: &mut Request) -> Result<(Response, Instant), LlmError> {
         loop {
-            *attempts += 1;
+            request.attempts += 1;
             let started = Instant::now();
             let send = self
                 .client
@@ -156,30 +155,26 @@ impl HttpCore {
                         "application/json"
                     },
                 )
-                .body(body.to_vec())
+                .body(request.body.clone())
                 .send();
             let outcome = tokio::select! {
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
+                () = request.cancel.cancelled() => return Err(LlmError::Cancelled),
                 outcome = tokio::time::timeout(self.timeouts.first_byte, send) => outcome,
             };
             let attempt_error = match outcome {
                 Ok(Ok(response)) if response.status().is_success() => return Ok((response, started)),
-                Ok(Ok(response)) => self.status_error(who, response, cancel).await?,
-                Ok(Err(error)) => AttemptError::retryable(who.transport(format!(
+                Ok(Ok(response)) => self.status_error(&request.who, response, &request.cancel).await?,
+                Ok(Err(error)) => AttemptError::retryable(request.who.transport(format!(
                     "POST {} failed: {}",
                     self.shown_url,
                     chain(&error.without_url())
                 ))),
-                Err(_) => AttemptError::retryable(who.transport(format!(
+                Err(_) => AttemptError::retryable(request.who.transport(format!(
                     "no response from {} within {:?}",
                     self.shown_url, self.timeouts.first_byte
                 ))),
             };
-            let delay = self.retry_delay(who, *attempts, &attempt_error)?;
-            tokio::select! {
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-                () = tokio::time::sleep(delay) => {}
-            }
+            self.wait_before_retry(request, &attempt_error).await?;
         }
     }
 }

@@ -8,7 +8,7 @@ use engine_ports::LlmError;
 use reqwest::header::HeaderMap;
 
 use super::errors::Who;
-use super::http_core::HttpCore;
+use super::http_core::{HttpCore, Request};
 
 /// One failed attempt.
 #[derive(Debug)]
@@ -30,12 +30,7 @@ impl AttemptError {
 
 impl HttpCore {
     /// The wait before the next attempt, or the error when there is none.
-    pub(super) fn retry_delay(
-        &self,
-        who: &Who,
-        attempts: u32,
-        failed: &AttemptError,
-    ) -> Result<Duration, LlmError> {
+    fn retry_delay(&self, who: &Who, attempts: u32, failed: &AttemptError) -> Result<Duration, LlmError> {
         if !failed.retryable || attempts >= self.retry.max_attempts {
             return Err(failed.error.clone());
         }
@@ -56,6 +51,21 @@ impl HttpCore {
             error = %failed.error, "model request failed; retrying"
         );
         Ok(delay)
+    }
+
+    /// Waits the delay before the next attempt of `request`: the error when there is
+    /// none (see [`HttpCore::retry_delay`]), [`LlmError::Cancelled`] when the caller
+    /// cancels first.
+    pub(super) async fn wait_before_retry(
+        &self,
+        request: &Request,
+        failed: &AttemptError,
+    ) -> Result<(), LlmError> {
+        let delay = self.retry_delay(&request.who, request.attempts, failed)?;
+        tokio::select! {
+            () = request.cancel.cancelled() => Err(LlmError::Cancelled),
+            () = tokio::time::sleep(delay) => Ok(()),
+        }
     }
 }
 
