@@ -3,13 +3,14 @@
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine_ports::{
-    Applied, Clock, LoadedDocument, MAX_MEMORY_DOCUMENT_BYTES, MemoryDocument, MemoryEntry, MemoryError,
-    MemoryHit, MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, SystemClock,
+    Applied, CachedDocument, Clock, LoadedDocument, MAX_MEMORY_DOCUMENT_BYTES, MemoryDocument, MemoryEntry,
+    MemoryError, MemoryHit, MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite,
+    SystemClock,
 };
 use serde::Deserialize;
 
@@ -85,7 +86,7 @@ struct Inner {
     lock: PathBuf,
     options: MemoryFsOptions,
     /// The last document read or written, with the identity of its file.
-    cache: Mutex<Option<Arc<Loaded>>>,
+    cache: CachedDocument<Option<FileId>>,
 }
 
 /// One parsed version of the file; `None`: no file yet (an empty scope).
@@ -123,7 +124,7 @@ impl MemoryFs {
                 lock: dir.join(LOCK_FILE),
                 dir,
                 options,
-                cache: Mutex::new(None),
+                cache: CachedDocument::default(),
             }),
         }
     }
@@ -170,26 +171,12 @@ impl Inner {
         }
     }
 
-    fn cached(&self) -> Option<Arc<Loaded>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    fn remember(&self, loaded: &Arc<Loaded>) {
-        *self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(loaded));
-    }
-
     /// The current document: the cached one while the file is the same one (its
     /// identity and the `seq` at the head of the file both match), else read and
     /// decoded (and cached). The head check covers a new file that reuses the old
     /// one's inode number within the same timestamp tick.
     fn load(&self) -> Result<Arc<Loaded>, MemoryError> {
-        let cached = self.cached();
+        let cached = self.cache.get();
         let Some((mut file, meta)) =
             fsio::open_read(&self.file).map_err(|e| self.io("open", &self.file, e))?
         else {
@@ -197,7 +184,7 @@ impl Inner {
                 return Ok(cached);
             }
             let loaded = Arc::new(Loaded::new(None, MemoryDocument::new()));
-            self.remember(&loaded);
+            self.cache.set(&loaded);
             return Ok(loaded);
         };
         let id = fsio::identity(&meta);
@@ -223,7 +210,7 @@ impl Inner {
             .map_err(|e| self.io("read", &self.file, e))?;
         let document = self.decode(&bytes)?;
         let loaded = Arc::new(Loaded::new(Some(id), document));
-        self.remember(&loaded);
+        self.cache.set(&loaded);
         Ok(loaded)
     }
 
@@ -273,7 +260,7 @@ impl Inner {
         let mut document = current.document.clone();
         let applied = change(&mut document)?;
         let id = self.replace(&applied.json)?;
-        self.remember(&Arc::new(Loaded::new(Some(id), document)));
+        self.cache.set(&Arc::new(Loaded::new(Some(id), document)));
         Ok(applied.outcome)
     }
 

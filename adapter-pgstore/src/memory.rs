@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine_ports::{
-    Applied, Clock, LoadedDocument, MemoryDocument, MemoryEntry, MemoryError, MemoryHit, MemoryIndexEntry,
-    MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, StoreError, SystemClock,
+    Applied, CachedDocument, Clock, LoadedDocument, MemoryDocument, MemoryEntry, MemoryError, MemoryHit,
+    MemoryIndexEntry, MemoryPrefix, MemoryRevision, MemoryStore, MemoryWrite, StoreError, SystemClock,
 };
 use uuid::Uuid;
 
@@ -46,7 +46,7 @@ struct Inner {
     scope: String,
     clock: Arc<dyn Clock>,
     /// The last document read or written, with the row version it came from.
-    cache: Mutex<Option<Arc<Loaded>>>,
+    cache: CachedDocument<Option<i64>>,
 }
 
 /// One version of the row, parsed; `None`: no row (an empty scope).
@@ -98,7 +98,7 @@ impl PgMemoryStore {
                 db,
                 scope: scope.to_owned(),
                 clock: Arc::new(SystemClock),
-                cache: Mutex::new(None),
+                cache: CachedDocument::default(),
             }),
         })
     }
@@ -119,7 +119,7 @@ impl PgMemoryStore {
                 db: Arc::clone(&self.inner.db),
                 scope: self.inner.scope.clone(),
                 clock,
-                cache: Mutex::new(None),
+                cache: CachedDocument::default(),
             }),
         }
     }
@@ -173,26 +173,12 @@ const WRITE_ROW: &str = "UPDATE mecated_memory SET document = $2::text::json, wr
       WHERE scope = $1 RETURNING version";
 
 impl Inner {
-    fn cached(&self) -> Option<Arc<Loaded>> {
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
+    /// Caches `loaded` unless a racing call already cached a newer version.
     fn remember(&self, loaded: &Arc<Loaded>) {
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Two calls racing: the newer version stays.
-        let newer = match (cache.as_ref().and_then(|c| c.version), loaded.version) {
-            (Some(held), Some(new)) => new >= held,
-            _ => true,
-        };
-        if newer {
-            *cache = Some(Arc::clone(loaded));
-        }
+        self.cache.set_unless(
+            loaded,
+            |held| matches!((held.version, loaded.version), (Some(held), Some(new)) if new < held),
+        );
     }
 
     fn backend(&self, op: &'static str, error: StoreError) -> MemoryError {
@@ -237,7 +223,7 @@ impl Inner {
     /// The current document: one round trip that carries the document only when the
     /// row's version is not the cached one.
     async fn load(&self) -> Result<Arc<Loaded>, MemoryError> {
-        let cached = self.cached();
+        let cached = self.cache.get();
         let known = cached.as_ref().and_then(|c| c.version);
         let row = retrying!(self.db, "memory read", None, |client, attempt| {
             let statement = client.prepare_cached(READ).await?;
@@ -273,7 +259,7 @@ impl Inner {
         // The outcome of the last attempt that sent its commit, in case its reply is lost.
         let sent: Mutex<Option<(T, Arc<Loaded>)>> = Mutex::new(None);
         let attempted = retrying!(self.db, "memory write", None, |client, attempt| {
-            let cached = self.cached();
+            let cached = self.cache.get();
             let known = cached.as_ref().and_then(|c| c.version);
             let transaction = client.transaction().await?;
             let create = transaction.prepare_cached(CREATE_ROW).await?;

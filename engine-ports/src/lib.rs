@@ -129,7 +129,7 @@ pub use memory::{
 #[cfg(feature = "memory-document")]
 pub use memory_document::{Applied, MemoryDocument};
 #[cfg(feature = "memory-document")]
-pub use memory_search::{LoadedDocument, MemorySearch};
+pub use memory_search::{CachedDocument, LoadedDocument, MemorySearch};
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};

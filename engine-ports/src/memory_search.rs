@@ -98,3 +98,75 @@ impl<V> LoadedDocument<V> {
         )
     }
 }
+
+/// The last [`LoadedDocument`] a store read or wrote, shared by its calls (a poisoned
+/// lock is used as it is: the slot holds a whole value or none).
+#[derive(Debug)]
+pub struct CachedDocument<V> {
+    slot: std::sync::Mutex<Option<std::sync::Arc<LoadedDocument<V>>>>,
+}
+
+impl<V> Default for CachedDocument<V> {
+    fn default() -> Self {
+        Self {
+            slot: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl<V> CachedDocument<V> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<std::sync::Arc<LoadedDocument<V>>>> {
+        self.slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cached document, if any.
+    pub fn get(&self) -> Option<std::sync::Arc<LoadedDocument<V>>> {
+        self.slot().clone()
+    }
+
+    /// Caches `loaded`.
+    pub fn set(&self, loaded: &std::sync::Arc<LoadedDocument<V>>) {
+        *self.slot() = Some(std::sync::Arc::clone(loaded));
+    }
+
+    /// Caches `loaded` unless `keep(held)` says the document already cached should
+    /// stay (two calls racing: the newer version stays).
+    pub fn set_unless(
+        &self,
+        loaded: &std::sync::Arc<LoadedDocument<V>>,
+        keep: impl FnOnce(&LoadedDocument<V>) -> bool,
+    ) {
+        let mut slot = self.slot();
+        if !slot.as_deref().is_some_and(keep) {
+            *slot = Some(std::sync::Arc::clone(loaded));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{CachedDocument, LoadedDocument};
+    use crate::MemoryDocument;
+
+    fn loaded(version: u64) -> Arc<LoadedDocument<u64>> {
+        Arc::new(LoadedDocument::new(version, MemoryDocument::new()))
+    }
+
+    #[test]
+    fn a_cached_document_stays_only_while_the_caller_says_it_is_newer() {
+        let cache = CachedDocument::default();
+        assert!(cache.get().is_none());
+        cache.set_unless(&loaded(2), |_| true);
+        assert_eq!(cache.get().map(|held| held.version), Some(2), "an empty slot is filled");
+        cache.set_unless(&loaded(1), |held| held.version > 1);
+        assert_eq!(cache.get().map(|held| held.version), Some(2), "the newer one stays");
+        cache.set_unless(&loaded(3), |held| held.version > 3);
+        assert_eq!(cache.get().map(|held| held.version), Some(3));
+        cache.set(&loaded(1));
+        assert_eq!(cache.get().map(|held| held.version), Some(1), "set always replaces");
+    }
+}
