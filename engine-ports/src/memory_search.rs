@@ -161,12 +161,24 @@ mod tests {
         let cache = CachedDocument::default();
         assert!(cache.get().is_none());
         cache.set_unless(&loaded(2), |_| true);
-        assert_eq!(cache.get().map(|held| held.version), Some(2), "an empty slot is filled");
+        assert_eq!(
+            cache.get().map(|held| held.version),
+            Some(2),
+            "an empty slot is filled"
+        );
         cache.set_unless(&loaded(1), |held| held.version > 1);
-        assert_eq!(cache.get().map(|held| held.version), Some(2), "the newer one stays");
+        assert_eq!(
+            cache.get().map(|held| held.version),
+            Some(2),
+            "the newer one stays"
+        );
         cache.set_unless(&loaded(3), |held| held.version > 3);
         assert_eq!(cache.get().map(|held| held.version), Some(3));
         cache.set(&loaded(1));
-        assert_eq!(cache.get().map(|held| held.version), Some(1), "set always replaces");
+        assert_eq!(
+            cache.get().map(|held| held.version),
+            Some(1),
+            "set always replaces"
+        );
     }
 }

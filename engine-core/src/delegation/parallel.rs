@@ -428,15 +428,9 @@ impl CallRun<'_> {
         };
         let spec = ChildSpec {
             access: ChildAccess::WorkspaceCopy,
-            tools: None,
-            extra_tools: Vec::new(),
             workspace: Some(root),
-            model: scope.children.settings().subagent_model.clone(),
-            system_prompt: None,
             limits: branch_limits(),
-            purpose: RequestPurpose::ParallelBranch,
-            policy: scope.child_policy(reporter.requester()),
-            interactive: scope.interactive,
+            ..scope.child_spec(RequestPurpose::ParallelBranch, reporter.requester())
         };
         let engine = scope
             .children

@@ -8,14 +8,17 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use engine_ports::{Conversation, LlmProvider, PermissionMode, PermissionPolicy, SessionId, SessionStore};
+use engine_ports::{
+    Conversation, LlmProvider, PermissionMode, PermissionPolicy, RequestPurpose, SessionId, SessionStore,
+};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::children::ChildEngines;
+use super::children::{ChildAccess, ChildEngines, ChildSpec};
 use crate::dispatch::AskRegistry;
 use crate::emitter::EventEmitter;
+use crate::engine::Limits;
 
 /// Most subagents running at once per parent run, foreground and background alike.
 pub const MAX_RUNNING_SUBAGENTS: usize = 8;
@@ -54,15 +57,29 @@ pub(crate) struct DelegationScope {
 }
 
 impl DelegationScope {
-    /// The policy that decides a child's calls: this run's policy, asked on behalf of
-    /// `requester` (asks relayed when the run is interactive).
-    pub(crate) fn child_policy(&self, requester: impl Into<String>) -> Arc<dyn PermissionPolicy> {
-        Arc::new(super::policy::ChildPolicy::new(
-            Arc::clone(&self.policy),
-            self.parent.clone(),
-            self.interactive,
-            requester,
-        ))
+    /// What every child of this run starts from, before its kind of delegation
+    /// changes what it needs: read-only access to the parent's tools on the parent's
+    /// workspace, the configured subagent model, no limits, and the parent's
+    /// permission policy deciding its calls on behalf of `requester` (its asks relayed
+    /// when this run is interactive).
+    pub(crate) fn child_spec(&self, purpose: RequestPurpose, requester: impl Into<String>) -> ChildSpec {
+        ChildSpec {
+            access: ChildAccess::ReadOnly,
+            tools: None,
+            extra_tools: Vec::new(),
+            workspace: None,
+            model: self.children.settings().subagent_model.clone(),
+            system_prompt: None,
+            limits: Limits::default(),
+            purpose,
+            policy: Arc::new(super::policy::ChildPolicy::new(
+                Arc::clone(&self.policy),
+                self.parent.clone(),
+                self.interactive,
+                requester,
+            )),
+            interactive: self.interactive,
+        }
     }
 }
 

@@ -339,7 +339,6 @@ impl Prepared {
             },
             tools: agent.and_then(|a| a.tools.clone()),
             extra_tools,
-            workspace: None,
             model: args
                 .model
                 .clone()
@@ -347,9 +346,7 @@ impl Prepared {
                 .or_else(|| settings.subagent_model.clone()),
             system_prompt: agent.map(|a| a.system_prompt.clone()),
             limits,
-            purpose: RequestPurpose::Subagent,
-            policy: scope.child_policy(reporter.requester()),
-            interactive: scope.interactive,
+            ..scope.child_spec(RequestPurpose::Subagent, reporter.requester())
         };
         let engine = scope
             .children

@@ -260,19 +260,14 @@ impl<'a> Team<'a> {
                 } else {
                     ChildAccess::ReadOnly
                 },
-                tools: None,
                 extra_tools: board.tools_for(&arg.name),
                 workspace: copy.as_ref().map(|copy| copy.root().to_path_buf()),
-                model: scope.children.settings().subagent_model.clone(),
-                system_prompt: None,
                 limits: Limits {
                     max_turns: CHILD_MAX_TURNS,
                     max_tool_calls: CHILD_MAX_TOOL_CALLS,
                     max_consecutive_failures: 0,
                 },
-                purpose: RequestPurpose::TeamMember,
-                policy: scope.child_policy(requester),
-                interactive: scope.interactive,
+                ..scope.child_spec(RequestPurpose::TeamMember, requester)
             };
             let engine = scope
                 .children
@@ -602,19 +597,14 @@ impl<'a> Team<'a> {
             } else {
                 ChildAccess::ReadOnly
             },
-            tools: None,
             extra_tools: self.board.tools_for(&lead.name),
             workspace: lead.copy.as_ref().map(|copy| copy.root().to_path_buf()),
-            model: scope.children.settings().subagent_model.clone(),
-            system_prompt: None,
             limits: Limits {
                 max_turns: 1,
                 max_tool_calls: CHILD_MAX_TOOL_CALLS,
                 max_consecutive_failures: 0,
             },
-            purpose: RequestPurpose::TeamMember,
-            policy: scope.child_policy(format!("team member {:?}", lead.name)),
-            interactive: scope.interactive,
+            ..scope.child_spec(RequestPurpose::TeamMember, format!("team member {:?}", lead.name))
         };
         scope.children.engine(&spec).ok()
     }

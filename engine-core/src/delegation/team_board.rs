@@ -296,6 +296,12 @@ impl Tool for Coordination {
     }
 }
 
+/// A message, task description or finding as the board keeps it: trimmed, at most
+/// [`ITEM_CHARS`] characters.
+fn item(text: &str) -> String {
+    clip_chars(text.trim(), ITEM_CHARS).into_owned()
+}
+
 /// A coordination call refused with `message` (the board is unchanged).
 fn fail(call: &ToolCall, message: String) -> ToolResult {
     refusal(call, call.name(), message)
@@ -333,7 +339,7 @@ impl Coordination {
                 ),
             );
         };
-        let body = clip_chars(args.body.trim(), ITEM_CHARS).into_owned();
+        let body = item(&args.body);
         let mut state = board.lock();
         if let Some(full) = recipients.iter().find(|r| {
             state
@@ -361,7 +367,7 @@ impl Coordination {
         let id = call.id().clone();
         let board = &self.board;
         let me = self.member.as_str();
-        let description = clip_chars(args.description.trim(), ITEM_CHARS).into_owned();
+        let description = item(&args.description);
         if description.is_empty() {
             return fail(call, "`description` is empty".to_owned());
         }
@@ -457,19 +463,16 @@ impl Coordination {
 
     /// `RecordFinding`: keeps a finding for the final report.
     async fn record(&self, call: &ToolCall, args: RecordArgs) -> ToolResult {
-        let id = call.id().clone();
-        let board = &self.board;
-        let me = self.member.as_str();
-        let finding = clip_chars(args.finding.trim(), ITEM_CHARS).into_owned();
+        let finding = item(&args.finding);
         if finding.is_empty() {
             return fail(call, "`finding` is empty".to_owned());
         }
-        let mut state = board.lock();
+        let mut state = self.board.lock();
         if state.findings.len() >= MAX_TEAM_FINDINGS {
             return fail(call, format!("the team already has {MAX_TEAM_FINDINGS} findings"));
         }
-        state.findings.push((me.to_owned(), finding));
-        ToolResult::text(id, "Recorded.")
+        state.findings.push((self.member.clone(), finding));
+        ToolResult::text(call.id().clone(), "Recorded.")
     }
 }
 
