@@ -140,18 +140,8 @@ fn recorder_overhead(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), SyncPolicy::default());
     let id = SessionId::from("bench/recorder");
-    let call = ToolCall::new("call-1", "Read", r#"{"path":"src/lib.rs"}"#);
-    let result = ToolResult::text("call-1", "r".repeat(800));
     // Built once, as the engine's dispatcher builds each call's record.
-    let record = ToolCallRecord::new(
-        &id,
-        &call,
-        &result,
-        Duration::ZERO,
-        Duration::ZERO,
-        std::time::SystemTime::now(),
-    )
-    .with_approval(engine_ports::Approval::POLICY_ALLOW);
+    let record = engine_ports::testkit::tool_call_recorder::read_call_record(&id);
     let line = serde_json::to_vec(&record).unwrap();
     let lease = rt.block_on(store.acquire_run(&id)).unwrap();
     // Percentiles of the time inside `record`, one call at a time.

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use adapter_pgstore::{PgStore, PgStoreOptions, StoreUrl};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use engine_ports::{
-    Event, EventKind, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore, ToolCall,
-    ToolCallRecord, ToolCallRecorder, ToolResult,
+    Event, EventKind, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore,
+    ToolCallRecorder,
 };
 use test_peers::PgCluster;
 use test_peers::bench::latencies;
@@ -150,18 +150,8 @@ fn recorder(c: &mut Criterion, runtime: &tokio::runtime::Runtime, store: &Arc<Pg
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
     let id = SessionId::from("bench-recorder");
-    let call = ToolCall::new("call-1", "Read", r#"{"path":"src/lib.rs"}"#);
-    let result = ToolResult::text("call-1", "r".repeat(800));
     // Built once, as the engine's dispatcher builds each call's record.
-    let record = ToolCallRecord::new(
-        &id,
-        &call,
-        &result,
-        Duration::ZERO,
-        Duration::ZERO,
-        std::time::SystemTime::now(),
-    )
-    .with_approval(engine_ports::Approval::POLICY_ALLOW);
+    let record = engine_ports::testkit::tool_call_recorder::read_call_record(&id);
     let bytes = serde_json::to_vec(&record).unwrap().len();
     let lease = runtime.block_on(store.acquire_run(&id)).unwrap();
     // Percentiles of the time inside `record`, one call at a time; the flush after

@@ -9,7 +9,7 @@ use engine_ports::testkit::tool_call_recorder::{RecorderUnderTest, run_failing};
 use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
 use engine_ports::{EventLog, SessionStore, ToolCallRecorder};
 
-use crate::support::{TestDb, fast};
+use crate::support::{TestDb, fast, lock_table};
 
 /// Fresh stores, one schema each, in one database.
 struct Fresh {
@@ -91,11 +91,7 @@ async fn a_failing_backing_write_is_a_recorder_error() {
         .await,
     );
     let mut client = db.client().await;
-    let locker = client.transaction().await.unwrap();
-    locker
-        .batch_execute("LOCK TABLE mecated_tool_calls IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let locker = lock_table(&mut client, "mecated_tool_calls").await;
     run_failing(Arc::clone(&store) as Arc<dyn ToolCallRecorder>).await;
     locker.rollback().await.unwrap();
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use adapter_pgstore::{PgStore, PgStoreOptions};
 use engine_ports::{EventLog, SessionStore, StoreError, ToolCallRecorder};
 
-use crate::support::{TestDb, delta, fast, record, sid};
+use crate::support::{TestDb, delta, fast, lock_table, record, sid};
 
 fn seqs(events: &[engine_ports::Event]) -> Vec<u64> {
     events.iter().map(|event| event.seq).collect()
@@ -189,11 +189,7 @@ async fn a_batch_that_cannot_be_written_is_reported_by_the_next_flush_within_the
     let id = sid("stalled");
     let lease = store.acquire_run(&id).await.unwrap();
     let mut client = db.client().await;
-    let locker = client.transaction().await.unwrap();
-    locker
-        .batch_execute("LOCK TABLE mecated_events IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let locker = lock_table(&mut client, "mecated_events").await;
     for seq in 1..=10 {
         store.append(&id, &delta(seq, "x")).await.unwrap();
     }

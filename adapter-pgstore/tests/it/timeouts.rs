@@ -8,7 +8,7 @@ use adapter_pgstore::{PgStore, PgStoreOptions, StoreUrl};
 use engine_ports::EventLog;
 
 use crate::support::proxy::Proxy;
-use crate::support::{TestDb, delta, fast, sid};
+use crate::support::{TestDb, delta, fast, lock_table, sid};
 
 fn one_second() -> PgStoreOptions {
     PgStoreOptions {
@@ -66,11 +66,7 @@ async fn a_statement_blocked_by_a_lock_fails_at_the_time_limit() {
     };
     let store = db.open_with(one_second()).await;
     let mut client = db.client().await;
-    let locker = client.transaction().await.unwrap();
-    locker
-        .batch_execute("LOCK TABLE mecated_events IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let locker = lock_table(&mut client, "mecated_events").await;
     let started = Instant::now();
     let error = store
         .append(&sid("blocked"), &delta(1, "x"))

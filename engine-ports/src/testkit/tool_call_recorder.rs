@@ -42,6 +42,23 @@ fn record_time() -> SystemTime {
     UNIX_EPOCH + Duration::from_micros(1_767_323_045_123_456)
 }
 
+/// The record of one allowed `Read` call with an 800-byte result (about 1 KiB as a
+/// line), built as the dispatcher builds each call's record: what the recorder
+/// benches of every store write, so they measure the same work.
+pub fn read_call_record(session: &SessionId) -> ToolCallRecord {
+    let call = ToolCall::new("call-1", "Read", r#"{"path":"src/lib.rs"}"#);
+    let result = ToolResult::text("call-1", "r".repeat(800));
+    ToolCallRecord::new(
+        session,
+        &call,
+        &result,
+        Duration::ZERO,
+        Duration::ZERO,
+        SystemTime::now(),
+    )
+    .with_approval(Approval::POLICY_ALLOW)
+}
+
 /// The record the engine would build for `call` of `session`.
 fn record_of(
     session: &SessionId,

@@ -72,6 +72,20 @@ impl TestDb {
     }
 }
 
+/// Takes `ACCESS EXCLUSIVE` on `table` in a transaction of `client`: every statement
+/// on the table waits until the returned transaction ends.
+pub(crate) async fn lock_table<'a>(
+    client: &'a mut tokio_postgres::Client,
+    table: &str,
+) -> tokio_postgres::Transaction<'a> {
+    let locker = client.transaction().await.unwrap();
+    locker
+        .batch_execute(&format!("LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"))
+        .await
+        .unwrap();
+    locker
+}
+
 /// A session id.
 pub(crate) fn sid(id: &str) -> SessionId {
     SessionId::from(id)
