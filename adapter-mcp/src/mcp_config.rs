@@ -84,6 +84,12 @@ struct Ctx<'a, E> {
     expanded: RefCell<Vec<String>>,
 }
 
+/// Whether `name` can name a variable in `${NAME}`: `[A-Za-z0-9_]+` (the rule of
+/// `--mcp-env` too).
+pub fn is_variable_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// A piece of a string value: literal text or a variable reference.
 enum Piece<'t> {
     Text(&'t str),
@@ -108,7 +114,7 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
             Some((name, default)) => (name, Some(default)),
             None => (inner, None),
         };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if !is_variable_name(name) {
             return Err(format!("${{{inner}}} does not name a variable ([A-Za-z0-9_]+)"));
         }
         out.push(Piece::Var { name, default });

@@ -52,7 +52,7 @@ pub struct HttpOptions {
     pub header_read_timeout: Duration,
     /// How many connections are served at once (default 256). A connection accepted
     /// over the cap is served for `GET /healthz` only, one request, while one of the
-    /// [`HEALTH_CONNECTIONS`](super::HEALTH_CONNECTIONS) is free; otherwise it is
+    /// [`HEALTH_CONNECTIONS`](crate::HEALTH_CONNECTIONS) is free; otherwise it is
     /// closed at once.
     pub max_connections: usize,
     /// How long a request body may take to arrive once its handler reads it (default

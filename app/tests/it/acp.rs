@@ -1060,7 +1060,7 @@ async fn store_foreign_session(setup: &Setup, id: &str, cwd: Option<PathBuf>) {
     let mut snapshot = SessionSnapshot::new(SessionId::from(id), PermissionMode::Default);
     snapshot.cwd = cwd;
     snapshot.conversation.push(Message::User {
-        text: format!("the task of {id}").into(),
+        text: format!("the task of {id}"),
     });
     store.create(&snapshot).await.unwrap();
     store.close().unwrap();
@@ -1090,7 +1090,11 @@ async fn sessions_of_another_workspace_or_without_a_directory_are_neither_listed
             .iter()
             .map(|s| s.session_id.0.to_string())
             .collect();
-        assert_eq!(ids, [own.clone()], "only the workspace's own session is listed");
+        assert_eq!(
+            ids,
+            std::slice::from_ref(&own),
+            "only the workspace's own session is listed"
+        );
     }
     let unknown = client
         .cx

@@ -7,8 +7,8 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
-    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, parse_mcp_config, parse_mcp_flags,
-    toolhive_base_url,
+    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, is_variable_name, parse_mcp_config,
+    parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
@@ -147,7 +147,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     };
     cfg.mcp.servers = parse_mcp_flags(&flags, env_var).map_err(|e| UsageError::new(e.to_string()))?;
     for name in &common.mcp_env {
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if !is_variable_name(name) {
             return Err(UsageError::value(
                 "--mcp-env",
                 name,
