@@ -21,6 +21,14 @@ pub(crate) enum TargetError {
     NotRegular,
     /// The target does not exist (only when reading).
     Missing,
+    /// The target is larger than the reader's limit (`size` is `None` when it grew
+    /// past the limit while being read).
+    TooLarge {
+        /// Its size when opened, in bytes.
+        size: Option<u64>,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// Any other I/O error.
     Io(io::Error),
 }
@@ -35,6 +43,14 @@ impl TargetError {
             Self::Directory => format!("cannot {verb} {given:?}: it is a directory"),
             Self::NotRegular => format!("cannot {verb} {given:?}: it is not a regular file"),
             Self::Missing => format!("cannot {verb} {given:?}: file not found"),
+            Self::TooLarge { size, limit } => {
+                let size = size.map_or_else(|| format!("more than {limit}"), |size| size.to_string());
+                format!(
+                    "cannot {verb} {given:?}: it is {size} bytes, over the limit of {limit} bytes \
+                     ({} MiB); nothing was read or written",
+                    limit / (1024 * 1024)
+                )
+            }
             Self::Io(error) => format!("cannot {verb} {given:?}: {error}"),
         }
     }
@@ -67,11 +83,24 @@ pub(crate) fn open_existing(path: &Path) -> Result<Option<(File, Permissions)>, 
     Ok(Some((file, meta.permissions())))
 }
 
-/// Reads an existing regular file through [`open_existing`], with its permissions.
-pub(crate) fn read_existing(path: &Path) -> Result<(Vec<u8>, Permissions), TargetError> {
-    let (mut file, permissions) = open_existing(path)?.ok_or(TargetError::Missing)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+/// Reads an existing regular file of at most `limit` bytes through
+/// [`open_existing`], with its permissions. The size is checked on the opened
+/// descriptor before anything is read, and no more than `limit` bytes are ever read
+/// (a file growing meanwhile is refused too).
+pub(crate) fn read_existing(path: &Path, limit: u64) -> Result<(Vec<u8>, Permissions), TargetError> {
+    let (file, permissions) = open_existing(path)?.ok_or(TargetError::Missing)?;
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Err(TargetError::TooLarge {
+            size: Some(size),
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(TargetError::TooLarge { size: None, limit });
+    }
     Ok((bytes, permissions))
 }
 

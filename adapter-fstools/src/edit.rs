@@ -9,14 +9,16 @@ use crate::confinement::Workspace;
 use crate::file_tool::FileTool;
 use crate::reply::Reply;
 
-/// The largest file an edit may produce (10 MiB) when it makes the file grow.
+/// The largest file an edit reads (10 MiB), and the largest it may produce when it
+/// makes the file grow.
 ///
-/// `replace_all` multiplies: a short `old_string` occurring often, replaced by a long
+/// The size is checked on the opened file before anything is read: a larger file
+/// (a 2 GB log, a sparse image) is refused as too large at once, and no more than
+/// this many bytes are ever read. `replace_all` multiplies: a short `old_string` occurring often, replaced by a long
 /// `new_string`, turns a few kilobytes of arguments into gigabytes of file and memory.
 /// The result's size is computed from the match count before anything is built, and
 /// an edit that would grow the file past this limit is refused with nothing written.
-/// An edit that does not make the file larger is always allowed, so existing files
-/// over the limit stay editable.
+/// An edit that does not make the file larger is allowed up to the limit.
 pub const MAX_EDIT_RESULT_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The `Edit` tool (mutating).
@@ -47,7 +49,8 @@ impl FileTool for Edit {
              included). Without `replace_all` it must occur exactly once: include enough \
              surrounding lines to make it unique; with `replace_all: true` every occurrence \
              is replaced. The file is replaced atomically, keeping its permission bits. \
-             An edit may not grow a file past 10 MiB. Returns the number of replacements.",
+             Files over 10 MiB cannot be edited, and an edit may not grow a file past \
+             10 MiB. Returns the number of replacements.",
         )
         .with_schema(serde_json::json!({
             "type": "object",
@@ -80,8 +83,8 @@ impl FileTool for Edit {
 fn edit(workspace: &Workspace, args: &Args) -> Reply {
     let given = args.path.as_str();
     let confined = workspace.confine_or_explain(given)?;
-    let (bytes, permissions) =
-        read_existing(&confined.resolved).map_err(|error| error.message(given, "edit"))?;
+    let (bytes, permissions) = read_existing(&confined.resolved, MAX_EDIT_RESULT_BYTES)
+        .map_err(|error| error.message(given, "edit"))?;
     let Ok(text) = String::from_utf8(bytes) else {
         return Err(format!("cannot edit {given:?}: it is not a UTF-8 text file"));
     };

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::config::{CLIENT_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig};
+use crate::config::{
+    CLIENT_CONNECT_TIMEOUT, Expanded, Redirects, ServerConfig, ServerSource, TransportConfig,
+};
 use crate::manager::{ConnectOptions, McpManager};
 use crate::server_name::ServerName;
 use crate::url_check::validate_url;
@@ -234,6 +236,7 @@ pub fn validate_client_servers(
                 transport,
                 connect_timeout: CLIENT_CONNECT_TIMEOUT,
                 source: ServerSource::Client,
+                expanded: Expanded::default(),
             });
         }
         problems.extend(reasons.into_iter().map(|reason| ClientServerProblem {

@@ -16,7 +16,7 @@ pub(crate) const OPERATOR_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) const CLIENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One MCP server to connect to.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ServerConfig {
     /// The server name: the `<server>` of `mcp__<server>__<tool>`.
     pub name: String,
@@ -26,6 +26,28 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     /// Where the entry came from (diagnostics, `mcp_servers[]` of `tools --json`).
     pub source: ServerSource,
+    /// What `${VAR}` expansion put into this config (entries of config files).
+    pub(crate) expanded: Expanded,
+}
+
+/// What `${VAR}` expansion put into a config: never shown in a diagnostic.
+#[derive(Clone, Default)]
+pub(crate) struct Expanded {
+    /// The URL or program as written, variables unexpanded: what diagnostics show
+    /// for the endpoint instead of the expanded text.
+    pub(crate) endpoint: Option<String>,
+    /// The values the variables expanded to: redacted wherever they appear.
+    pub(crate) values: Vec<String>,
+}
+
+impl fmt::Debug for Expanded {
+    // The values are secrets: only their number is shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expanded")
+            .field("endpoint", &self.endpoint)
+            .field("values", &self.values.len())
+            .finish()
+    }
 }
 
 /// How to reach a server.
@@ -55,6 +77,20 @@ pub enum TransportConfig {
         /// environment (client-provided stdio servers bring their own).
         env: Vec<(String, String)>,
     },
+}
+
+impl fmt::Debug for ServerConfig {
+    // Expanded values (an argument, a URL path) are redacted like header values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let transport = crate::redact::redact_text(&format!("{:?}", self.transport), &self.expanded.values);
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("transport", &format_args!("{transport}"))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("source", &self.source)
+            .field("expanded", &self.expanded)
+            .finish()
+    }
 }
 
 impl fmt::Debug for TransportConfig {
@@ -190,6 +226,7 @@ impl ServerConfig {
             },
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
+            expanded: Expanded::default(),
         }
     }
 
@@ -210,6 +247,7 @@ impl ServerConfig {
             },
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
+            expanded: Expanded::default(),
         }
     }
 
@@ -236,11 +274,14 @@ impl ServerConfig {
     }
 
     /// What diagnostics show for the endpoint: the URL without user info, query or
-    /// fragment, or the program.
+    /// fragment, or the program; as written in its config file (variables
+    /// unexpanded) when it holds a `${VAR}`.
     pub fn endpoint_for_display(&self) -> String {
-        match &self.transport {
-            TransportConfig::Http { url, .. } => crate::redact::redact_url(url),
-            TransportConfig::Stdio { program, .. } => program.clone(),
+        match (&self.transport, &self.expanded.endpoint) {
+            (TransportConfig::Http { .. }, Some(written)) => crate::redact::redact_url_text(written),
+            (TransportConfig::Http { url, .. }, None) => crate::redact::redact_url(url),
+            (TransportConfig::Stdio { .. }, Some(written)) => written.clone(),
+            (TransportConfig::Stdio { program, .. }, None) => program.clone(),
         }
     }
 
@@ -265,9 +306,10 @@ impl ServerConfig {
         }
     }
 
-    /// Header values of this config: secrets that diagnostics must never show.
+    /// Header values, stdio environment values and the values `${VAR}` expanded to:
+    /// secrets that diagnostics must never show.
     pub(crate) fn secrets(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out = self.expanded.values.clone();
         if let TransportConfig::Http {
             headers: Some(headers),
             ..

@@ -188,7 +188,7 @@ impl StreamableHttpClient for SessionAwareClient {
             .inner
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await;
-        self.check_post(attached, result)
+        self.check_post(attached, without_url(result))
     }
 
     async fn delete_session(
@@ -198,9 +198,11 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.inner
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await
+        without_url(
+            self.inner
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await,
+        )
     }
 
     async fn get_stream(
@@ -246,8 +248,20 @@ impl StreamableHttpClient for SessionAwareClient {
                 max_sse_event_size,
             )
             .await;
-        self.check_stream(attached, result)
+        self.check_stream(attached, without_url(result))
     }
+}
+
+/// `result` with the URL taken out of a client error. rmcp logs transport errors
+/// itself, and a URL can hold what a `${VAR}` expanded to (or a token in its query);
+/// diagnostics name the endpoint on their own, as written.
+fn without_url<T>(
+    result: Result<T, StreamableHttpError<reqwest::Error>>,
+) -> Result<T, StreamableHttpError<reqwest::Error>> {
+    result.map_err(|error| match error {
+        StreamableHttpError::Client(error) => StreamableHttpError::Client(error.without_url()),
+        other => other,
+    })
 }
 
 fn same_origin_policy() -> reqwest::redirect::Policy {

@@ -87,7 +87,9 @@ pub use flags::{
 };
 pub use listing::{McpPrompt, McpPromptArgument, McpResource};
 pub use manager::{ConnectOptions, Connected, McpManager, McpServerInfo, ServerStatus, ToolSnapshot};
-pub use mcp_config::{MAX_MCP_CONFIG_BYTES, McpConfigError, parse_mcp_config};
+pub use mcp_config::{
+    Expansion, MAX_MCP_CONFIG_BYTES, McpConfigError, McpConfigFile, is_variable_name, parse_mcp_config,
+};
 pub use prompts::{McpPromptExpander, PromptMessage, PromptReply, prompt_expander};
 pub use resources::{ListMcpResources, ReadMcpResource, ResourceChunk, ResourceTools, resource_tools};
 pub use server::ConnectFailure;

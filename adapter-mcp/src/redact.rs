@@ -18,6 +18,12 @@ pub(crate) fn redact_url(url: &str) -> String {
         parsed.set_fragment(None);
         return parsed.to_string();
     }
+    redact_url_text(url)
+}
+
+/// `url` as text (not parsed, so a `${VAR}` stays readable) cut at the first `?` or
+/// `#`, without anything before an `@` in its authority.
+pub(crate) fn redact_url_text(url: &str) -> String {
     let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
     match cut.find("://") {
         Some(start) => {

@@ -7,7 +7,9 @@ use engine_ports::{Diagnostic, Diagnostics, Level};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::config::{OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig};
+use crate::config::{
+    Expanded, OPERATOR_CONNECT_TIMEOUT, Redirects, ServerConfig, ServerSource, TransportConfig,
+};
 use crate::server_name::ServerName;
 
 /// The API base when neither `--toolhive-url` nor `MECATED_TOOLHIVE_URL` is set.
@@ -180,6 +182,7 @@ pub(crate) fn decode_workloads(
             source: ServerSource::Toolhive {
                 group: group.to_owned(),
             },
+            expanded: Expanded::default(),
         });
     }
     servers.sort_by(|a, b| a.name.cmp(&b.name));

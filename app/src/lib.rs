@@ -85,8 +85,9 @@ pub use global_mcp::{GlobalMcp, PinnedTools};
 #[doc(hidden)]
 pub use http::fuzzing;
 pub use http::{
-    AllowedHost, AllowedOrigin, AuthToken, HEADER_READ_TIMEOUT, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL,
-    MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections, ServeError,
+    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
+    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
+    ServeError,
 };
 pub use memory::{
     MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, project_memory_scope,

@@ -167,16 +167,54 @@ async fn edit_replace_all_accepts_a_result_exactly_at_the_cap_and_refuses_one_by
 }
 
 #[tokio::test]
-async fn an_edit_that_does_not_grow_a_file_already_over_the_cap_is_allowed() {
+async fn a_file_over_the_cap_is_refused_as_too_large_before_it_is_read() {
     let ws = Ws::new();
-    let cap = usize::try_from(MAX_EDIT_RESULT_BYTES).unwrap();
-    ws.file("big.log", format!("{}\nold\n", "x".repeat(cap)));
+    // 2 GiB of holes: refused from its size on the opened file, at once and without
+    // reading it (a full read would take seconds and 2 GiB of memory, and then call
+    // the zeros binary).
+    let size = 2 * 1024 * 1024 * 1024_u64;
+    let path = ws.path("huge.img");
+    std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+    let started = std::time::Instant::now();
     let result = call(
         &Edit,
         &ws.env,
-        json!({"path": "big.log", "old_string": "old", "new_string": "new"}),
+        json!({"path": "huge.img", "old_string": "a", "new_string": "b"}),
     )
     .await;
-    assert_eq!(ok(&result), "replaced 1 occurrence in big.log");
-    assert!(ws.read("big.log").ends_with("\nnew\n"));
+    let elapsed = started.elapsed();
+    let text = err(&result);
+    assert!(text.contains("\"huge.img\""), "{text}");
+    assert!(text.contains(&format!("{size} bytes")), "names the size: {text}");
+    assert!(
+        text.contains(&format!("{MAX_EDIT_RESULT_BYTES} bytes")),
+        "names the limit: {text}"
+    );
+    assert!(!text.contains("binary"), "{text}");
+    assert!(elapsed < std::time::Duration::from_secs(2), "took {elapsed:?}");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        size,
+        "nothing was written"
+    );
+
+    // One byte over the cap is refused the same way; at the cap the file is edited.
+    let cap = usize::try_from(MAX_EDIT_RESULT_BYTES).unwrap();
+    ws.file("over.log", format!("{}\nold\n", "x".repeat(cap - 4)));
+    let text = err(&call(
+        &Edit,
+        &ws.env,
+        json!({"path": "over.log", "old_string": "old", "new_string": "new"}),
+    )
+    .await)
+    .to_owned();
+    assert!(text.contains(&format!("{} bytes", cap + 1)), "{text}");
+    ws.file("at.log", format!("{}\nold\n", "x".repeat(cap - 5)));
+    let result = call(
+        &Edit,
+        &ws.env,
+        json!({"path": "at.log", "old_string": "old", "new_string": "new"}),
+    )
+    .await;
+    assert_eq!(ok(&result), "replaced 1 occurrence in at.log");
 }

@@ -24,7 +24,7 @@ use serde_json::json;
 
 use super::elicitation::{Question, forward as forward_question};
 use super::history::replay;
-use super::listing::{list_sessions, session_cwd};
+use super::listing::{cwd_inside, list_sessions};
 use super::permission::{permission_request, verdict};
 use super::prompt_text::prompt_text;
 use super::session::{Session, Sessions};
@@ -221,13 +221,10 @@ async fn open_stored(
             ));
         }
     };
-    let stored_cwd = session_cwd(&snapshot, sessions.workspace());
-    if !stored_cwd.starts_with(sessions.workspace()) {
-        return Err(invalid_params(format!(
-            "session {id:?} belongs to {}, outside the workspace {} (mecated acp --workspace): load it with an agent serving that directory",
-            stored_cwd.display(),
-            sessions.workspace().display()
-        )));
+    // A session of another workspace, or one stored without a directory, answers
+    // exactly as an unknown one: its existence and its directory stay unsaid.
+    if cwd_inside(&snapshot, sessions.workspace()).is_none() {
+        return Err(unknown_stored_session(id));
     }
     let engine = session_engine(sessions, &request.mcp_servers).await?;
     let session = registered(sessions, id, engine).await?;

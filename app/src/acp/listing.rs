@@ -1,7 +1,7 @@
 //! `session/list`: the stored sessions this agent can load, most recently active
 //! first, filtered by `cwd`, one page at a time behind an opaque cursor.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path};
 use std::time::{Duration, SystemTime};
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
@@ -18,9 +18,8 @@ pub const LIST_READS: usize = 500;
 /// Longest title, in characters.
 const TITLE_CHARS: usize = 80;
 
-/// One page of sessions whose directory lies inside `workspace` (and equals the
-/// request's `cwd`, when given). A session stored without a directory counts as
-/// opened at the workspace root.
+/// One page of sessions whose recorded directory lies inside `workspace` (and equals
+/// the request's `cwd`, when given); see [`cwd_inside`].
 ///
 /// # Errors
 /// `invalid_params` for a relative `cwd` or a cursor this agent did not give;
@@ -68,12 +67,14 @@ pub(crate) async fn list_sessions(
                 continue;
             }
         };
-        let cwd = session_cwd(&snapshot, workspace);
-        if !cwd.starts_with(workspace) || filter.as_ref().is_some_and(|filter| *filter != cwd) {
+        let Some(cwd) = cwd_inside(&snapshot, workspace) else {
+            continue;
+        };
+        if filter.as_ref().is_some_and(|filter| filter != cwd) {
             continue;
         }
         sessions.push(
-            SessionInfo::new(listing.id.as_str().to_owned(), cwd)
+            SessionInfo::new(listing.id.as_str().to_owned(), cwd.to_path_buf())
                 .title(title(&snapshot))
                 .updated_at(format_rfc3339_micros(listing.modified_at)),
         );
@@ -83,10 +84,15 @@ pub(crate) async fn list_sessions(
     Ok(ListSessionsResponse::new(sessions).next_cursor(next))
 }
 
-/// The directory a session was opened for; the workspace root when it was stored
-/// without one (sessions of `mecated run` and HTTP).
-pub(crate) fn session_cwd(snapshot: &SessionSnapshot, workspace: &Path) -> PathBuf {
-    snapshot.cwd.clone().unwrap_or_else(|| workspace.to_path_buf())
+/// The directory a stored session was opened for, when it lies inside `workspace`:
+/// an absolute path without `..` under the workspace root. `None` for a session of
+/// another workspace and for one stored without a directory (older sessions of
+/// `mecated run` and HTTP): which workspace it belongs to is unknown, so this agent
+/// neither lists nor loads it.
+pub(crate) fn cwd_inside<'s>(snapshot: &'s SessionSnapshot, workspace: &Path) -> Option<&'s Path> {
+    let cwd = snapshot.cwd.as_deref()?;
+    let plain = cwd.is_absolute() && !cwd.components().any(|c| c == Component::ParentDir);
+    (plain && cwd.starts_with(workspace)).then_some(cwd)
 }
 
 /// The first line of the first user message, at most 80 characters.
@@ -157,6 +163,7 @@ impl Cursor {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
     use std::sync::Arc;
 
     use engine_core::InMemoryStore;
@@ -191,10 +198,31 @@ mod tests {
     async fn pages_filter_by_cwd_and_follow_the_cursor() {
         let store = Arc::new(InMemoryStore::new());
         for i in 0..(LIST_PAGE + 3) {
-            stored(&store, &format!("s{i:03}"), None, &format!("task {i}\nmore")).await;
+            stored(
+                &store,
+                &format!("s{i:03}"),
+                Some(Path::new("/ws")),
+                &format!("task {i}\nmore"),
+            )
+            .await;
         }
         stored(&store, "sub", Some(Path::new("/ws/sub")), "in a subdirectory").await;
         stored(&store, "elsewhere", Some(Path::new("/other")), "another project").await;
+        stored(
+            &store,
+            "sibling",
+            Some(Path::new("/ws-old")),
+            "a sibling directory",
+        )
+        .await;
+        stored(
+            &store,
+            "climbing",
+            Some(Path::new("/ws/../other")),
+            "out through ..",
+        )
+        .await;
+        stored(&store, "nowhere", None, "no directory recorded").await;
         let list = async |request: ListSessionsRequest| {
             list_sessions(store.as_ref(), Path::new("/ws"), &request).await
         };
@@ -211,10 +239,12 @@ mod tests {
             .map(|s| s.session_id.0.to_string())
             .collect();
         assert_eq!(ids.len(), LIST_PAGE + 4, "every session of the workspace, once");
-        assert!(
-            !ids.contains(&"elsewhere".to_owned()),
-            "another workspace's session is not offered"
-        );
+        for foreign in ["elsewhere", "sibling", "climbing", "nowhere"] {
+            assert!(
+                !ids.contains(&foreign.to_owned()),
+                "{foreign}: only sessions recorded inside the workspace are offered"
+            );
+        }
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), LIST_PAGE + 4);

@@ -1,6 +1,9 @@
 //! Request bodies: [`JsonBody`] (at most 1 MiB, cut off at the cap while a chunked
-//! body is read; a JSON object or nothing) and the parsing of each endpoint's
-//! fields, every error naming the field and the value.
+//! body is read, and 408 when it does not arrive within the server's body read
+//! timeout; a JSON object or nothing) and the parsing of each endpoint's fields,
+//! every error naming the field and the value.
+
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -13,17 +16,30 @@ use adapter_mcp::ClientServerSpec;
 
 use super::error::ApiError;
 use super::guard::body_too_large;
+use super::server::ServerState;
 use crate::mcp_servers::parse_mcp_servers;
 
 /// A request body: `None` when empty, else a JSON object.
 #[derive(Debug)]
 pub(crate) struct JsonBody(pub(crate) Option<Map<String, Value>>);
 
-impl<S: Send + Sync> FromRequest<S> for JsonBody {
+impl FromRequest<Arc<ServerState>> for JsonBody {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+    async fn from_request(request: Request, state: &Arc<ServerState>) -> Result<Self, Self::Rejection> {
+        let limit = state.body_read_timeout;
+        let read = tokio::time::timeout(limit, Bytes::from_request(request, state))
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request body did not arrive within {} ms: send the whole body at once",
+                        limit.as_millis()
+                    ),
+                )
+            })?;
+        let bytes = read.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 body_too_large()
             } else {

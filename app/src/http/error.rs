@@ -82,6 +82,12 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("Bearer realm=\"mecated\""),
             );
         }
+        // The rest of a body that came too slowly is never read: the connection ends.
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
     }
 }

@@ -65,7 +65,12 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
     let session_engine = state.built.factory().create(request).await?;
     let id = SessionId::from(new_session_id());
     let mode = body.mode.unwrap_or(session_engine.engine().config().mode);
-    if let Err(error) = session_engine.engine().create_session(&id, mode).await {
+    // The session records the workspace: ACP lists and loads it there only.
+    let created = session_engine
+        .engine()
+        .create_session_in(&id, mode, state.built.workspace_root())
+        .await;
+    if let Err(error) = created {
         close_quietly(session_engine).await;
         return Err(error.into());
     }
@@ -273,6 +278,14 @@ pub(crate) async fn commands(
 /// Any other path: 404.
 pub(crate) async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no route for {method} {}", uri.path()))
+}
+
+/// Any request but `GET /healthz` on a connection over the cap: 503.
+pub(crate) async fn over_capacity() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many open connections: only GET /healthz is answered now; retry later",
+    )
 }
 
 /// A known path with another method: 405.

@@ -22,7 +22,9 @@
 //! `Origin` must be allowed (cross-site pages), then the token, then a body must be
 //! `application/json` of at most 1 MiB; a non-loopback address needs a bearer token
 //! (checked in constant time on every `/v1` request); connections are capped and get
-//! a deadline for their headers; client-provided MCP servers are streamable HTTP only
+//! a deadline for their headers and bodies a deadline of their own (408), and
+//! `/healthz` still answers, on a few reserved connections, while every ordinary
+//! connection is held; client-provided MCP servers are streamable HTTP only
 //! and only on a loopback listener; a client leaving an SSE stream cancels its run.
 
 mod auth;
@@ -50,5 +52,15 @@ pub const KEEP_ALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_s
 /// How long a connection may take to send a request's headers before it is closed.
 pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// How many connections the server holds open at once; more are closed on accept.
+/// How many connections the server holds open at once; more go to the health
+/// connections, then are closed on accept.
 pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a request's body may take to arrive once its handler reads it; a slower
+/// one is answered 408 and its connection closed.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How many connections over [`MAX_CONNECTIONS`] are still served, for `GET /healthz`
+/// only (any other request is answered 503), one request each: a monitor gets its
+/// answer while slow clients hold every ordinary slot.
+pub const HEALTH_CONNECTIONS: usize = 16;

@@ -24,7 +24,10 @@ use super::auth::AuthToken;
 use super::error::ApiError;
 use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
 use super::sessions::Sessions;
-use super::{HEADER_READ_TIMEOUT, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, handlers};
+use super::{
+    BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES,
+    MAX_CONNECTIONS, handlers,
+};
 use crate::built::Built;
 
 /// How the server behaves.
@@ -47,9 +50,14 @@ pub struct HttpOptions {
     /// How long a connection may take to send a request's headers (default 10 s)
     /// before it is closed; also bounds how long an idle connection is kept.
     pub header_read_timeout: Duration,
-    /// How many connections are served at once (default 256); a connection accepted
-    /// over the cap is closed at once.
+    /// How many connections are served at once (default 256). A connection accepted
+    /// over the cap is served for `GET /healthz` only, one request, while one of the
+    /// [`HEALTH_CONNECTIONS`](crate::HEALTH_CONNECTIONS) is free; otherwise it is
+    /// closed at once.
     pub max_connections: usize,
+    /// How long a request body may take to arrive once its handler reads it (default
+    /// 30 s); a slower one is answered 408 and its connection closed.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -62,6 +70,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            body_read_timeout: BODY_READ_TIMEOUT,
         }
     }
 }
@@ -101,6 +110,8 @@ pub(crate) struct ServerState {
     pub(crate) keep_alive: Duration,
     /// What requests are admitted (host, origin, token, body type and length).
     pub(crate) policy: RequestPolicy,
+    /// How long a request body may take to arrive (408 after).
+    pub(crate) body_read_timeout: Duration,
     closing: AtomicBool,
 }
 
@@ -139,6 +150,8 @@ pub struct HttpServer {
     drain_timeout: Duration,
     header_read_timeout: Duration,
     connections: OpenConnections,
+    /// The connections served over the cap, for `/healthz` only.
+    health_connections: OpenConnections,
 }
 
 /// How many connections a server holds open, against its cap (a cheap handle, also
@@ -200,6 +213,7 @@ impl HttpServer {
             loopback,
             keep_alive: options.keep_alive,
             policy: RequestPolicy::new(options.allowed_hosts, options.allowed_origins, options.auth_token),
+            body_read_timeout: options.body_read_timeout,
             closing: AtomicBool::new(false),
         });
         Ok(Self {
@@ -209,6 +223,7 @@ impl HttpServer {
             drain_timeout: options.drain_timeout,
             header_read_timeout: options.header_read_timeout,
             connections: OpenConnections::new(options.max_connections),
+            health_connections: OpenConnections::new(HEALTH_CONNECTIONS),
         })
     }
 
@@ -237,15 +252,20 @@ impl HttpServer {
             drain_timeout,
             header_read_timeout,
             connections,
+            health_connections,
             ..
         } = self;
         let service = TowerToHyperService::new(router(Arc::clone(&state)));
+        let health_service = TowerToHyperService::new(health_router(Arc::clone(&state)));
         let mut http = http1::Builder::new();
         // Slowloris: a connection gets `header_read_timeout` to deliver each request's
         // headers (idle keep-alive connections included), then it is closed.
         http.timer(TokioTimer::new())
             .header_read_timeout(header_read_timeout)
             .keep_alive(true);
+        // A health connection answers one request and closes.
+        let mut health_http = http.clone();
+        health_http.keep_alive(false);
         let stopping = CancellationToken::new();
         let mut tasks = JoinSet::new();
         let mut shutdown = pin!(shutdown);
@@ -262,11 +282,22 @@ impl HttpServer {
                     continue;
                 }
             };
-            // Over the cap the connection is closed at once rather than queued: a
-            // held descriptor is what a slow client wants.
+            // Over the cap the connection may still ask `/healthz` (one request, no
+            // body read), else it is closed at once rather than queued: a held
+            // descriptor is what a slow client wants.
             let Ok(slot) = Arc::clone(&connections.slots).try_acquire_owned() else {
-                tracing::debug!(%peer, max = connections.max, "too many open connections: closing a new one");
-                drop(tcp);
+                if let Ok(slot) = Arc::clone(&health_connections.slots).try_acquire_owned() {
+                    tasks.spawn(serve_connection(
+                        health_http.clone(),
+                        tcp,
+                        health_service.clone(),
+                        stopping.clone(),
+                        slot,
+                    ));
+                } else {
+                    tracing::debug!(%peer, max = connections.max, "too many open connections: closing a new one");
+                    drop(tcp);
+                }
                 continue;
             };
             tasks.spawn(serve_connection(
@@ -347,6 +378,16 @@ impl std::fmt::Debug for HttpServer {
             .field("max_connections", &self.connections.max)
             .finish_non_exhaustive()
     }
+}
+
+/// The routes of a connection over the cap: `/healthz` behind the same guard, 503
+/// for anything else (no body is read).
+fn health_router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/healthz", get(handlers::healthz))
+        .fallback(handlers::over_capacity)
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))
+        .with_state(state)
 }
 
 /// The routes, the request guard, the body limit and JSON fallbacks.

@@ -1049,6 +1049,80 @@ async fn session_load_refuses_an_unknown_session_and_a_cwd_outside_the_workspace
     exits_cleanly(client).await;
 }
 
+/// Stores, straight into the JSONL store of `setup`, a session with one user message,
+/// recorded for `cwd` (`None`: no directory, as older `mecated run` and HTTP sessions
+/// were stored).
+async fn store_foreign_session(setup: &Setup, id: &str, cwd: Option<PathBuf>) {
+    use engine_ports::{Message, PermissionMode, SessionId, SessionSnapshot, SessionStore as _};
+    let store =
+        adapter_jsonlstore::JsonlStore::open(setup.store(), adapter_jsonlstore::StoreOptions::default())
+            .unwrap();
+    let mut snapshot = SessionSnapshot::new(SessionId::from(id), PermissionMode::Default);
+    snapshot.cwd = cwd;
+    snapshot.conversation.push(Message::User {
+        text: format!("the task of {id}"),
+    });
+    store.create(&snapshot).await.unwrap();
+    store.close().unwrap();
+}
+
+#[tokio::test]
+async fn sessions_of_another_workspace_or_without_a_directory_are_neither_listed_nor_loaded() {
+    let setup = Setup::new(READ_THEN_DONE);
+    let other = setup.scratch.path("other-project");
+    std::fs::create_dir_all(&other).unwrap();
+    let other = std::fs::canonicalize(other).unwrap();
+    store_foreign_session(&setup, "foreign-1", Some(other.clone())).await;
+    store_foreign_session(&setup, "no-dir-1", None).await;
+    // A directory whose name only starts like the workspace's is another one.
+    let sibling = PathBuf::from(format!("{}-old", setup.ws().display()));
+    store_foreign_session(&setup, "sibling-1", Some(sibling)).await;
+
+    let client = setup.start().await;
+    let own = client.session(&setup.ws(), Vec::new()).await;
+    for request in [
+        ListSessionsRequest::new(),
+        ListSessionsRequest::new().cwd(setup.ws()),
+    ] {
+        let listed = client.cx.send_request(request).block_task().await.unwrap();
+        let ids: Vec<String> = listed
+            .sessions
+            .iter()
+            .map(|s| s.session_id.0.to_string())
+            .collect();
+        assert_eq!(
+            ids,
+            std::slice::from_ref(&own),
+            "only the workspace's own session is listed"
+        );
+    }
+    let unknown = client
+        .cx
+        .send_request(LoadSessionRequest::new("never-stored", setup.ws()))
+        .block_task()
+        .await
+        .unwrap_err();
+    for id in ["foreign-1", "no-dir-1", "sibling-1"] {
+        let refused = client
+            .cx
+            .send_request(LoadSessionRequest::new(id, setup.ws()))
+            .block_task()
+            .await
+            .unwrap_err();
+        // The same answer as for a session that was never stored: nothing says it
+        // exists, nor where.
+        assert_eq!(refused.code, unknown.code, "{refused:?}");
+        assert_eq!(
+            refused.message,
+            unknown.message.replace("never-stored", id),
+            "{refused:?}"
+        );
+        assert!(!refused.message.contains("other-project"), "{refused:?}");
+    }
+    assert_eq!(unknown.code, ErrorCode::RESOURCE_NOT_FOUND);
+    exits_cleanly(client).await;
+}
+
 #[tokio::test]
 async fn session_close_frees_the_engine_client_servers_and_slot_at_once() {
     let server = McpFixture::start(FixtureSpec::tools("cli:", &["echo"])).await;

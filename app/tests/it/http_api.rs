@@ -899,6 +899,93 @@ async fn slow_clients_hold_at_most_the_connection_cap_and_are_all_closed() {
     server.stop().await;
 }
 
+/// Connects and sends a `POST /v1/sessions` that declares a 100-byte body but sends
+/// only its first bytes.
+async fn stalled_body(server: &TestServer) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(
+        b"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+          Content-Length: 100\r\n\r\n{\"mode\":",
+    )
+    .await
+    .unwrap();
+    tcp
+}
+
+/// Everything the server sends on `tcp` until it closes it; panics after `limit`.
+async fn read_until_closed(tcp: &mut tokio::net::TcpStream, limit: Duration) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 1024];
+    tokio::time::timeout(limit, async {
+        loop {
+            match tcp.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await
+    .expect("the server answers and closes the connection");
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_is_answered_408_and_its_connection_closed() {
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        body_read_timeout: Duration::from_millis(200),
+        ..HttpOptions::default()
+    };
+    let server =
+        TestServer::start_with_options(config(&scratch), "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let mut tcp = stalled_body(&server).await;
+    let answer = read_until_closed(&mut tcp, WAIT).await;
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("did not arrive within 200 ms"), "{answer}");
+    let listed = server.get("/v1/sessions").await;
+    assert_eq!(
+        listed.body["sessions"],
+        json!([]),
+        "nothing was created: {listed:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn healthz_answers_while_stalled_bodies_hold_every_connection() {
+    const CAP: usize = 4;
+    let scratch = Scratch::new();
+    let options = HttpOptions {
+        max_connections: CAP,
+        body_read_timeout: Duration::from_secs(600),
+        ..HttpOptions::default()
+    };
+    let server =
+        TestServer::start_with_options(config(&scratch), "127.0.0.1:0".parse().unwrap(), options, None).await;
+    let mut stalled = Vec::new();
+    for _ in 0..CAP {
+        stalled.push(stalled_body(&server).await);
+    }
+    // Connections are accepted in the order they were made: these come after every
+    // stalled one, so each ordinary slot is held when they are served.
+    let health = server.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::OK, "{health:?}");
+    assert_eq!(health.body, json!({"status": "ok"}));
+    assert_eq!(server.connections.count(), CAP);
+    let refused = server.post("/v1/sessions", json!({})).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{refused:?}");
+    assert!(refused.error().contains("only GET /healthz"), "{refused:?}");
+    assert_eq!(server.get("/healthz").await.status, StatusCode::OK);
+    drop(stalled);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn the_session_limit_is_429_until_one_is_deleted() {
     let scratch = Scratch::new();

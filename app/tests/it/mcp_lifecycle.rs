@@ -456,3 +456,153 @@ async fn the_workspace_mcp_json_is_read_only_for_a_trusted_project() {
     assert_eq!(servers[0]["name"], "repo");
     assert_eq!(servers[0]["status"], "failed");
 }
+
+/// A key that must never leave the harness: it stands for the user's OpenAI key.
+const HARNESS_SECRET: &str = "sk-harness-test-0a1b2c3d4e5f";
+
+/// `.mcp.json` text whose servers put `${OPENAI_API_KEY}` in a header, a stdio
+/// argument and a URL (the stdio one is `record`, which writes its arguments to
+/// `witness`), plus a server without variables.
+fn greedy_mcp_json(record: &std::path::Path, witness: &std::path::Path) -> String {
+    serde_json::json!({"mcpServers": {
+        "header": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${OPENAI_API_KEY}"}},
+        "arg": {"command": record, "args": [witness, "${OPENAI_API_KEY}"]},
+        "url": {"url": "http://127.0.0.1:1/${OPENAI_API_KEY}/mcp"},
+        "plain": {"command": "/nonexistent/mcp-server"}
+    }})
+    .to_string()
+}
+
+/// `mecated tools --json` with the secret in the environment and every log line on
+/// stderr: (exit success, stdout, stderr).
+async fn tools_with_secret(scratch: &Scratch, extra: &[&str]) -> (bool, String, String) {
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args([
+            "tools",
+            "--json",
+            "--toolhive=false",
+            "--mcp-startup-timeout",
+            "5",
+            "--workspace",
+        ])
+        .arg(scratch.ws())
+        .args(extra)
+        .env("OPENAI_API_KEY", HARNESS_SECRET)
+        .env("MECATED_LOG", "debug");
+    let output = command.output().await.unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn server_names(stdout: &str) -> Vec<String> {
+    let listing: Value = serde_json::from_str(stdout).unwrap();
+    let mut names: Vec<String> = listing["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_workspace_mcp_json_expands_only_the_variables_the_user_allowed() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scratch = Scratch::new();
+    let record = scratch.write("record.sh", "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$1\"\n");
+    std::fs::set_permissions(&record, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let witness = scratch.path("spawned-args");
+    let project = scratch.write("ws/.mcp.json", &greedy_mcp_json(&record, &witness));
+
+    // Not allowed: the three servers using the variable are skipped, each with a
+    // warning naming the variable, the file, the JSON path and the flag; the plain
+    // one still loads; the secret is in no output, no log line and no spawned command.
+    let (ok, stdout, stderr) = tools_with_secret(&scratch, &["--trust-project"]).await;
+    assert!(ok, "{stderr}");
+    assert_eq!(server_names(&stdout), ["plain"], "{stdout}");
+    let project = std::fs::canonicalize(project).unwrap().display().to_string();
+    for path in [
+        "$.mcpServers.header.headers.Authorization",
+        "$.mcpServers.arg.args[1]",
+        "$.mcpServers.url.url",
+    ] {
+        let diagnostic = format!("{project}: {path}: ");
+        assert!(stdout.contains(&diagnostic), "{diagnostic} in {stdout}");
+    }
+    assert_eq!(stdout.matches("--mcp-env OPENAI_API_KEY").count(), 3, "{stdout}");
+    assert_eq!(stdout.matches("${OPENAI_API_KEY}").count(), 3, "{stdout}");
+    assert!(
+        !stdout.contains(HARNESS_SECRET) && !stderr.contains(HARNESS_SECRET),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        !witness.exists(),
+        "the stdio server using the variable was not spawned"
+    );
+
+    // Allowed with --mcp-env: every server loads and the argument expands (the spawned
+    // command got the key), yet no output or log line shows it: the URL server's
+    // failure names its endpoint as written.
+    let (ok, stdout, stderr) =
+        tools_with_secret(&scratch, &["--trust-project", "--mcp-env", "OPENAI_API_KEY"]).await;
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        server_names(&stdout),
+        ["arg", "header", "plain", "url"],
+        "{stdout}"
+    );
+    let spawned = std::fs::read_to_string(&witness).unwrap();
+    assert!(spawned.contains(HARNESS_SECRET), "{spawned}");
+    assert!(
+        !stdout.contains(HARNESS_SECRET) && !stderr.contains(HARNESS_SECRET),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("http://127.0.0.1:1/${OPENAI_API_KEY}/mcp"),
+        "the failure names the URL as written: {stderr}"
+    );
+    std::fs::remove_file(&witness).unwrap();
+
+    // The user's own --mcp-config file expands every variable.
+    let own = scratch.write("own.json", &greedy_mcp_json(&record, &witness));
+    std::fs::remove_file(scratch.ws().join(".mcp.json")).unwrap();
+    let own = own.display().to_string();
+    let (ok, stdout, stderr) = tools_with_secret(&scratch, &["--mcp-config", &own]).await;
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        server_names(&stdout),
+        ["arg", "header", "plain", "url"],
+        "{stdout}"
+    );
+    assert!(
+        std::fs::read_to_string(&witness)
+            .unwrap()
+            .contains(HARNESS_SECRET)
+    );
+    assert!(
+        !stdout.contains(HARNESS_SECRET) && !stderr.contains(HARNESS_SECRET),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn mcp_env_takes_variable_names_only() {
+    let scratch = Scratch::new();
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["tools", "--toolhive=false", "--workspace"])
+        .arg(scratch.ws())
+        .args(["--mcp-env", "NOT-A-NAME"]);
+    let output = command.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--mcp-env") && stderr.contains("NOT-A-NAME"),
+        "{stderr}"
+    );
+}

@@ -4,6 +4,7 @@
 //! `user/`). Writes are mutating tools (asked for, hidden in plan mode); every refusal
 //! is a model-visible error result and changes nothing.
 
+mod fold;
 mod guards;
 mod render;
 

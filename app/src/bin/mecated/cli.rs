@@ -158,6 +158,11 @@ pub(crate) struct CommonArgs {
     /// `<workspace>/.mcp.json` is read too with --trust-project.
     #[arg(long = "mcp-config", value_name = "FILE")]
     pub(crate) mcp_config: Vec<PathBuf>,
+    /// Let the workspace's `.mcp.json` (--trust-project) expand `${VAR}`; repeatable.
+    /// A server of that file using any other variable is skipped with a warning
+    /// (--mcp-config files expand every variable).
+    #[arg(long = "mcp-env", value_name = "VAR")]
+    pub(crate) mcp_env: Vec<String>,
     /// Offer ListMcpResources and ReadMcpResource when a server lists resources.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "true", default_missing_value = "true", value_parser = bool_parser())]

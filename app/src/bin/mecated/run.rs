@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use app::{SessionRequest, build, new_session_id};
-use engine_core::Run;
-use engine_ports::{Event, EventKind, SessionId, StopReason};
+use engine_core::{EngineError, Run};
+use engine_ports::{Event, EventKind, SessionId, StopReason, StoreError};
 use futures::StreamExt as _;
 
 use crate::cli::RunArgs;
@@ -69,6 +69,17 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
         .create(SessionRequest::default())
         .await
         .map_err(|e| e.to_string())?;
+    // A new session records the workspace it runs in: an ACP agent lists and loads a
+    // stored session only inside the directory it recorded.
+    let mode = engine.engine().config().mode;
+    match engine
+        .engine()
+        .create_session_in(session, mode, built.workspace_root())
+        .await
+    {
+        Ok(()) | Err(EngineError::Store(StoreError::AlreadyExists { .. })) => {}
+        Err(error) => return Err(error.to_string()),
+    }
     if let Some(mode) = args.mode {
         engine
             .engine()

@@ -7,7 +7,8 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
-    MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
+    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, is_variable_name, parse_mcp_config,
+    parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
@@ -145,15 +146,30 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         workspace: workspace.clone(),
     };
     cfg.mcp.servers = parse_mcp_flags(&flags, env_var).map_err(|e| UsageError::new(e.to_string()))?;
-    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for name in &common.mcp_env {
+        if !is_variable_name(name) {
+            return Err(UsageError::value(
+                "--mcp-env",
+                name,
+                "expected the name of an environment variable ([A-Za-z0-9_]+)",
+            ));
+        }
+    }
+    // The user's own files expand every variable; the workspace's only those allowed
+    // with --mcp-env.
+    let mut files: Vec<(PathBuf, String, Expansion<'_>)> = Vec::new();
     for file in &common.mcp_config {
-        files.push((file.clone(), read_mcp_config(file)?));
+        files.push((file.clone(), read_mcp_config(file)?, Expansion::Any));
     }
     let project = workspace.join(".mcp.json");
     if common.trust_project {
         match adapter_skillfs::read_repository_file(&project) {
             Ok(None) => {}
-            Ok(Some(bytes)) => files.push((project.clone(), String::from_utf8_lossy(&bytes).into_owned())),
+            Ok(Some(bytes)) => files.push((
+                project.clone(),
+                String::from_utf8_lossy(&bytes).into_owned(),
+                Expansion::Allowed(&common.mcp_env),
+            )),
             Err(reason) => {
                 return Err(UsageError::new(format!(
                     "{} (read with --trust-project) cannot be used: {reason}",
@@ -162,9 +178,16 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
             }
         }
     }
-    for (file, text) in &files {
-        let servers =
-            parse_mcp_config(text, file, &workspace, env_var).map_err(|e| UsageError::new(e.to_string()))?;
+    for (file, text, expansion) in &files {
+        let parsed = parse_mcp_config(text, file, &workspace, env_var, *expansion)
+            .map_err(|e| UsageError::new(e.to_string()))?;
+        cfg.mcp
+            .notes
+            .extend(parsed.skipped.iter().map(|skipped| Diagnostic {
+                level: Level::Warn,
+                message: skipped.to_string(),
+            }));
+        let servers = parsed.servers;
         for server in servers {
             let taken = cfg
                 .mcp
