@@ -3,14 +3,15 @@
 //! its session. This module owns the mechanism end to end; the dispatcher, the turn
 //! loop and the catalog call into it.
 //!
-//! 1. **Disclosable tools.** A tool whose [`Tool::advertised_spec`] is `Some` (in
+//! 1. **Disclosable tools.** A tool whose
+//!    [`Tool::advertised_spec`](crate::Tool::advertised_spec) is `Some` (in
 //!    `mecated`, the MCP tools when progressive tools are on). Under [`Disclosure`]
 //!    `Light` or `Deferred` it is advertised light or left out until hydrated; it is
 //!    callable by name in every mode whether or not it was hydrated.
 //! 2. **The search.** With progressive tools the engine owns `ToolSearch` (never
-//!    registered: a catalog holding the name is refused by `Engine::new`). The
-//!    dispatcher resolves the name, per turn, to a [`ToolSearch`] bound to that
-//!    turn's catalog and mode, so plan mode never returns a tool it cannot call.
+//!    registered: `Engine::new` refuses a catalog holding the name). The dispatcher
+//!    resolves the name, per turn, to a [`ToolSearch`](crate::ToolSearch) bound to
+//!    that turn's catalog and mode, so plan mode never returns a tool it cannot call.
 //! 3. **Which names hydrate.** The *final* result of each `ToolSearch` call of the
 //!    turn — the one the model sees, after the PostToolUse hook, id forcing and the
 //!    output cap — unless it is an error: the names of its items
@@ -30,19 +31,15 @@
 //!    [`Catalog::undeferred_specs_for`]), from the turn after the search on — the
 //!    searching turn's request was already sent.
 //!
-//! Hosts list the same state without a session: `tool_search_spec_for` gives the
-//! `ToolSearch` spec a turn advertises, and each tool's `advertised_spec` says
-//! whether it is Disclosable.
+//! Hosts that list tools outside a session (`app`'s tool report) read the same rules:
+//! [`tool_search_spec_for`] is the `ToolSearch` spec a turn advertises, and a tool's
+//! `advertised_spec` says whether it is Disclosable.
 
 use std::collections::BTreeSet;
 
 use engine_ports::{PermissionMode, SessionSnapshot, ToolResult, ToolSpec};
 
 use crate::catalog::Catalog;
-#[cfg(doc)]
-use crate::tool::Tool;
-#[cfg(doc)]
-use crate::tool_search::ToolSearch;
 use crate::tool_search::{deferred_tool_search_spec, returned_names, tool_search_spec};
 
 /// How Disclosable tools are advertised (`--progressive-tools[=light|deferred]`).
@@ -143,4 +140,65 @@ impl TurnHydration {
 /// next turn on, [`turn_specs`] advertises them in full.
 pub(crate) fn hydrate(session: &mut SessionSnapshot, names: Vec<String>) {
     session.hydrated.extend(names);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+
+    use super::TurnHydration;
+    use crate::catalog::Catalog;
+    use crate::environment::Environment;
+    use crate::tool::{Tool, ToolError};
+
+    struct Named(&'static str, bool);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new(self.0, "full description")
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn advertised_spec(&self) -> Option<ToolSpec> {
+            self.1.then(|| ToolSpec::new(self.0, "light"))
+        }
+        async fn execute(
+            &self,
+            _: &CancellationToken,
+            call: &ToolCall,
+            _: &Environment,
+        ) -> Result<ToolResult, ToolError> {
+            Ok(ToolResult::text(call.id().clone(), ""))
+        }
+    }
+
+    #[test]
+    fn search_results_hydrate_the_disclosable_tools_they_returned_sorted_once() {
+        let mut catalog = Catalog::new();
+        for tool in [Named("Mcp", true), Named("Alpha", true), Named("Read", false)] {
+            catalog.must_register(Arc::new(tool));
+        }
+        let found = |text: &str| ToolResult::text("c1", text);
+        let mut hydration = TurnHydration::default();
+        hydration.add_search_result(
+            &catalog,
+            &found(r#"[{"name":"Mcp"},{"name":"Read"},{"name":"Gone"}]"#),
+        );
+        hydration.add_search_result(&catalog, &ToolResult::error("c2", r#"[{"name":"Alpha"}]"#));
+        hydration.add_search_result(&catalog, &found(r#"[{"name":"Mcp"}]"#));
+        assert_eq!(
+            hydration.into_names(),
+            ["Mcp"],
+            "errors hydrate nothing, names hydrate once"
+        );
+
+        let mut hydration = TurnHydration::default();
+        hydration.add_search_result(&catalog, &found(r#"[{"name":"Mcp"},{"name":"Alpha"}]"#));
+        assert_eq!(hydration.into_names(), ["Alpha", "Mcp"]);
+    }
 }

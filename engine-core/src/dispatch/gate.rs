@@ -458,3 +458,48 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
         outcome: Outcome::Stop(ToolResult::error(call.id().clone(), text)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use engine_ports::{Approval, PermissionMode, ToolCall, Verdict};
+
+    use super::{DecidedBy, GateDecision, Refusal, refuse};
+    use crate::catalog::Catalog;
+    use crate::tool::Tool;
+    use crate::tool_search::ToolSearch;
+
+    #[test]
+    fn the_record_keeps_who_decided_and_only_permission_decisions() {
+        let call = ToolCall::new("c1", "Write", "{}");
+        let refused = |refusal| refuse(&call, refusal).approval();
+        assert_eq!(refused(Refusal::Unknown { searchable: true }), None);
+        assert_eq!(refused(Refusal::NotInMode { plan: true }), None);
+        assert_eq!(GateDecision::cancelled(&call).approval(), None);
+        assert_eq!(refused(Refusal::Policy("no".into())), Some(Approval::POLICY_DENY));
+        assert_eq!(
+            refused(Refusal::Headless("ask".into())),
+            Some(Approval::POLICY_DENY)
+        );
+        assert_eq!(
+            refused(Refusal::Rewrite("ask".into())),
+            Some(Approval::POLICY_DENY)
+        );
+        assert_eq!(refused(Refusal::Person), Some(Approval::user(Verdict::Deny)));
+        assert_eq!(refused(Refusal::Hook("frozen".into())), Some(Approval::HOOK_DENY));
+        assert_eq!(
+            refused(Refusal::HookFailed("down".into())),
+            Some(Approval::HOOK_DENY)
+        );
+
+        let tool: Arc<dyn Tool> =
+            Arc::new(ToolSearch::new(Arc::new(Catalog::new()), PermissionMode::Default));
+        let ran = |by| GateDecision::run(by, &tool, None).approval();
+        assert_eq!(ran(DecidedBy::Policy), Some(Approval::POLICY_ALLOW));
+        assert_eq!(
+            ran(DecidedBy::Person(Verdict::AllowAlways)),
+            Some(Approval::user(Verdict::AllowAlways))
+        );
+    }
+}
