@@ -1,11 +1,46 @@
-//! Progressive disclosure (D3): which specs a turn advertises.
+//! Progressive disclosure (D3): which specs a turn advertises, and hydration — how
+//! a `ToolSearch` result makes Disclosable tools advertised in full for the rest of
+//! its session. This module owns the mechanism end to end; the dispatcher, the turn
+//! loop and the catalog call into it.
+//!
+//! 1. **Disclosable tools.** A tool whose
+//!    [`Tool::advertised_spec`](crate::Tool::advertised_spec) is `Some` (in
+//!    `mecated`, the MCP tools when progressive tools are on). Under [`Disclosure`]
+//!    `Light` or `Deferred` it is advertised light or left out until hydrated; it is
+//!    callable by name in every mode whether or not it was hydrated.
+//! 2. **The search.** With progressive tools the engine owns `ToolSearch` (never
+//!    registered: `Engine::new` refuses a catalog holding the name). The dispatcher
+//!    resolves the name, per turn, to a [`ToolSearch`](crate::ToolSearch) bound to
+//!    that turn's catalog and mode, so plan mode never returns a tool it cannot call.
+//! 3. **Which names hydrate.** The *final* result of each `ToolSearch` call of the
+//!    turn — the one the model sees, after the PostToolUse hook, id forcing and the
+//!    output cap — unless it is an error: the names of its items
+//!    ([`returned_names`]) that are Disclosable tools of the turn's catalog. A hook
+//!    that rewrites the result so decides what hydrates; a result the cap cut does
+//!    not parse and hydrates nothing. [`TurnHydration`] collects them in call order;
+//!    the dispatcher reports them sorted, each once, as
+//!    [`TurnOutcome::hydrated`](crate::TurnOutcome::hydrated).
+//! 4. **Per session.** The turn loop adds them to the session's hydrated set
+//!    ([`SessionSnapshot::hydrated`], saved with the session after every dispatch)
+//!    through [`hydrate`]. The set only grows: it outlives runs and restarts, is
+//!    never shared with another session on the same catalog, and a name whose tool a
+//!    catalog switch removed stays harmlessly (specs come from the catalog).
+//! 5. **The next turn.** Every turn advertises [`turn_specs`] of the session's
+//!    catalog, mode and hydrated set (so does `session.init`'s tool list): a hydrated
+//!    Disclosable tool in full ([`Catalog::advertised_specs_for`],
+//!    [`Catalog::undeferred_specs_for`]), from the turn after the search on — the
+//!    searching turn's request was already sent.
+//!
+//! Hosts that list tools outside a session (`app`'s tool report) read the same rules:
+//! [`tool_search_spec_for`] is the `ToolSearch` spec a turn advertises, and a tool's
+//! `advertised_spec` says whether it is Disclosable.
 
 use std::collections::BTreeSet;
 
-use engine_ports::{PermissionMode, ToolSpec};
+use engine_ports::{PermissionMode, SessionSnapshot, ToolResult, ToolSpec};
 
 use crate::catalog::Catalog;
-use crate::tool_search::{deferred_tool_search_spec, tool_search_spec};
+use crate::tool_search::{deferred_tool_search_spec, returned_names, tool_search_spec};
 
 /// How Disclosable tools are advertised (`--progressive-tools[=light|deferred]`).
 ///
@@ -72,5 +107,98 @@ pub fn tool_search_spec_for(
         Disclosure::Off => None,
         Disclosure::Light => Some(tool_search_spec()),
         Disclosure::Deferred => Some(deferred_tool_search_spec(catalog, mode)),
+    }
+}
+
+/// What one turn's `ToolSearch` results hydrate (step 3 of the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct TurnHydration {
+    names: Vec<String>,
+}
+
+impl TurnHydration {
+    /// Takes the final result of one `ToolSearch` call: the Disclosable tools of
+    /// `catalog` whose full spec it returned (none when it is an error).
+    pub(crate) fn add_search_result(&mut self, catalog: &Catalog, result: &ToolResult) {
+        self.names
+            .extend(returned_names(result).into_iter().filter(|name| {
+                catalog
+                    .lookup(name)
+                    .is_some_and(|tool| tool.advertised_spec().is_some())
+            }));
+    }
+
+    /// The names collected, sorted, each once.
+    pub(crate) fn into_names(mut self) -> Vec<String> {
+        self.names.sort();
+        self.names.dedup();
+        self.names
+    }
+}
+
+/// Adds a turn's hydrated names to the session (step 4 of the module doc): from the
+/// next turn on, [`turn_specs`] advertises them in full.
+pub(crate) fn hydrate(session: &mut SessionSnapshot, names: Vec<String>) {
+    session.hydrated.extend(names);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
+
+    use super::TurnHydration;
+    use crate::catalog::Catalog;
+    use crate::environment::Environment;
+    use crate::tool::{Tool, ToolError};
+
+    struct Named(&'static str, bool);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec::new(self.0, "full description")
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn advertised_spec(&self) -> Option<ToolSpec> {
+            self.1.then(|| ToolSpec::new(self.0, "light"))
+        }
+        async fn execute(
+            &self,
+            _: &CancellationToken,
+            call: &ToolCall,
+            _: &Environment,
+        ) -> Result<ToolResult, ToolError> {
+            Ok(ToolResult::text(call.id().clone(), ""))
+        }
+    }
+
+    #[test]
+    fn search_results_hydrate_the_disclosable_tools_they_returned_sorted_once() {
+        let mut catalog = Catalog::new();
+        for tool in [Named("Mcp", true), Named("Alpha", true), Named("Read", false)] {
+            catalog.must_register(Arc::new(tool));
+        }
+        let found = |text: &str| ToolResult::text("c1", text);
+        let mut hydration = TurnHydration::default();
+        hydration.add_search_result(
+            &catalog,
+            &found(r#"[{"name":"Mcp"},{"name":"Read"},{"name":"Gone"}]"#),
+        );
+        hydration.add_search_result(&catalog, &ToolResult::error("c2", r#"[{"name":"Alpha"}]"#));
+        hydration.add_search_result(&catalog, &found(r#"[{"name":"Mcp"}]"#));
+        assert_eq!(
+            hydration.into_names(),
+            ["Mcp"],
+            "errors hydrate nothing, names hydrate once"
+        );
+
+        let mut hydration = TurnHydration::default();
+        hydration.add_search_result(&catalog, &found(r#"[{"name":"Mcp"},{"name":"Alpha"}]"#));
+        assert_eq!(hydration.into_names(), ["Alpha", "Mcp"]);
     }
 }

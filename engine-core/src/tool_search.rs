@@ -1,5 +1,6 @@
 //! `ToolSearch` (D4): returns full specs of matching tools so the model can call
-//! them correctly, and hydrates Disclosable tools for the session (D3).
+//! them correctly. Which of them its result hydrates for the session (D3), and how,
+//! is `disclosure.rs`'s: the whole mechanism is told in its module doc.
 
 use std::sync::{Arc, LazyLock, OnceLock};
 

@@ -1,18 +1,22 @@
 //! The dispatcher: runs the tool calls of one assistant turn, read-parallel and
 //! mutate-serial, and returns exactly one result per call in the model's order.
 //!
-//! Per turn: normalize ids; emit `tool.call` for every call; split the calls into
-//! segments (each maximal run of read-batchable calls is one batch, anything else a
-//! barrier alone); then per segment **prepare** each call serially in call order
-//! (unknown / not-in-mode / permission / PreToolUse), **execute** the prepared ones
+//! Per turn (`pipeline.rs`): normalize ids; emit `tool.call` for every call; resolve
+//! every call in the mode view and split the calls into segments (each maximal run
+//! of read-batchable calls is one batch, anything else a barrier alone); then per
+//! segment pass each call through the **gate** serially in call order (`gate.rs`:
+//! mode, permission policy, the person's answer to an ask, PreToolUse — one decision
+//! per call, saying what decided), **execute** the calls it let through
 //! (concurrently in a batch, bounded, slots granted in call order, each in its own
-//! task so a panic stays contained), and **finish** them in call order (PostToolUse,
-//! id forcing, output cap, recorder, `tool.result`).
+//! task so a panic stays contained), and **finish** every call in call order
+//! (`finish.rs`: PostToolUse, id forcing, output cap, recorder, `tool.result`).
 
 mod asks;
 mod call_ids;
 mod elicit;
 mod execution;
+mod finish;
+mod gate;
 mod pipeline;
 mod segments;
 
@@ -21,7 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine_ports::{
-    Clock, PermissionMode, PermissionPolicy, SessionId, ToolCall, ToolCallRecorder, ToolHooks, ToolResult,
+    Clock, EventKind, HookAction, HookPhase, PermissionMode, PermissionPolicy, SessionId, ToolCall,
+    ToolCallRecorder, ToolHooks, ToolResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -130,7 +135,9 @@ impl TurnContext {
 pub struct TurnOutcome {
     /// One final result per call, in call order, keyed by the normalized ids.
     pub results: Vec<ToolResult>,
-    /// Disclosable tools a successful `ToolSearch` returned in full (D3).
+    /// Disclosable tools a successful `ToolSearch` returned in full (D3), sorted, each
+    /// once: the session's hydrated set grows by them, and
+    /// [`turn_specs`](crate::turn_specs) advertises them in full from the next turn on.
     pub hydrated: Vec<String>,
     /// Whether the turn was cancelled.
     pub cancelled: bool,
@@ -158,4 +165,25 @@ impl Dispatcher {
     pub async fn dispatch(&self, ctx: &TurnContext, calls: &[ToolCall]) -> TurnOutcome {
         pipeline::run_turn(self.config, ctx, calls).await
     }
+}
+
+/// The result of a call cancelled before it finished (or before it started).
+fn cancelled_result(call: &ToolCall) -> ToolResult {
+    ToolResult::error(
+        call.id().clone(),
+        format!("call to {} was cancelled before it finished", call.name()),
+    )
+}
+
+/// Emits a `hook` event: what a PreToolUse or PostToolUse hook did to a call.
+async fn hook_event(ctx: &TurnContext, phase: HookPhase, call: &ToolCall, action: HookAction, message: &str) {
+    ctx.events
+        .emit(EventKind::Hook {
+            phase,
+            call_id: call.id().clone(),
+            name: call.name().to_owned(),
+            action,
+            message: message.to_owned(),
+        })
+        .await;
 }

@@ -19,7 +19,7 @@ use super::{EngineError, Inner};
 use crate::catalog::Catalog;
 use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
-use crate::disclosure::turn_specs;
+use crate::disclosure::{hydrate, turn_specs};
 use crate::dispatch::{TurnContext, normalize_owned_call_ids};
 use crate::emitter::{Delivery, EventEmitter};
 use crate::environment::Environment;
@@ -395,7 +395,7 @@ impl RunTask {
                 }
                 snapshot.conversation.push(Message::Tool { result });
             }
-            snapshot.hydrated.extend(outcome.hydrated);
+            hydrate(snapshot, outcome.hydrated);
             snapshot.next_seq = emitter.next_seq();
             if let Err(error) = inner.store.save(snapshot).await {
                 return Ending::error(format!("saving the session failed: {error}"));
