@@ -322,8 +322,8 @@ pub(crate) struct ModelArgs {
     pub(crate) max_tokens: Option<u32>,
     /// Streamed answers (`--stream=false`: whole JSON answers, for servers that
     /// cannot stream).
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
-          num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
     pub(crate) stream: bool,
     /// The most seconds retries of one model request may take (0: no retries).
     #[arg(long, value_name = "SECS", default_value_t = 60)]
