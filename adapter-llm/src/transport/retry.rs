@@ -69,10 +69,12 @@ impl HttpCore {
                 ),
                 _ => return Err(failed.error),
             };
-            tracing::warn!(provider = who.kind.as_str(), model = %who.model, "{why}; not retrying");
+            tracing::debug!(provider = who.kind.as_str(), model = %who.model, "{why}; not retrying");
             return Err(with_note(failed.error, &why));
         }
-        tracing::warn!(
+        // Reported to the caller as a retry notice (a `model.retry` event); the log
+        // line is for operators who follow the process log.
+        tracing::info!(
             provider = who.kind.as_str(), model = %who.model, attempt = request.attempts, wait = ?wait,
             error = %failed.error, "model request failed; retrying"
         );
