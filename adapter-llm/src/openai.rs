@@ -165,7 +165,7 @@ fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
                     "type": "function",
                     "function": {
                         "name": names.encode(call.name()),
-                        "arguments": if call.args().trim().is_empty() { "{}" } else { call.args() },
+                        "arguments": history_arguments(call),
                     }
                 })
             })
@@ -173,6 +173,17 @@ fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
         message["tool_calls"] = Value::Array(calls);
     }
     message
+}
+
+/// A past call's arguments as sent back: its text when it is valid JSON, else `{}`
+/// (servers such as llama.cpp refuse a history whose arguments do not parse; the
+/// tool already answered invalid arguments with an error result).
+fn history_arguments(call: &ToolCall) -> &str {
+    if serde_json::from_str::<serde::de::IgnoredAny>(call.args()).is_ok() {
+        call.args()
+    } else {
+        "{}"
+    }
 }
 
 /// What a `tool` message says: the parts' text projection, else the summary.
@@ -602,6 +613,26 @@ mod tests {
         }
         let unset = request_body(&LlmRequest::default(), "m", &names, true);
         assert_eq!(unset["max_tokens"], json!(DEFAULT_MAX_TOKENS));
+    }
+
+    #[test]
+    fn history_arguments_that_do_not_parse_are_sent_as_an_empty_object() {
+        let names = NameMap::default();
+        let request = LlmRequest {
+            messages: vec![Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![
+                    ToolCall::new("c1", "Write", r#"{"path":"a.txt","content":"hal"#),
+                    ToolCall::new("c2", "Read", r#"{"path":"a.txt"}"#),
+                ],
+            }]
+            .into(),
+            ..LlmRequest::default()
+        };
+        let body = request_body(&request, "m", &names, true);
+        let calls = &body["messages"][0]["tool_calls"];
+        assert_eq!(calls[0]["function"]["arguments"], json!("{}"));
+        assert_eq!(calls[1]["function"]["arguments"], json!(r#"{"path":"a.txt"}"#));
     }
 
     #[test]
