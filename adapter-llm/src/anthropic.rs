@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine_ports::{
-    Capabilities, Chunk, ChunkStream, ContentPart, LlmError, LlmProvider, LlmRequest, Message, ToolCall,
-    ToolResult, Usage, encode_base64,
+    Capabilities, Chunk, ChunkStream, ContentPart, DEFAULT_MAX_TOKENS, LlmError, LlmProvider, LlmRequest,
+    Message, ToolCall, ToolResult, Usage, encode_base64,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,17 +20,16 @@ use crate::transport::{Decoder, Failure, HttpCore, Step, parse_whole};
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// `max_tokens` of every request.
-pub const ANTHROPIC_MAX_TOKENS: u32 = 8192;
-
 /// Image types a `tool_result` can carry.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
 /// An Anthropic Messages provider.
 ///
-/// Sends `stream: true` and `max_tokens` 8,192, advertises tools under D6 wire names,
-/// returns tool results as `tool_result` blocks grouped per user message, and emits
-/// each `tool_use` block as one whole call at its `content_block_stop` (D12).
+/// Sends `stream: true` (or `false`) and the request's output limit as `max_tokens`,
+/// advertises tools under D6 wire names, returns tool results as `tool_result` blocks
+/// grouped per user message, and emits each `tool_use` block as one whole call at its
+/// `content_block_stop` (D12). A `stop_reason` of `max_tokens` ends the answer with
+/// `Chunk::Truncated`.
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
     core: Arc<HttpCore>,
@@ -139,7 +138,7 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
         .collect();
     let mut body = json!({
         "model": model,
-        "max_tokens": ANTHROPIC_MAX_TOKENS,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "messages": messages,
     });
     if !request.system.is_empty() {
@@ -166,9 +165,7 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
         }
         body["tools"] = Value::Array(tools);
     }
-    if streaming {
-        body["stream"] = json!(true);
-    }
+    body["stream"] = json!(streaming);
     body
 }
 
@@ -260,6 +257,8 @@ pub(crate) struct AnthropicDecoder {
     cache_read_tokens: u64,
     cache_write_tokens: u64,
     saw_usage: bool,
+    /// `stop_reason` was `max_tokens`: the output limit cut the answer off.
+    truncated: bool,
 }
 
 #[derive(Debug)]
@@ -322,6 +321,8 @@ enum StreamEvent {
     },
     MessageDelta {
         #[serde(default)]
+        delta: Option<Value>,
+        #[serde(default)]
         usage: Option<WireUsage>,
     },
     MessageStop,
@@ -345,6 +346,8 @@ struct WholeMessage {
     content: Vec<Value>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    stop_reason: Option<String>,
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -371,6 +374,7 @@ impl AnthropicDecoder {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             saw_usage: false,
+            truncated: false,
         }
     }
 
@@ -465,19 +469,36 @@ impl Decoder for AnthropicDecoder {
                     out.push(self.call(id, &name, args));
                 }
             }
-            StreamEvent::MessageDelta { usage } => self.take_usage(usage),
+            StreamEvent::MessageDelta { delta, usage } => {
+                self.truncated |= delta
+                    .as_ref()
+                    .is_some_and(|delta| str_field(delta, "stop_reason") == "max_tokens");
+                self.take_usage(usage);
+            }
             StreamEvent::MessageStop => {
-                if let Some(index) = self
+                let mut open: Vec<u64> = self
                     .blocks
                     .iter()
-                    .find_map(|(index, block)| matches!(block, Block::ToolUse { .. }).then_some(*index))
-                {
+                    .filter_map(|(index, block)| matches!(block, Block::ToolUse { .. }).then_some(*index))
+                    .collect();
+                open.sort_unstable();
+                if let Some(index) = open.first().filter(|_| !self.truncated) {
                     return Err(Failure::Protocol(format!(
                         "message_stop arrived while tool_use block {index} was still open"
                     )));
                 }
+                // A call the output limit cut off is passed on as it stands (the
+                // answer is marked truncated, so it never runs).
+                for index in open {
+                    if let Some(Block::ToolUse { id, name, json, .. }) = self.blocks.remove(&index) {
+                        out.push(self.call(id, &name, json));
+                    }
+                }
                 if self.saw_usage {
                     out.push(self.usage());
+                }
+                if self.truncated {
+                    out.push(Chunk::Truncated);
                 }
                 return Ok(Step::Complete);
             }
@@ -517,6 +538,9 @@ impl Decoder for AnthropicDecoder {
         if self.saw_usage {
             out.push(self.usage());
         }
+        if message.stop_reason.as_deref() == Some("max_tokens") {
+            out.push(Chunk::Truncated);
+        }
         Ok(())
     }
 
@@ -527,6 +551,7 @@ impl Decoder for AnthropicDecoder {
         self.cache_read_tokens = 0;
         self.cache_write_tokens = 0;
         self.saw_usage = false;
+        self.truncated = false;
     }
 }
 
@@ -575,6 +600,33 @@ mod tests {
                 Chunk::ToolCall(ToolCall::new("t1", "add", "{\"a\": 2}")),
                 Chunk::ToolCall(ToolCall::new("t2", "now", "{}")),
                 Chunk::Usage(Usage::new(15, 9).with_cache(5, 0)),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_use_left_open_by_max_tokens_is_passed_on_truncated() {
+        let mut decoder = AnthropicDecoder::new(NameMap::default());
+        let mut out = Vec::new();
+        let events = [
+            json!({"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"add","input":{}}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\": 2, \"b"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":8}}),
+        ];
+        for e in events {
+            assert_eq!(decoder.event(event(e), &mut out), Ok(Step::Continue));
+        }
+        assert_eq!(
+            decoder.event(event(json!({"type":"message_stop"})), &mut out),
+            Ok(Step::Complete)
+        );
+        assert_eq!(
+            out,
+            vec![
+                Chunk::ToolCall(ToolCall::new("t1", "add", "{\"a\": 2, \"b")),
+                Chunk::Usage(Usage::new(10, 8)),
+                Chunk::Truncated,
             ]
         );
     }

@@ -102,38 +102,37 @@ impl Default for Timeouts {
     }
 }
 
-/// When and how a request is retried. Retries happen only before anything reached
-/// the caller (connect failures, time-outs and body failures before the first chunk,
-/// HTTP 408, 429, 5xx and 529).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// When and how a request is retried: the one policy of both providers. Retries
+/// happen only before anything of the answer reached the caller (connect failures,
+/// resets and time-outs before the first chunk, HTTP 408, 409, 429, 500, 502, 503,
+/// 504 and 529), each wait announced with a `Chunk::Retry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Attempts in all (1 disables retries).
-    pub max_attempts: u32,
-    /// Wait before the second attempt; doubles for each further one.
+    /// The most time retries may add, from the start of the first attempt: a wait
+    /// that would end past it is not taken (zero disables retries).
+    pub budget: Duration,
+    /// The ceiling of the first wait; doubles for each further one.
     pub initial_backoff: Duration,
-    /// Longest wait between attempts.
+    /// The highest ceiling of a wait.
     pub max_backoff: Duration,
-    /// Random spread of each wait, as a fraction (0.2 = ±20 %).
-    pub jitter: f64,
-    /// Longest `Retry-After` honoured; a server asking for more ends the retries.
-    pub max_retry_after: Duration,
 }
 
+/// Default of [`RetryPolicy::budget`]: 60 s.
+pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(60);
+
 impl Default for RetryPolicy {
-    /// 3 attempts, 200 ms doubling ±20 %, capped at 10 s, `Retry-After` up to 30 s.
+    /// Within 60 s: waits drawn from 0 to 500 ms, doubling, capped at 10 s.
     fn default() -> Self {
         Self {
-            max_attempts: 3,
-            initial_backoff: Duration::from_millis(200),
+            budget: DEFAULT_RETRY_BUDGET,
+            initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(10),
-            jitter: 0.2,
-            max_retry_after: Duration::from_secs(30),
         }
     }
 }
 
 impl RetryPolicy {
-    /// The wait after failed attempt `attempt` (1-based), before jitter.
+    /// The ceiling of the wait after failed attempt `attempt` (1-based).
     pub fn base_backoff(&self, attempt: u32) -> Duration {
         let doublings = attempt.saturating_sub(1).min(30);
         self.initial_backoff
@@ -141,13 +140,10 @@ impl RetryPolicy {
             .min(self.max_backoff)
     }
 
-    /// The wait after failed attempt `attempt`, with jitter drawn from `unit` (a value
-    /// in `[0, 1)`), never above `max_backoff`.
+    /// The wait after failed attempt `attempt` with full jitter: the ceiling times
+    /// `unit` (a value in `[0, 1)`), so retries of many clients spread out.
     pub fn backoff(&self, attempt: u32, unit: f64) -> Duration {
-        let base = self.base_backoff(attempt).as_secs_f64();
-        let spread = self.jitter.clamp(0.0, 1.0);
-        let factor = 1.0 - spread + 2.0 * spread * unit.clamp(0.0, 1.0);
-        Duration::from_secs_f64((base * factor).max(0.0)).min(self.max_backoff)
+        self.base_backoff(attempt).mul_f64(unit.clamp(0.0, 1.0))
     }
 }
 
@@ -247,14 +243,14 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_with_jitter_and_cap() {
+    fn backoff_doubles_with_full_jitter_and_cap() {
         let policy = RetryPolicy::default();
-        assert_eq!(policy.base_backoff(1), Duration::from_millis(200));
-        assert_eq!(policy.base_backoff(2), Duration::from_millis(400));
+        assert_eq!(policy.base_backoff(1), Duration::from_millis(500));
+        assert_eq!(policy.base_backoff(2), Duration::from_secs(1));
         assert_eq!(policy.base_backoff(10), Duration::from_secs(10));
-        assert_eq!(policy.backoff(1, 0.0), Duration::from_millis(160));
-        assert_eq!(policy.backoff(1, 1.0), Duration::from_millis(240));
-        assert_eq!(policy.backoff(1, 0.5), Duration::from_millis(200));
+        assert_eq!(policy.backoff(1, 0.0), Duration::ZERO);
+        assert_eq!(policy.backoff(1, 0.5), Duration::from_millis(250));
+        assert_eq!(policy.backoff(3, 0.5), Duration::from_secs(1));
         assert_eq!(policy.backoff(40, 1.0), Duration::from_secs(10));
     }
 }

@@ -38,12 +38,14 @@ use engine_ports::{LlmError, LlmProvider, ToolSpec};
 use serde_json::{Value, json};
 
 // The public surface, in one place.
-pub use anthropic::{ANTHROPIC_MAX_TOKENS, ANTHROPIC_VERSION, AnthropicProvider};
-pub use config::{ApiKey, HttpProviderConfig, ProviderKind, RetryPolicy, Timeouts, UnknownProvider};
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicProvider};
+pub use config::{
+    ApiKey, DEFAULT_RETRY_BUDGET, HttpProviderConfig, ProviderKind, RetryPolicy, Timeouts, UnknownProvider,
+};
 pub use mock::{MOCK_NOT_CONFIGURED_TEXT, MOCK_SCRIPT_EXHAUSTED_TEXT, MockProvider};
 pub use mock_script::{MAX_DELAY_MS, MockChild, MockEnding, MockScript, MockTurn, ScriptError};
 pub use names::{MAX_WIRE_NAME_LEN, NameCollision, NameMap, is_wire_safe, wire_name};
-pub use openai::OpenAiChatProvider;
+pub use openai::{OpenAiChatProvider, uses_max_completion_tokens};
 pub use transport::MAX_PROVIDER_MESSAGE_BYTES;
 
 /// The HTTP provider of `kind` with `config`.

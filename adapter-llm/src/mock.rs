@@ -147,7 +147,7 @@ impl Player {
             return Some(Ok(chunk));
         }
         match self.ending.take()? {
-            MockEnding::Done => Some(Ok(Chunk::Done)),
+            MockEnding::Done | MockEnding::Truncated => Some(Ok(Chunk::Done)),
             MockEnding::Error(error) => Some(Err(error)),
             MockEnding::Hang => {
                 self.cancel.cancelled().await;
@@ -167,6 +167,9 @@ fn play(turn: MockTurn, cancel: CancellationToken) -> ChunkStream {
     let mut items: VecDeque<Chunk> = text_deltas(&turn.text).into_iter().map(Chunk::Text).collect();
     items.extend(turn.tool_calls.into_iter().map(Chunk::ToolCall));
     items.extend(turn.usage.map(Chunk::Usage));
+    if turn.ending == MockEnding::Truncated {
+        items.push_back(Chunk::Truncated);
+    }
     let player = Player {
         delay: Some(turn.delay),
         items,

@@ -41,6 +41,9 @@ pub enum MockEnding {
     /// The turn completes.
     #[default]
     Done,
+    /// The output limit cuts the turn off: `Truncated`, then `Done` (file format:
+    /// `"stop": "max_tokens"`).
+    Truncated,
     /// The stream fails with this error after the chunks.
     Error(LlmError),
     /// The stream waits until the request is cancelled.
@@ -166,8 +169,9 @@ impl MockScript {
     /// label such as `embedded demo script`).
     ///
     /// The format: `{"turns": [{"text", "tool_calls": [{"id", "name", "args"}],
-    /// "delay_ms"}], "children": [{"match", "turns"}], "default_child": {"turns"}}`.
-    /// Each turn needs `text` and/or `tool_calls`; `delay_ms` is 0–30000; unknown
+    /// "delay_ms", "stop"}], "children": [{"match", "turns"}], "default_child": {"turns"}}`.
+    /// Each turn needs `text` and/or `tool_calls`; `delay_ms` is 0–30000; `stop` is
+    /// `end_turn` (the default) or `max_tokens` (the output limit cut the turn off); unknown
     /// fields are errors; `turns` and every child's `turns` hold at least one turn; a
     /// child's `match` is not empty. A call without `id` gets `call_<turn>_<index>`
     /// (both 1-based). `args` defaults to `{}`; a JSON string is taken as the raw
@@ -334,6 +338,16 @@ struct FileTurn {
     tool_calls: Option<Vec<FileCall>>,
     #[serde(default)]
     delay_ms: Option<u64>,
+    #[serde(default)]
+    stop: Option<FileStop>,
+}
+
+/// How a scripted turn ends.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum FileStop {
+    EndTurn,
+    MaxTokens,
 }
 
 #[derive(Deserialize)]
@@ -378,6 +392,10 @@ impl FileTurn {
             delay: Duration::from_millis(delay_ms),
             text,
             tool_calls,
+            ending: match self.stop {
+                None | Some(FileStop::EndTurn) => MockEnding::Done,
+                Some(FileStop::MaxTokens) => MockEnding::Truncated,
+            },
             ..MockTurn::default()
         })
     }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine_ports::{
-    Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolResult, Usage,
+    Capabilities, Chunk, ChunkStream, DEFAULT_MAX_TOKENS, LlmError, LlmProvider, LlmRequest, Message,
+    ToolCall, ToolResult, Usage,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,10 +19,13 @@ use crate::transport::{Decoder, Failure, HttpCore, Step, parse_whole};
 
 /// An OpenAI-compatible chat completions provider.
 ///
-/// Sends `stream: true` with `stream_options.include_usage`, advertises tools as
-/// function specs under D6 wire names, and assembles streamed tool-call fragments by
-/// `index` into whole calls (D12), emitted in index order at `finish_reason` or
-/// `[DONE]` with their argument text verbatim.
+/// Sends `stream: true` with `stream_options.include_usage` (or `stream: false`),
+/// the request's output limit as `max_tokens` (`max_completion_tokens` for the
+/// OpenAI models that refuse `max_tokens`: see [`uses_max_completion_tokens`]),
+/// advertises tools as function specs under D6 wire names, and assembles streamed
+/// tool-call fragments by `index` into whole calls (D12), emitted in index order at
+/// `finish_reason` or `[DONE]` with their argument text verbatim. A
+/// `finish_reason` of `length` ends the answer with `Chunk::Truncated`.
 #[derive(Debug, Clone)]
 pub struct OpenAiChatProvider {
     core: Arc<HttpCore>,
@@ -100,11 +104,31 @@ pub(crate) fn request_body(request: &LlmRequest, model: &str, names: &NameMap, s
             .collect();
         body["tools"] = Value::Array(tools);
     }
+    let limit = if uses_max_completion_tokens(model) {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    body[limit] = json!(request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS));
+    body["stream"] = json!(streaming);
     if streaming {
-        body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
     }
     body
+}
+
+/// Whether `model` is one of OpenAI's reasoning models (`o1`, `o3`, `o4-mini`,
+/// `gpt-5`…), which refuse `max_tokens` and take the output limit as
+/// `max_completion_tokens`; every other model, and every OpenAI-compatible server
+/// (llama.cpp, vLLM, Ollama), gets `max_tokens`. Decided by name (after any
+/// `vendor/` prefix), so no request is refused first.
+pub fn uses_max_completion_tokens(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let reasoning_family = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    };
+    ["o1", "o3", "o4"].into_iter().any(reasoning_family) || name.starts_with("gpt-5")
 }
 
 /// Whether an error body says the prompt does not fit the model's context window:
@@ -141,7 +165,7 @@ fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
                     "type": "function",
                     "function": {
                         "name": names.encode(call.name()),
-                        "arguments": if call.args().trim().is_empty() { "{}" } else { call.args() },
+                        "arguments": history_arguments(call),
                     }
                 })
             })
@@ -149,6 +173,17 @@ fn assistant_message(text: &str, calls: &[ToolCall], names: &NameMap) -> Value {
         message["tool_calls"] = Value::Array(calls);
     }
     message
+}
+
+/// A past call's arguments as sent back: its text when it is valid JSON, else `{}`
+/// (servers such as llama.cpp refuse a history whose arguments do not parse; the
+/// tool already answered invalid arguments with an error result).
+fn history_arguments(call: &ToolCall) -> &str {
+    if serde_json::from_str::<serde::de::IgnoredAny>(call.args()).is_ok() {
+        call.args()
+    } else {
+        "{}"
+    }
 }
 
 /// What a `tool` message says: the parts' text projection, else the summary.
@@ -167,6 +202,8 @@ pub(crate) struct OpenAiDecoder {
     names: NameMap,
     calls: BTreeMap<u64, PartialCall>,
     finished: bool,
+    /// `finish_reason` was `length`: the output limit cut the answer off.
+    truncated: bool,
 }
 
 #[derive(Debug, Default)]
@@ -284,6 +321,8 @@ struct WholeChoice {
     #[serde(default)]
     index: u64,
     message: WireMessage<WholeCall>,
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -318,6 +357,16 @@ impl OpenAiDecoder {
             names,
             calls: BTreeMap::new(),
             finished: false,
+            truncated: false,
+        }
+    }
+
+    /// Ends the answer: the assembled calls, then `Truncated` when the output limit
+    /// cut it off.
+    fn finish(&mut self, out: &mut Vec<Chunk>) {
+        self.flush(out);
+        if self.truncated {
+            out.push(Chunk::Truncated);
         }
     }
 
@@ -357,7 +406,7 @@ impl Decoder for OpenAiDecoder {
     fn event(&mut self, event: SseEvent, out: &mut Vec<Chunk>) -> Result<Step, Failure> {
         let data = event.data.trim();
         if data == "[DONE]" {
-            self.flush(out);
+            self.finish(out);
             return Ok(Step::Complete);
         }
         if data.is_empty() {
@@ -372,8 +421,9 @@ impl Decoder for OpenAiDecoder {
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             let fragments = choice.delta.unwrap_or_default().push_texts(out);
             self.absorb(fragments);
-            if choice.finish_reason.is_some() {
+            if let Some(reason) = choice.finish_reason {
                 self.finished = true;
+                self.truncated |= reason == "length";
                 self.flush(out);
             }
         }
@@ -385,7 +435,7 @@ impl Decoder for OpenAiDecoder {
 
     fn end(&mut self, out: &mut Vec<Chunk>) -> Result<(), Failure> {
         if self.finished {
-            self.flush(out);
+            self.finish(out);
             return Ok(());
         }
         Err(Failure::Protocol(
@@ -398,6 +448,7 @@ impl Decoder for OpenAiDecoder {
         let Some(choice) = completion.choices.into_iter().find(|c| c.index == 0) else {
             return Err(Failure::Protocol("the answer has no choices".to_owned()));
         };
+        let finish_reason = choice.finish_reason;
         for call in choice.message.push_texts(out) {
             out.push(Chunk::ToolCall(ToolCall::new(
                 call.id.unwrap_or_default(),
@@ -409,12 +460,16 @@ impl Decoder for OpenAiDecoder {
         if let Some(usage) = completion.usage {
             out.push(Chunk::Usage(usage.usage()));
         }
+        if finish_reason.as_deref() == Some("length") {
+            out.push(Chunk::Truncated);
+        }
         Ok(())
     }
 
     fn reset(&mut self) {
         self.calls.clear();
         self.finished = false;
+        self.truncated = false;
     }
 }
 
@@ -533,6 +588,73 @@ mod tests {
     }
 
     #[test]
+    fn the_output_limit_is_sent_under_the_name_the_model_takes() {
+        let request = LlmRequest {
+            max_tokens: Some(1234),
+            ..LlmRequest::default()
+        };
+        let names = NameMap::default();
+        for model in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "qwen2.5-coder-7b",
+            "llama-3.1-8b",
+            "o1x",
+            "omni",
+        ] {
+            let body = request_body(&request, model, &names, true);
+            assert_eq!(body["max_tokens"], json!(1234), "{model}");
+            assert!(body.get("max_completion_tokens").is_none(), "{model}");
+        }
+        for model in ["gpt-5", "gpt-5-mini", "o1", "o3-mini", "o4-mini", "openai/o3"] {
+            let body = request_body(&request, model, &names, true);
+            assert_eq!(body["max_completion_tokens"], json!(1234), "{model}");
+            assert!(body.get("max_tokens").is_none(), "{model}");
+        }
+        let unset = request_body(&LlmRequest::default(), "m", &names, true);
+        assert_eq!(unset["max_tokens"], json!(DEFAULT_MAX_TOKENS));
+    }
+
+    #[test]
+    fn history_arguments_that_do_not_parse_are_sent_as_an_empty_object() {
+        let names = NameMap::default();
+        let request = LlmRequest {
+            messages: vec![Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![
+                    ToolCall::new("c1", "Write", r#"{"path":"a.txt","content":"hal"#),
+                    ToolCall::new("c2", "Read", r#"{"path":"a.txt"}"#),
+                ],
+            }]
+            .into(),
+            ..LlmRequest::default()
+        };
+        let body = request_body(&request, "m", &names, true);
+        let calls = &body["messages"][0]["tool_calls"];
+        assert_eq!(calls[0]["function"]["arguments"], json!("{}"));
+        assert_eq!(calls[1]["function"]["arguments"], json!(r#"{"path":"a.txt"}"#));
+    }
+
+    #[test]
+    fn finish_reason_length_marks_the_answer_truncated() {
+        let (out, last) = decode(&[
+            r#"{"choices":[{"index":0,"delta":{"content":"the list:"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(last, Ok(Step::Complete));
+        assert_eq!(
+            out,
+            vec![
+                Chunk::Text("the list:".to_owned()),
+                Chunk::Usage(Usage::new(7, 3)),
+                Chunk::Truncated,
+            ]
+        );
+    }
+
+    #[test]
     fn requests_map_history_and_encode_names() {
         let names = NameMap::from_names(["mcp__x__a.b"]).unwrap();
         let request = LlmRequest {
@@ -578,6 +700,9 @@ mod tests {
             json!({"type": "object", "properties": {}})
         );
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
-        assert!(request_body(&request, "m", &names, false).get("stream").is_none());
+        assert_eq!(body["stream"], json!(true));
+        let whole = request_body(&request, "m", &names, false);
+        assert_eq!(whole["stream"], json!(false));
+        assert!(whole.get("stream_options").is_none());
     }
 }

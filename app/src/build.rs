@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use adapter_fstools::{CoreToolsOptions, FsForker, core_tools};
-use adapter_llm::{HttpProviderConfig, MockProvider, build_http_provider};
+use adapter_llm::{HttpProviderConfig, MockProvider, RetryPolicy, build_http_provider};
 use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
 };
@@ -465,6 +465,8 @@ fn resolve_model(model: &ModelConfig) -> Result<(Arc<dyn LlmProvider>, String), 
             base_url,
             model,
             api_key,
+            streaming,
+            retry_budget,
         } => {
             let Some(key) = api_key.clone() else {
                 return Err(BuildError::MissingApiKey {
@@ -472,7 +474,12 @@ fn resolve_model(model: &ModelConfig) -> Result<(Arc<dyn LlmProvider>, String), 
                     variable: kind.api_key_env(),
                 });
             };
-            let mut config = HttpProviderConfig::new(key);
+            let mut config = HttpProviderConfig::new(key)
+                .with_streaming(*streaming)
+                .with_retry(RetryPolicy {
+                    budget: *retry_budget,
+                    ..RetryPolicy::default()
+                });
             if let Some(base_url) = base_url {
                 config = config.with_base_url(base_url.clone());
             }

@@ -69,6 +69,9 @@ pub struct AppConfig {
     /// `--context-window`: the model's context window in tokens; `None` takes the
     /// engine's table of common models (128,000 for a model it does not know).
     pub context_window: Option<u64>,
+    /// `--max-tokens`: the output limit of each request in tokens; `None` takes the
+    /// engine's table of common models (8,192 for a model it does not know).
+    pub max_tokens: Option<u32>,
     /// Where project memory and the user model live (both off by default; the command
     /// line turns them on at their default directories).
     pub memory: MemoryConfig,
@@ -143,6 +146,7 @@ impl AppConfig {
             system_prompt: SystemPromptConfig::default(),
             extra_tools: ExtraTools::default(),
             context_window: None,
+            max_tokens: None,
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),
         }
@@ -256,6 +260,10 @@ pub enum ModelConfig {
         /// The key from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`; `None` when the
         /// variable is unset, which `build` refuses naming the variable.
         api_key: Option<ApiKey>,
+        /// `--stream` (default true): streamed answers, else whole JSON answers.
+        streaming: bool,
+        /// `--model-retry-secs`: the time retries of one model request may take.
+        retry_budget: Duration,
     },
 }
 

@@ -47,6 +47,7 @@ impl EngineTemplate {
             command_timeout: cfg.mcp.limits.idle,
             audit_required: cfg.engine.audit_required,
             context_window: cfg.context_window,
+            max_tokens: cfg.max_tokens,
             elicitation_timeout: cfg.engine.elicitation_timeout,
             ..EngineConfig::default()
         };

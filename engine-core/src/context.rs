@@ -99,6 +99,77 @@ pub fn context_window_for(model: &str) -> u64 {
         .map_or(DEFAULT_CONTEXT_WINDOW, |(_, window)| *window)
 }
 
+/// Output limits of common models, by name prefix (longest match wins): the limit
+/// each request is sent with (before `--max-tokens`) and the most the model can
+/// write, in tokens. Models the table does not know get
+/// [`DEFAULT_MAX_TOKENS`](engine_ports::DEFAULT_MAX_TOKENS) and no known maximum.
+const OUTPUT_LIMITS: &[(&str, u32, u32)] = &[
+    ("claude-", 8_192, 8_192),
+    ("claude-3-haiku", 4_096, 4_096),
+    ("claude-3-opus", 4_096, 4_096),
+    ("claude-3-7-sonnet", 16_384, 64_000),
+    ("claude-sonnet-4", 16_384, 64_000),
+    ("claude-opus-4", 16_384, 32_000),
+    ("claude-haiku-4", 16_384, 64_000),
+    ("gpt-3.5-turbo", 4_096, 4_096),
+    ("gpt-4", 4_096, 8_192),
+    ("gpt-4-turbo", 4_096, 4_096),
+    ("gpt-4o", 8_192, 16_384),
+    ("gpt-4.1", 16_384, 32_768),
+    ("gpt-5", 32_768, 128_000),
+    ("o1", 32_768, 100_000),
+    ("o1-mini", 32_768, 65_536),
+    ("o3", 32_768, 100_000),
+    ("o4-mini", 32_768, 100_000),
+];
+
+/// A model's output limits, in tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// The limit each request is sent with.
+    pub default: u32,
+    /// The most the model can write, when known.
+    pub max: Option<u32>,
+}
+
+impl OutputLimits {
+    /// The limit a request cut off at `current` is repeated with: twice as much,
+    /// within the model's known maximum; `None` when it cannot grow.
+    pub fn raised(self, current: u32) -> Option<u32> {
+        let doubled = current.saturating_mul(2);
+        let raised = self.max.map_or(doubled, |max| doubled.min(max));
+        (raised > current).then_some(raised)
+    }
+}
+
+/// The output limits of `model`: the table's entry for the longest matching name
+/// prefix (case-insensitive, after any `vendor/` routing prefix), else
+/// [`DEFAULT_MAX_TOKENS`](engine_ports::DEFAULT_MAX_TOKENS) with no known maximum.
+///
+/// ```
+/// use engine_core::output_limits_for;
+/// assert_eq!(output_limits_for("claude-sonnet-4-6").max, Some(64_000));
+/// assert_eq!(output_limits_for("gpt-4o-mini").default, 8_192);
+/// assert_eq!(output_limits_for("qwen3-coder").max, None);
+/// ```
+pub fn output_limits_for(model: &str) -> OutputLimits {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    OUTPUT_LIMITS
+        .iter()
+        .filter(|(prefix, _, _)| name.starts_with(prefix))
+        .max_by_key(|(prefix, _, _)| prefix.len())
+        .map_or(
+            OutputLimits {
+                default: engine_ports::DEFAULT_MAX_TOKENS,
+                max: None,
+            },
+            |(_, default, max)| OutputLimits {
+                default: *default,
+                max: Some(*max),
+            },
+        )
+}
+
 /// The estimate above which the engine compacts.
 pub(crate) fn compaction_threshold(window: u64) -> u64 {
     window.saturating_mul(COMPACT_AT_PERCENT) / 100

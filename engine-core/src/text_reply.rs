@@ -43,7 +43,9 @@ pub(crate) async fn read_text_reply(
                 }
             }
             Some(Ok(Chunk::Usage(reported))) => usage += reported,
-            Some(Ok(Chunk::Reasoning(_) | Chunk::ToolCall(_))) => {}
+            // A reply cut off by the output limit keeps the text it has; retry notices
+            // are not part of it.
+            Some(Ok(Chunk::Reasoning(_) | Chunk::ToolCall(_) | Chunk::Truncated | Chunk::Retry(_))) => {}
             Some(Err(error)) => return Err(ReplyError::Failed(error)),
         }
     }

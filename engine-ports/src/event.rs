@@ -95,6 +95,27 @@ pub enum EventKind {
         /// The text fragment.
         text: String,
     },
+    /// A model request is attempted again: the previous attempt failed before any
+    /// of its answer arrived (an overloaded or loading server, a dropped connection),
+    /// or the output limit cut off a tool call and the request is repeated with a
+    /// larger one (`max_tokens` set). Text streamed since `turn.start` is superseded
+    /// by the new attempt's.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        /// The failed attempt (1-based within the request).
+        attempt: u32,
+        /// The HTTP status of the failed attempt, when it had one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// How long the harness waits before the next attempt, in milliseconds.
+        wait_ms: u64,
+        /// The output limit of the next attempt, when a cut-off answer is repeated
+        /// with a larger one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u32>,
+        /// What went wrong (the provider's error, bounded).
+        error: String,
+    },
     /// A model turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
@@ -363,6 +384,7 @@ impl EventKind {
             Self::TurnStart { .. } => "turn.start",
             Self::MessageDelta { .. } => "message.delta",
             Self::ReasoningDelta { .. } => "reasoning.delta",
+            Self::ModelRetry { .. } => "model.retry",
             Self::TurnEnd { .. } => "turn.end",
             Self::ToolCall { .. } => "tool.call",
             Self::PermissionAsk { .. } => "permission.ask",
@@ -464,6 +486,9 @@ impl CompactionTrigger {
 pub enum StopReason {
     /// The model answered without tool calls.
     EndTurn,
+    /// The model's answer was cut off by the output limit (`max_tokens`); the text
+    /// so far is the run's final text.
+    MaxTokens,
     /// The run reached its turn limit.
     MaxTurns,
     /// The run reached its tool-call limit.
@@ -481,6 +506,7 @@ impl StopReason {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::EndTurn => "end_turn",
+            Self::MaxTokens => "max_tokens",
             Self::MaxTurns => "max_turns",
             Self::MaxToolCalls => "max_tool_calls",
             Self::MaxConsecutiveFailures => "max_consecutive_failures",

@@ -118,8 +118,8 @@ pub use hooks::{HookError, Post, Pre, ToolHooks};
 pub use ids::{SessionId, ToolCallId};
 pub use keyword::Keyword;
 pub use llm::{
-    Capabilities, Chunk, ChunkStream, Conversation, LlmError, LlmProvider, LlmRequest, Message,
-    RequestPurpose,
+    Capabilities, Chunk, ChunkStream, Conversation, DEFAULT_MAX_TOKENS, LlmError, LlmProvider, LlmRequest,
+    Message, ModelRetry, RequestPurpose,
 };
 pub use memory::{
     MAX_MEMORY_DESCRIPTION_BYTES, MAX_MEMORY_DOCUMENT_BYTES, MAX_MEMORY_KEY_BYTES, MAX_MEMORY_KEYS,

@@ -143,6 +143,26 @@ pub struct LlmRequest {
     pub tools: Vec<ToolSpec>,
     /// Which conversation the request belongs to (default: the session's own).
     pub purpose: RequestPurpose,
+    /// The most tokens the answer may take (the output limit); `None` sends
+    /// [`DEFAULT_MAX_TOKENS`].
+    pub max_tokens: Option<u32>,
+}
+
+/// The output limit of a request that sets none, in tokens.
+pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
+
+/// One wait before another attempt of a request whose previous attempt failed
+/// before any of its answer arrived ([`Chunk::Retry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelRetry {
+    /// The failed attempt (1-based).
+    pub attempt: u32,
+    /// Its HTTP status, when it had one.
+    pub status: Option<u16>,
+    /// The wait before the next attempt.
+    pub wait: std::time::Duration,
+    /// What went wrong.
+    pub error: String,
 }
 
 /// One item of a model's streamed answer.
@@ -156,6 +176,13 @@ pub enum Chunk {
     ToolCall(ToolCall),
     /// Token usage (summed by the loop).
     Usage(Usage),
+    /// The output limit cut the answer off (OpenAI `finish_reason: "length"`,
+    /// Anthropic `stop_reason: "max_tokens"`): its text is incomplete and its tool
+    /// calls may be too, so none of them may run. Sent once, before [`Chunk::Done`].
+    Truncated,
+    /// Nothing of the answer arrived yet and the provider waits before another
+    /// attempt: a notice, not part of the answer.
+    Retry(ModelRetry),
     /// The answer is complete.
     Done,
 }
@@ -239,7 +266,12 @@ impl LlmError {
 /// - Every [`Chunk::ToolCall`] is a whole call (D12): emitted once, in the model's
 ///   order, with the argument text verbatim even when it is invalid JSON.
 /// - The outer `Err` means the request never started; an `Err` item ends the turn and
-///   nothing follows it.
+///   nothing follows it. A failure after a [`Chunk::Retry`] notice is an `Err` item.
+/// - Retries of a failed attempt happen only while nothing of the answer reached the
+///   caller; each wait is announced first with a [`Chunk::Retry`].
+/// - An answer the output limit cut off ends with [`Chunk::Truncated`] before
+///   [`Chunk::Done`]; the provider never repairs or drops its calls (the caller must
+///   not run them). [`LlmRequest::max_tokens`] is the limit sent.
 /// - Once `cancel` fires the stream ends promptly (with [`LlmError::Cancelled`] or by
 ///   ending).
 /// - Tool names in requests and in emitted calls are the real catalog names; a

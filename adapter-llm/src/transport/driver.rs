@@ -1,7 +1,8 @@
 //! [`Driver`]: the state machine that reads one exchange's body and turns it into
 //! chunks — first-byte and idle limits, cancellation (nothing decoded before a
-//! cancel is delivered after it), the whole-body and head bounds, and a retry while
-//! nothing has reached the caller yet.
+//! cancel is delivered after it), the whole-body and head bounds, and retries while
+//! nothing of the answer has reached the caller yet (each wait announced with a
+//! `Chunk::Retry` notice, then waited on tokio time).
 
 use std::collections::VecDeque;
 
@@ -11,7 +12,7 @@ use tokio::time::Instant;
 
 use super::decoder::{Decoder, Failure, Step};
 use super::errors::{chain, provider_message};
-use super::http_core::{HttpCore, Request};
+use super::http_core::{HttpCore, Request, Start};
 use super::retry::AttemptError;
 use crate::sse::SseParser;
 
@@ -37,8 +38,11 @@ pub(super) struct Driver<D> {
     /// (a JSON error sent with a success status, say).
     saw_event: bool,
     pending: VecDeque<Result<Chunk, LlmError>>,
+    /// Whether part of the answer (anything but a retry notice) reached the caller.
     emitted: bool,
     finished: bool,
+    /// When to make the next attempt, while waiting for it.
+    next_attempt: Option<Instant>,
 }
 
 /// A body read that did not give bytes or the end.
@@ -49,20 +53,17 @@ enum ReadError {
 }
 
 impl<D: Decoder> Driver<D> {
-    /// A driver for `response`, the answer to `request`'s latest attempt, which
-    /// started at `started`.
-    pub(super) fn new(
-        core: std::sync::Arc<HttpCore>,
-        request: Request,
-        decoder: D,
-        response: Response,
-        started: Instant,
-    ) -> Self {
-        Self {
+    /// A driver for `request`, whose first attempt went as `start` says.
+    pub(super) fn new(core: std::sync::Arc<HttpCore>, request: Request, decoder: D, start: Start) -> Self {
+        let (response, started, notice) = match start {
+            Start::Answer((response, started)) => (Some(response), started, None),
+            Start::Retry(notice) => (None, Instant::now(), Some(notice)),
+        };
+        let mut driver = Self {
             core,
             request,
             decoder,
-            response: Some(response),
+            response,
             started,
             got_byte: false,
             sse: SseParser::default(),
@@ -72,7 +73,18 @@ impl<D: Decoder> Driver<D> {
             pending: VecDeque::new(),
             emitted: false,
             finished: false,
+            next_attempt: None,
+        };
+        if let Some(notice) = notice {
+            driver.announce(notice);
         }
+        driver
+    }
+
+    /// Queues the notice of a wait and waits before the next attempt.
+    fn announce(&mut self, notice: engine_ports::ModelRetry) {
+        self.next_attempt = Some(Instant::now() + notice.wait);
+        self.pending.push_back(Ok(Chunk::Retry(notice)));
     }
 
     /// The next chunk or error; `None` after `Done` or an error.
@@ -89,25 +101,29 @@ impl<D: Decoder> Driver<D> {
                     self.pending.clear();
                     self.response = None;
                 }
-                self.emitted = true;
+                self.emitted |= !matches!(item, Ok(Chunk::Retry(_)));
                 return Some(item);
             }
             if self.finished {
                 return None;
             }
+            if let Some(at) = self.next_attempt.take() {
+                self.attempt_at(at).await;
+                continue;
+            }
             match self.read().await {
                 Ok(Some(bytes)) => {
                     if let Some(retry) = self.feed(&bytes) {
-                        self.retry_or_fail(retry).await;
+                        self.retry_or_fail(retry);
                     }
                 }
                 Ok(None) => {
                     if let Some(retry) = self.end() {
-                        self.retry_or_fail(retry).await;
+                        self.retry_or_fail(retry);
                     }
                 }
                 Err(ReadError::Cancelled) => self.pending.push_back(Err(LlmError::Cancelled)),
-                Err(ReadError::Retryable(error)) => self.retry_or_fail(AttemptError::retryable(error)).await,
+                Err(ReadError::Retryable(error)) => self.retry_or_fail(AttemptError::retryable(error)),
             }
         }
     }
@@ -232,20 +248,32 @@ impl<D: Decoder> Driver<D> {
         None
     }
 
-    /// Retries when nothing reached the caller and the policy allows; otherwise queues
-    /// the error.
-    async fn retry_or_fail(&mut self, failed: AttemptError) {
+    /// Announces a retry when nothing reached the caller and the policy allows;
+    /// otherwise queues the error.
+    fn retry_or_fail(&mut self, failed: AttemptError) {
         self.response = None;
         if self.emitted || !self.pending.is_empty() {
             self.pending.push_back(Err(failed.error));
             return;
         }
-        if let Err(error) = self.core.wait_before_retry(&self.request, &failed).await {
-            self.pending.push_back(Err(error));
-            return;
+        match self.core.plan_retry(&self.request, failed) {
+            Ok(notice) => self.announce(notice),
+            Err(error) => self.pending.push_back(Err(error)),
         }
-        match self.core.connect(&mut self.request).await {
-            Ok((response, started)) => {
+    }
+
+    /// Waits until `at` (cancellably), then makes the next attempt.
+    async fn attempt_at(&mut self, at: Instant) {
+        let cancel = self.request.cancel.clone();
+        tokio::select! {
+            () = cancel.cancelled() => {
+                self.pending.push_back(Err(LlmError::Cancelled));
+                return;
+            }
+            () = tokio::time::sleep_until(at) => {}
+        }
+        match self.core.attempt(&mut self.request).await {
+            Ok(Ok((response, started))) => {
                 self.response = Some(response);
                 self.started = started;
                 self.got_byte = false;
@@ -255,6 +283,7 @@ impl<D: Decoder> Driver<D> {
                 self.saw_event = false;
                 self.decoder.reset();
             }
+            Ok(Err(failed)) => self.retry_or_fail(failed),
             Err(error) => self.pending.push_back(Err(error)),
         }
     }

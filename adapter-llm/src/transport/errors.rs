@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::decoder::Failure;
 use super::http_core::HttpCore;
-use super::retry::{AttemptError, retry_after};
+use super::retry::{AttemptError, is_retryable_status, retry_after};
 use crate::config::ProviderKind;
 
 /// Longest provider message quoted in an error, in bytes.
@@ -123,13 +123,14 @@ impl HttpCore {
                 error: who.too_long(message),
                 retryable: false,
                 retry_after: None,
+                status: Some(status.as_u16()),
             });
         }
-        let retryable = matches!(status.as_u16(), 408 | 429 | 529) || status.is_server_error();
         Ok(AttemptError {
             error: who.status(status, message),
-            retryable,
+            retryable: is_retryable_status(status.as_u16()),
             retry_after,
+            status: Some(status.as_u16()),
         })
     }
 

@@ -1,8 +1,8 @@
-//! [`HttpCore`]: one HTTP provider's client and settings, and the exchange: connect
-//! (retrying before the first chunk as the policy allows, within the first-byte
-//! limit, cancellable) and hand the response to the body [`Driver`].
+//! [`HttpCore`]: one HTTP provider's client and settings, and the exchange: one
+//! attempt (within the first-byte limit, cancellable), then the body [`Driver`]
+//! (which makes any further attempts the retry policy allows).
 
-use engine_ports::{ChunkStream, LlmError};
+use engine_ports::{ChunkStream, LlmError, ModelRetry};
 use futures::StreamExt as _;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Response, Url};
@@ -16,11 +16,13 @@ use super::retry::AttemptError;
 use crate::config::{ApiKey, HttpProviderConfig, ProviderKind, RetryPolicy, Timeouts};
 
 /// One exchange's request as every attempt sees it: who it is for, the body sent each
-/// time, the attempts made so far and the caller's cancel.
+/// time, the attempts made so far, when the first one started (the retry budget
+/// counts from it) and the caller's cancel.
 pub(super) struct Request {
     pub(super) who: Who,
     pub(super) body: Vec<u8>,
     pub(super) attempts: u32,
+    pub(super) first_started: Instant,
     pub(super) cancel: CancellationToken,
 }
 
@@ -114,7 +116,10 @@ impl HttpCore {
         }
     }
 
-    /// Sends `body` (retrying as the policy allows) and returns the chunk stream.
+    /// Sends `body` and returns the chunk stream. The first attempt is made here: a
+    /// final failure of it is the outer error; a failure worth another attempt
+    /// starts the stream with its [`engine_ports::Chunk::Retry`] notice, and later attempts are
+    /// made as the stream is read.
     pub(crate) async fn exchange(
         self: &std::sync::Arc<Self>,
         who: Who,
@@ -127,54 +132,66 @@ impl HttpCore {
             who,
             body,
             attempts: 0,
+            first_started: Instant::now(),
             cancel,
         };
-        let (response, started) = self.connect(&mut request).await?;
-        let driver = Driver::new(std::sync::Arc::clone(self), request, decoder, response, started);
+        let start = match self.attempt(&mut request).await? {
+            Ok(answer) => Start::Answer(answer),
+            Err(failed) => Start::Retry(self.plan_retry(&request, failed)?),
+        };
+        let driver = Driver::new(std::sync::Arc::clone(self), request, decoder, start);
         Ok(futures::stream::unfold(driver, |mut driver| async move {
             driver.next_item().await.map(|item| (item, driver))
         })
         .boxed())
     }
 
-    /// Attempts until a success status arrives, the policy gives up, or `cancel`.
-    pub(super) async fn connect(&self, request: &mut Request) -> Result<(Response, Instant), LlmError> {
-        loop {
-            request.attempts += 1;
-            let started = Instant::now();
-            let send = self
-                .client
-                .post(self.url.clone())
-                .headers(self.headers.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(
-                    reqwest::header::ACCEPT,
-                    if self.streaming {
-                        "text/event-stream"
-                    } else {
-                        "application/json"
-                    },
-                )
-                .body(request.body.clone())
-                .send();
-            let outcome = tokio::select! {
-                () = request.cancel.cancelled() => return Err(LlmError::Cancelled),
-                outcome = tokio::time::timeout(self.timeouts.first_byte, send) => outcome,
-            };
-            let attempt_error = match outcome {
-                Ok(Ok(response)) if response.status().is_success() => return Ok((response, started)),
-                Ok(Ok(response)) => self.status_error(&request.who, response, &request.cancel).await?,
-                Ok(Err(error)) => AttemptError::retryable(request.who.transport(format!(
-                    "POST {} failed: {}",
-                    self.shown_url,
-                    chain(&error.without_url())
-                ))),
-                Err(_) => AttemptError::retryable(request.who.transport(format!(
-                    "no response from {} within {:?}",
-                    self.shown_url, self.timeouts.first_byte
-                ))),
-            };
-            self.wait_before_retry(request, &attempt_error).await?;
-        }
+    /// One attempt: the response with a success status and when the attempt
+    /// started, or what went wrong; the outer error only when `cancel` fires.
+    pub(super) async fn attempt(
+        &self,
+        request: &mut Request,
+    ) -> Result<Result<(Response, Instant), AttemptError>, LlmError> {
+        request.attempts += 1;
+        let started = Instant::now();
+        let send = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                reqwest::header::ACCEPT,
+                if self.streaming {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(request.body.clone())
+            .send();
+        let outcome = tokio::select! {
+            () = request.cancel.cancelled() => return Err(LlmError::Cancelled),
+            outcome = tokio::time::timeout(self.timeouts.first_byte, send) => outcome,
+        };
+        Ok(match outcome {
+            Ok(Ok(response)) if response.status().is_success() => Ok((response, started)),
+            Ok(Ok(response)) => Err(self.status_error(&request.who, response, &request.cancel).await?),
+            Ok(Err(error)) => Err(AttemptError::retryable(request.who.transport(format!(
+                "POST {} failed: {}",
+                self.shown_url,
+                chain(&error.without_url())
+            )))),
+            Err(_) => Err(AttemptError::retryable(request.who.transport(format!(
+                "no response from {} within {:?}",
+                self.shown_url, self.timeouts.first_byte
+            )))),
+        })
     }
+}
+
+/// How an exchange's stream starts: with the first attempt's answer, or with the
+/// notice of the wait before the second attempt.
+pub(super) enum Start {
+    Answer((Response, Instant)),
+    Retry(ModelRetry),
 }

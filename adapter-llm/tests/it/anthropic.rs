@@ -1,6 +1,6 @@
 //! `anthropic` against recorded SSE fixtures: request shape and assembly.
 
-use adapter_llm::{ANTHROPIC_MAX_TOKENS, AnthropicProvider, ProviderKind};
+use adapter_llm::{AnthropicProvider, ProviderKind};
 use engine_ports::{
     Chunk, LlmError, LlmProvider, LlmRequest, Message, RequestPurpose, ToolCall, ToolResult, Usage,
 };
@@ -99,7 +99,7 @@ async fn fragments_form_one_call_and_blocks_keep_their_order() {
     assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
     assert!(sent.header("authorization").is_none());
     assert_eq!(sent.body["model"], json!("claude-sonnet-4-6"));
-    assert_eq!(sent.body["max_tokens"], json!(ANTHROPIC_MAX_TOKENS));
+    assert_eq!(sent.body["max_tokens"], json!(engine_ports::DEFAULT_MAX_TOKENS));
     assert_eq!(sent.body["stream"], json!(true));
     assert_eq!(sent.body["tools"][0]["name"], json!("add"));
     assert_eq!(sent.body["tools"][0]["input_schema"]["type"], json!("object"));

@@ -20,6 +20,7 @@ fn mock_turn(turn: ScriptedTurn) -> MockTurn {
         start_error: turn.start_error,
         ending: match turn.ending {
             TurnEnding::Done => MockEnding::Done,
+            TurnEnding::Truncated => MockEnding::Truncated,
             TurnEnding::Error(error) => MockEnding::Error(error),
             TurnEnding::Hang => MockEnding::Hang,
         },
@@ -34,7 +35,7 @@ fn mock_turn(turn: ScriptedTurn) -> MockTurn {
                 total += usage;
                 mock.usage = Some(total);
             }
-            Chunk::Reasoning(_) | Chunk::Done => {}
+            Chunk::Reasoning(_) | Chunk::Done | Chunk::Truncated | Chunk::Retry(_) => {}
         }
     }
     mock
@@ -84,14 +85,19 @@ fn openai_reply(turn: ScriptedTurn) -> Reply {
             }
             Chunk::Usage(usage) => data(&json!({"choices": [], "usage": {
                 "prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens}})),
-            Chunk::Done => continue,
+            Chunk::Done | Chunk::Truncated | Chunk::Retry(_) => continue,
         };
         pieces.push(Piece::Data(line.into_bytes()));
     }
     match turn.ending {
-        TurnEnding::Done => {
+        TurnEnding::Done | TurnEnding::Truncated => {
+            let reason = if turn.ending == TurnEnding::Done {
+                "stop"
+            } else {
+                "length"
+            };
             pieces.push(Piece::Data(
-                data(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})).into_bytes(),
+                data(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})).into_bytes(),
             ));
             pieces.push(Piece::Data(b"data: [DONE]\n\n".to_vec()));
         }

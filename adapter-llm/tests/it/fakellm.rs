@@ -5,7 +5,7 @@ use adapter_llm::{AnthropicProvider, HttpProviderConfig, OpenAiChatProvider};
 use engine_ports::{LlmError, LlmProvider, Message, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
-use crate::support::{FakeLlm, assert_no_key, calls, collect, config, request, text};
+use crate::support::{FakeLlm, assert_no_key, calls, collect, config, final_error, request, retries, text};
 
 /// One `add` round trip: the call, then the final text after the tool result.
 async fn add_round_trip(provider: &dyn LlmProvider, fakellm: &FakeLlm) {
@@ -85,15 +85,17 @@ fn model(config: HttpProviderConfig, name: &str) -> HttpProviderConfig {
 }
 
 #[tokio::test]
-async fn server_errors_are_retried_three_times_against_fakellm() {
+async fn server_errors_are_retried_within_the_budget_against_fakellm() {
     let Some(fakellm) = FakeLlm::start(
-        "server_errors_are_retried_three_times_against_fakellm",
+        "server_errors_are_retried_within_the_budget_against_fakellm",
         "errors.yaml",
     ) else {
         return;
     };
     let provider = OpenAiChatProvider::new(model(config(fakellm.v1()), "err500-a")).unwrap();
-    let error = collect(&provider, request(&[])).await.unwrap_err();
+    let items = collect(&provider, request(&[])).await.unwrap();
+    let notices = retries(&items);
+    let error = final_error(&items).unwrap();
     assert!(matches!(error, LlmError::Status { status: 500, .. }), "{error}");
     let text = error.to_string();
     assert!(
@@ -102,9 +104,11 @@ async fn server_errors_are_retried_three_times_against_fakellm() {
             && text.contains("openai-chat"),
         "{text}"
     );
+    assert!(text.contains("retry budget"), "{text}");
     assert_no_key(&error);
+    assert!(notices.len() >= 2, "{items:?}");
     let stats = fakellm.stats().await;
-    assert_eq!(stats["by_rule"], json!({"overloaded": 3}));
+    assert_eq!(stats["by_rule"], json!({"overloaded": notices.len() + 1}));
 }
 
 #[tokio::test]

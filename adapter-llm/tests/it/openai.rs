@@ -255,7 +255,7 @@ async fn a_non_streamed_answer_is_delivered_as_chunks() {
             Ok(Chunk::Done),
         ]
     );
-    assert!(server.requests()[0].body.get("stream").is_none());
+    assert_eq!(server.requests()[0].body["stream"], json!(false));
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 use serde_json::json;
 
 use crate::support::fixture::{FixtureServer, Piece, Reply, data};
-use crate::support::{TEST_KEY, assert_no_key, collect, config, final_error, request, text};
+use crate::support::{TEST_KEY, assert_no_key, collect, config, final_error, request, retries, text};
 
 fn text_chunk(text: &str) -> String {
     data(&json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}))
@@ -43,22 +43,37 @@ async fn a_500_then_a_200_succeeds_after_two_requests() {
 }
 
 #[tokio::test]
-async fn retryable_statuses_are_retried_up_to_three_attempts() {
-    for status in [408, 429, 502, 503, 529] {
+async fn transient_statuses_are_retried_with_a_notice_each() {
+    for status in [408, 409, 429, 500, 502, 503, 504, 529] {
         let server = FixtureServer::start(vec![
             error_reply(status, "busy"),
-            error_reply(status, "busy"),
             error_reply(status, "still busy"),
-            ok_stream("never reached"),
+            ok_stream("fine"),
         ])
         .await;
+        let items = collect(&openai(&server), request(&[])).await.unwrap();
+        assert_eq!(text(&items), "fine", "status {status}");
+        let notices = retries(&items);
+        assert_eq!(notices.len(), 2, "status {status}: {items:?}");
+        assert_eq!(
+            (notices[0].attempt, notices[0].status, notices[1].attempt),
+            (1, Some(status), 2)
+        );
+        assert!(notices[1].error.contains("still busy"), "{:?}", notices[1]);
+        assert_eq!(server.requests().len(), 3, "status {status}");
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_never_retried() {
+    for status in [400, 401, 403, 404, 422] {
+        let server = FixtureServer::start(vec![error_reply(status, "no"), ok_stream("never reached")]).await;
         let error = collect(&openai(&server), request(&[])).await.unwrap_err();
         assert!(
             matches!(error, LlmError::Status { status: s, .. } if s == status),
             "{status}: {error}"
         );
-        assert!(error.to_string().contains("still busy"), "{error}");
-        assert_eq!(server.requests().len(), 3, "status {status}");
+        assert_eq!(server.requests().len(), 1, "status {status}");
     }
 }
 
@@ -160,9 +175,15 @@ async fn retry_after_is_honoured() {
     ])
     .await;
     let started = Instant::now();
-    let items = collect(&openai(&server), request(&[])).await.unwrap();
+    let provider = OpenAiChatProvider::new(config(format!("{}/v1", server.root())).with_retry(RetryPolicy {
+        budget: Duration::from_secs(5),
+        ..RetryPolicy::default()
+    }))
+    .unwrap();
+    let items = collect(&provider, request(&[])).await.unwrap();
     assert_eq!(text(&items), "after waiting");
     assert_eq!(server.requests().len(), 2);
+    assert_eq!(retries(&items)[0].wait, Duration::from_secs(1));
     assert!(
         started.elapsed() >= Duration::from_millis(950),
         "{:?}",
@@ -171,7 +192,7 @@ async fn retry_after_is_honoured() {
 }
 
 #[tokio::test]
-async fn a_retry_after_beyond_the_cap_ends_the_retries() {
+async fn a_retry_after_beyond_the_budget_ends_the_retries() {
     let server = FixtureServer::start(vec![
         error_reply(429, "come back tomorrow").with_header("retry-after", "3600"),
         ok_stream("never reached"),
@@ -192,9 +213,23 @@ async fn connect_failures_are_retried_then_reported() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let provider = OpenAiChatProvider::new(config(format!("http://127.0.0.1:{port}/v1"))).unwrap();
-    let error = collect(&provider, request(&[])).await.unwrap_err();
+    let provider = OpenAiChatProvider::new(config(format!("http://127.0.0.1:{port}/v1")).with_retry(
+        RetryPolicy {
+            budget: Duration::from_millis(300),
+            initial_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(20),
+        },
+    ))
+    .unwrap();
+    let items = collect(&provider, request(&[])).await.unwrap();
+    let error = final_error(&items).unwrap();
     assert!(matches!(error, LlmError::Transport { .. }), "{error}");
+    assert!(retries(&items).len() >= 2, "{items:?}");
+    assert!(
+        retries(&items).iter().all(|notice| notice.status.is_none()),
+        "{items:?}"
+    );
+    assert!(error.to_string().contains("retry budget"), "{error}");
     let text = error.to_string();
     assert!(
         text.contains(&format!("127.0.0.1:{port}")) && text.contains("gpt-5"),
@@ -213,15 +248,17 @@ async fn the_first_byte_limit_applies_per_attempt() {
                 idle: Duration::from_secs(10),
             })
             .with_retry(RetryPolicy {
-                max_attempts: 2,
+                budget: Duration::from_millis(300),
                 initial_backoff: Duration::from_millis(10),
                 ..RetryPolicy::default()
             }),
     )
     .unwrap();
-    let error = collect(&provider, request(&[])).await.unwrap_err();
+    let items = collect(&provider, request(&[])).await.unwrap();
+    let error = final_error(&items).unwrap();
     assert!(matches!(error, LlmError::Transport { .. }), "{error}");
     assert!(error.to_string().contains("200ms"), "{error}");
+    assert_eq!(retries(&items).len(), 1, "{items:?}");
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -295,15 +332,19 @@ async fn cancellation_interrupts_the_backoff() {
         ok_stream("never reached"),
     ])
     .await;
-    let provider = openai(&server);
+    let provider =
+        OpenAiChatProvider::new(config(format!("{}/v1", server.root())).with_retry(RetryPolicy::default()))
+            .unwrap();
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     let started = Instant::now();
-    let (outcome, ()) = tokio::join!(provider.stream(request(&[]), cancel), async {
-        server.wait_for_requests(1).await;
-        canceller.cancel();
-    });
-    assert!(matches!(outcome, Err(LlmError::Cancelled)), "{:?}", outcome.err());
+    let mut stream = provider.stream(request(&[]), cancel).await.unwrap();
+    let Some(Ok(Chunk::Retry(notice))) = stream.next().await else {
+        panic!("expected a retry notice first");
+    };
+    assert_eq!(notice.wait, Duration::from_secs(20));
+    canceller.cancel();
+    assert_eq!(stream.next().await, Some(Err(LlmError::Cancelled)));
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(server.requests().len(), 1);
 }

@@ -420,8 +420,9 @@ async fn stream_run(
     let _ = responder.respond_with_result(prompt_outcome(outcome));
 }
 
-/// The prompt's answer for how its run stopped: `end_turn`, `max_turn_requests` for
-/// every limit, `cancelled`, or a JSON-RPC error carrying the run's error.
+/// The prompt's answer for how its run stopped: `end_turn`, `max_tokens` (the output
+/// limit cut the answer off), `max_turn_requests` for every limit, `cancelled`, or a
+/// JSON-RPC error carrying the run's error.
 fn prompt_outcome(outcome: Option<(StopReason, Option<String>)>) -> Result<PromptResponse, Error> {
     let Some((stop, error)) = outcome else {
         return Err(Error::new(
@@ -431,6 +432,7 @@ fn prompt_outcome(outcome: Option<(StopReason, Option<String>)>) -> Result<Promp
     };
     let reason = match stop {
         StopReason::EndTurn => AcpStopReason::EndTurn,
+        StopReason::MaxTokens => AcpStopReason::MaxTokens,
         StopReason::MaxTurns | StopReason::MaxToolCalls | StopReason::MaxConsecutiveFailures => {
             AcpStopReason::MaxTurnRequests
         }
@@ -569,6 +571,7 @@ mod tests {
     fn stop_reasons_map_to_acp() {
         let reason = |stop| prompt_outcome(Some((stop, None))).unwrap().stop_reason;
         assert_eq!(reason(StopReason::EndTurn), AcpStopReason::EndTurn);
+        assert_eq!(reason(StopReason::MaxTokens), AcpStopReason::MaxTokens);
         assert_eq!(reason(StopReason::MaxTurns), AcpStopReason::MaxTurnRequests);
         assert_eq!(reason(StopReason::MaxToolCalls), AcpStopReason::MaxTurnRequests);
         assert_eq!(

@@ -435,6 +435,17 @@ async fn a_read_then_text_prompt_streams_the_call_its_result_and_the_answer() {
 }
 
 #[tokio::test]
+async fn an_answer_cut_off_by_the_output_limit_stops_with_max_tokens() {
+    let setup = Setup::new(r#"{"turns": [{"text": "the first half", "stop": "max_tokens"}]}"#);
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let response = client.prompt(&session, "explain").await.unwrap();
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert_eq!(answer_text(&client.updates_of(&session)), "the first half");
+    exits_cleanly(client).await;
+}
+
+#[tokio::test]
 async fn prompts_become_text_and_binary_content_is_refused() {
     let setup = Setup::new(r#"{"turns": [{"text": "noted"}]}"#);
     let mut client = setup.start().await;

@@ -21,6 +21,7 @@ mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
 mod memory;
+mod model_limits;
 mod pg_store;
 mod run_lease;
 mod skills_commands;

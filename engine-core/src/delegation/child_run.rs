@@ -290,6 +290,7 @@ pub(crate) async fn side_request(
         messages: vec![Message::User { text }].into(),
         tools: Vec::new(),
         purpose,
+        max_tokens: None,
     };
     let failed = |error: LlmError| error.to_string();
     let stream = tokio::select! {

@@ -106,6 +106,7 @@ impl ChildStop {
         let note = match self {
             Self::Run { stop, error } => match stop {
                 StopReason::EndTurn => return None,
+                StopReason::MaxTokens => "the answer was cut off by the output limit".to_owned(),
                 StopReason::MaxTurns => format!("max turns reached ({} turns)", limits.max_turns),
                 StopReason::MaxToolCalls => {
                     format!("max tool calls reached ({} calls)", limits.max_tool_calls)

@@ -56,6 +56,7 @@ impl RunTask {
             .into(),
             tools: Vec::new(),
             purpose: RequestPurpose::Compaction,
+            max_tokens: Some(self.inner.output_limits.default),
         };
         let replaced_turns = replaced.iter().map(Message::model_turns).sum();
         let (summary, usage) = self.summarize(request).await?;

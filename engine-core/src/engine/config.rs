@@ -56,6 +56,12 @@ pub struct EngineConfig {
     /// common models ([`context_window_for`](crate::context_window_for)). The engine
     /// compacts a conversation whose next request would pass 80 % of it.
     pub context_window: Option<u64>,
+    /// The output limit of each request, in tokens; `None` looks `model` up in the
+    /// table of common models ([`output_limits_for`](crate::output_limits_for)). A
+    /// tool call the limit cuts off is never run: the request is repeated once with
+    /// twice the limit (within the model's known maximum), and when that is cut off
+    /// too the model is told so in the call's result.
+    pub max_tokens: Option<u32>,
     /// How long a tool's question to the user (an MCP elicitation) waits for the
     /// host's answer before it is declined.
     pub elicitation_timeout: Duration,
@@ -84,6 +90,7 @@ impl Default for EngineConfig {
             mcp_servers: Vec::new(),
             audit_required: false,
             context_window: None,
+            max_tokens: None,
             elicitation_timeout: crate::elicitation::DEFAULT_ELICITATION_TIMEOUT,
             purpose: RequestPurpose::Conversation,
         }

@@ -149,6 +149,8 @@ struct Inner {
     config: EngineConfig,
     /// The model's context window in tokens (the setting, else the table's).
     context_window: u64,
+    /// The model's output limits (the setting, else the table's).
+    output_limits: crate::context::OutputLimits,
     dispatcher: Dispatcher,
     live: Mutex<HashMap<SessionId, Arc<LiveRun>>>,
     /// The message sizes of sessions' conversations, kept between runs (a run takes
@@ -217,7 +219,7 @@ impl Engine {
     /// # Errors
     /// [`EngineError::ReservedToolName`] when progressive tools are on and the catalog
     /// holds `ToolSearch`; [`EngineError::InvalidConfig`] for `max_parallel_reads == 0`
-    /// or a `context_window` of 0.
+    /// or a `context_window` or `max_tokens` of 0.
     pub fn new(deps: Deps) -> Result<Self, EngineError> {
         let config = deps.config;
         let context_window = match config.context_window {
@@ -228,6 +230,21 @@ impl Engine {
             }
             Some(window) => window,
             None => crate::context::context_window_for(&config.model),
+        };
+        let output_limits = match config.max_tokens {
+            Some(0) => {
+                return Err(EngineError::InvalidConfig(
+                    "max_tokens must be at least 1 token".to_owned(),
+                ));
+            }
+            Some(given) => {
+                let known = crate::context::output_limits_for(&config.model);
+                crate::context::OutputLimits {
+                    default: given,
+                    max: known.max.map(|max| max.max(given)),
+                }
+            }
+            None => crate::context::output_limits_for(&config.model),
         };
         let Some(max_parallel_reads) = std::num::NonZeroUsize::new(config.max_parallel_reads) else {
             return Err(EngineError::InvalidConfig(
@@ -264,6 +281,7 @@ impl Engine {
                 children: deps.children,
                 config,
                 context_window,
+                output_limits,
                 dispatcher,
                 live: Mutex::default(),
                 sizes: Mutex::default(),
@@ -292,6 +310,12 @@ impl Engine {
     /// table's entry for `config.model`.
     pub fn context_window(&self) -> u64 {
         self.inner.context_window
+    }
+
+    /// The model's output limits: `config.max_tokens` as the limit, else the table's
+    /// entry for `config.model`.
+    pub fn output_limits(&self) -> crate::context::OutputLimits {
+        self.inner.output_limits
     }
 
     /// The session store (the engine's own in-memory store when none was given).

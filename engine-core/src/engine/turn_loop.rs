@@ -80,6 +80,17 @@ struct Streamed {
     /// The provider refused the request as longer than the context window before
     /// anything of it streamed.
     too_long: Option<LlmError>,
+    /// The output limit cut the answer off.
+    truncated: bool,
+}
+
+/// The result of a call the output limit cut off (the call is never run).
+fn cut_off_call_text(max_tokens: u32) -> String {
+    format!(
+        "This call was not run: the answer was cut off by the output limit ({max_tokens} tokens) while \
+         its arguments were being written, so they were incomplete. Make the call again with smaller \
+         arguments: split large content over several calls (for example, write a file in parts)."
+    )
 }
 
 impl RunTask {
@@ -281,17 +292,42 @@ impl RunTask {
             let turn = counters.turns;
             emitter.emit(EventKind::TurnStart { turn }).await;
             // A request the provider refuses as too long gets one compaction and one
-            // retry; a second refusal ends the run.
+            // retry; a second refusal ends the run. An answer whose tool call the
+            // output limit cut off is requested once more with a larger limit.
             let mut compacted_for_retry = false;
-            let streamed = loop {
+            let mut max_tokens = inner.output_limits.default;
+            let mut raised_for_cut_call = false;
+            let mut discarded = Usage::default();
+            let mut streamed = loop {
                 let request = LlmRequest {
                     model: inner.config.model.clone(),
                     system: system.clone(),
                     messages: snapshot.conversation.clone(),
                     tools: tools.clone(),
                     purpose: inner.config.purpose,
+                    max_tokens: Some(max_tokens),
                 };
                 let mut streamed = self.stream(emitter, request).await;
+                if streamed.failure.is_none()
+                    && streamed.truncated
+                    && !streamed.calls.is_empty()
+                    && !raised_for_cut_call
+                    && let Some(larger) = inner.output_limits.raised(max_tokens)
+                {
+                    raised_for_cut_call = true;
+                    discarded += streamed.usage;
+                    emitter
+                        .emit(EventKind::ModelRetry {
+                            attempt: 1,
+                            status: None,
+                            wait_ms: 0,
+                            max_tokens: Some(larger),
+                            error: format!("the output limit of {max_tokens} tokens cut off a tool call"),
+                        })
+                        .await;
+                    max_tokens = larger;
+                    continue;
+                }
                 let Some(error) = streamed.too_long.take() else {
                     break streamed;
                 };
@@ -329,6 +365,7 @@ impl RunTask {
                     }
                 }
             };
+            streamed.usage += discarded;
             counters.usage += streamed.usage;
             snapshot.usage += streamed.usage;
             emitter
@@ -343,6 +380,16 @@ impl RunTask {
 
             let calls = normalize_owned_call_ids(streamed.calls, snapshot.turns);
             let answered = calls.is_empty();
+            // A call of a cut-off answer never runs: the history keeps it with empty
+            // arguments (valid JSON for every provider) and an error result.
+            let calls = if streamed.truncated {
+                calls
+                    .iter()
+                    .map(|call| ToolCall::new(call.id().clone(), call.name(), "{}"))
+                    .collect()
+            } else {
+                calls
+            };
             snapshot.conversation.push(Message::Assistant {
                 text: streamed.text.clone(),
                 tool_calls: calls,
@@ -358,7 +405,20 @@ impl RunTask {
             });
             *final_text = streamed.text;
             if answered {
-                return Ending::stop(StopReason::EndTurn);
+                return Ending::stop(if streamed.truncated {
+                    StopReason::MaxTokens
+                } else {
+                    StopReason::EndTurn
+                });
+            }
+            if streamed.truncated {
+                self.refuse_cut_off_calls(emitter, snapshot, counters, max_tokens)
+                    .await;
+                snapshot.next_seq = emitter.next_seq();
+                if let Err(error) = inner.store.save(snapshot).await {
+                    return Ending::error(format!("saving the session failed: {error}"));
+                }
+                continue;
             }
 
             let ctx = TurnContext {
@@ -409,6 +469,42 @@ impl RunTask {
                     return Ending::audit_failed(&failure);
                 }
             }
+        }
+    }
+
+    /// Answers every call of the latest (cut-off) assistant message with an error
+    /// result without running it, reported like any call.
+    async fn refuse_cut_off_calls(
+        &self,
+        emitter: &EventEmitter,
+        snapshot: &mut SessionSnapshot,
+        counters: &mut RunCounters,
+        max_tokens: u32,
+    ) {
+        let calls = match snapshot.conversation.last() {
+            Some(Message::Assistant { tool_calls, .. }) => tool_calls.clone(),
+            _ => Vec::new(),
+        };
+        for call in calls {
+            emitter
+                .emit(EventKind::ToolCall {
+                    call_id: call.id().clone(),
+                    name: call.name().to_owned(),
+                    args: call.args_value(),
+                })
+                .await;
+            let result = engine_ports::ToolResult::error(call.id().clone(), cut_off_call_text(max_tokens));
+            emitter
+                .emit(EventKind::ToolResult {
+                    call_id: call.id().clone(),
+                    name: call.name().to_owned(),
+                    content: result.content().to_owned(),
+                    is_error: true,
+                    parts: Vec::new(),
+                })
+                .await;
+            counters.consecutive_failures += 1;
+            snapshot.conversation.push(Message::Tool { result });
         }
     }
 
@@ -492,6 +588,7 @@ impl RunTask {
             usage: Usage::default(),
             failure: None,
             too_long: None,
+            truncated: false,
         };
         let failed = |error: LlmError| {
             if cancel.is_cancelled() || matches!(error, LlmError::Cancelled) {
@@ -538,6 +635,18 @@ impl RunTask {
                 }
                 Some(Ok(Chunk::ToolCall(call))) => out.calls.push(call),
                 Some(Ok(Chunk::Usage(usage))) => out.usage += usage,
+                Some(Ok(Chunk::Truncated)) => out.truncated = true,
+                Some(Ok(Chunk::Retry(retry))) => {
+                    emitter
+                        .emit(EventKind::ModelRetry {
+                            attempt: retry.attempt,
+                            status: retry.status,
+                            wait_ms: u64::try_from(retry.wait.as_millis()).unwrap_or(u64::MAX),
+                            max_tokens: None,
+                            error: retry.error,
+                        })
+                        .await;
+                }
                 Some(Err(error))
                     if error.is_context_too_long()
                         && out.text.is_empty()

@@ -12,6 +12,7 @@ mod dispatcher;
 mod elicitation;
 mod engine_loop;
 mod memory_tools;
+mod output_limit;
 mod properties;
 mod search_quality;
 mod support;

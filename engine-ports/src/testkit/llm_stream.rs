@@ -22,13 +22,15 @@ pub async fn run(make: impl Fn(ScriptedTurn) -> Arc<dyn LlmProvider>) {
     tool_calls_whole_in_order_verbatim(&make).await;
     usage_passes_through(&make).await;
     error_item_ends_the_turn(&make).await;
+    a_cut_off_answer_is_marked_truncated(&make).await;
     start_error_is_the_outer_err(&make).await;
     a_context_too_long_refusal_stays_typed(&make).await;
     cancellation_ends_the_stream(&make).await;
 }
 
 /// Checks the contract any finished stream must satisfy: nothing after an `Err` item
-/// or after `Done`, and the stream ends with one of them.
+/// or after `Done`, and the stream ends with one of them; `Truncated` only right
+/// before `Done`; `Retry` notices only before anything of the answer.
 ///
 /// # Errors
 /// A description of the first breach.
@@ -40,6 +42,12 @@ pub fn check_contract(items: &[Result<Chunk, LlmError>]) -> Result<(), String> {
                 return Err(format!("item {index} is an error ({error}) but items follow it"));
             }
             Ok(Chunk::Done) if !last => return Err(format!("item {index} is Done but items follow it")),
+            Ok(Chunk::Truncated) if !matches!(items.get(index + 1), Some(Ok(Chunk::Done))) => {
+                return Err(format!("item {index} is Truncated but Done does not follow it"));
+            }
+            Ok(Chunk::Retry(_)) if !items[..index].iter().all(|i| matches!(i, Ok(Chunk::Retry(_)))) => {
+                return Err(format!("item {index} is a Retry notice after part of the answer"));
+            }
             _ => {}
         }
     }
@@ -75,6 +83,7 @@ fn request() -> LlmRequest {
         .into(),
         tools: Vec::new(),
         purpose: crate::llm::RequestPurpose::Conversation,
+        max_tokens: None,
     }
 }
 
@@ -112,6 +121,22 @@ fn calls_of(items: &[Result<Chunk, LlmError>]) -> Vec<ToolCall> {
             _ => None,
         })
         .collect()
+}
+
+async fn a_cut_off_answer_is_marked_truncated(make: &impl Fn(ScriptedTurn) -> Arc<dyn LlmProvider>) {
+    let mut turn =
+        ScriptedTurn::text("writing it").with_call("c1", "Write", r#"{"path":"a.txt","content":"hal"#);
+    turn.ending = crate::testkit::TurnEnding::Truncated;
+    let items = finished("a_cut_off_answer_is_marked_truncated", make, turn).await;
+    assert_eq!(
+        calls_of(&items),
+        vec![ToolCall::new("c1", "Write", r#"{"path":"a.txt","content":"hal"#)],
+        "llm_stream::a_cut_off_answer_is_marked_truncated: the cut call is passed on verbatim"
+    );
+    assert!(
+        matches!(items.as_slice(), [.., Ok(Chunk::Truncated), Ok(Chunk::Done)]),
+        "llm_stream::a_cut_off_answer_is_marked_truncated: Truncated then Done: {items:?}"
+    );
 }
 
 async fn text_then_done(make: &impl Fn(ScriptedTurn) -> Arc<dyn LlmProvider>) {

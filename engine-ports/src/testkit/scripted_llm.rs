@@ -17,6 +17,9 @@ use crate::usage::Usage;
 pub enum TurnEnding {
     /// A [`Chunk::Done`] item.
     Done,
+    /// The output limit cut the answer off: [`Chunk::Truncated`], then
+    /// [`Chunk::Done`].
+    Truncated,
     /// An `Err` item.
     Error(LlmError),
     /// Waits until the request's token is cancelled, then yields
@@ -216,9 +219,11 @@ fn play(turn: ScriptedTurn, cancel: CancellationToken) -> ChunkStream {
     })
     .filter_map(futures::future::ready);
     let body = futures::stream::iter(chunks.into_iter().map(Ok));
+    let truncated = (ending == TurnEnding::Truncated).then_some(Ok(Chunk::Truncated));
+    let body = body.chain(futures::stream::iter(truncated));
     let end = futures::stream::once(async move {
         match ending {
-            TurnEnding::Done => Ok(Chunk::Done),
+            TurnEnding::Done | TurnEnding::Truncated => Ok(Chunk::Done),
             TurnEnding::Error(error) => Err(error),
             TurnEnding::Hang => {
                 end_cancel.cancelled().await;

@@ -55,6 +55,23 @@ impl Reply {
         }
     }
 
+    /// A reply with `status` and `content_type` whose body is `body` byte for byte,
+    /// one HTTP chunk per piece.
+    pub(crate) fn raw<S: AsRef<str>>(
+        status: u16,
+        content_type: &str,
+        pieces: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self {
+            status: Some(status),
+            headers: vec![("content-type".into(), content_type.into())],
+            body: pieces
+                .into_iter()
+                .map(|p| Piece::Data(p.as_ref().as_bytes().to_vec()))
+                .collect(),
+        }
+    }
+
     /// A reply that never comes.
     pub(crate) fn silent() -> Self {
         Self {
@@ -105,7 +122,6 @@ impl Recorded {
 pub(crate) struct FixtureServer {
     port: u16,
     requests: Arc<Mutex<Vec<Recorded>>>,
-    count: tokio::sync::watch::Receiver<usize>,
 }
 
 impl FixtureServer {
@@ -124,8 +140,6 @@ impl FixtureServer {
         let replies = Arc::new(replies);
         let next = Arc::new(AtomicUsize::new(0));
         let recorded = Arc::clone(&requests);
-        let (counter, count) = tokio::sync::watch::channel(0usize);
-        let counter = Arc::new(counter);
         tokio::spawn(async move {
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
@@ -134,23 +148,12 @@ impl FixtureServer {
                 let replies = Arc::clone(&replies);
                 let next = Arc::clone(&next);
                 let recorded = Arc::clone(&recorded);
-                let counter = Arc::clone(&counter);
                 tokio::spawn(async move {
-                    serve(socket, &replies, &next, &recorded, &counter).await;
+                    serve(socket, &replies, &next, &recorded).await;
                 });
             }
         });
-        Self {
-            port,
-            requests,
-            count,
-        }
-    }
-
-    /// Waits until at least `n` requests have arrived.
-    pub(crate) async fn wait_for_requests(&self, n: usize) {
-        let mut count = self.count.clone();
-        count.wait_for(|seen| *seen >= n).await.unwrap();
+        Self { port, requests }
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -169,17 +172,11 @@ async fn serve(
     replies: &[Reply],
     next: &AtomicUsize,
     recorded: &Mutex<Vec<Recorded>>,
-    counter: &tokio::sync::watch::Sender<usize>,
 ) {
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
-    let seen = {
-        let mut all = recorded.lock().unwrap();
-        all.push(request);
-        all.len()
-    };
-    counter.send_replace(seen);
+    recorded.lock().unwrap().push(request);
     let index = next.fetch_add(1, Ordering::SeqCst);
     let reply = replies.get(index).cloned().unwrap_or_else(|| {
         Reply::json(

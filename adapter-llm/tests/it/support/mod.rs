@@ -8,7 +8,7 @@ use std::time::Duration;
 use adapter_llm::{ApiKey, HttpProviderConfig, RetryPolicy, Timeouts};
 use engine_ports::testkit::llm_stream;
 use engine_ports::{
-    CancellationToken, Chunk, LlmError, LlmProvider, LlmRequest, Message, ToolCall, ToolSpec,
+    CancellationToken, Chunk, LlmError, LlmProvider, LlmRequest, Message, ModelRetry, ToolCall, ToolSpec,
 };
 use serde_json::{Value, json};
 use test_peers::PeerProcess;
@@ -16,7 +16,8 @@ use test_peers::PeerProcess;
 /// The key every test provider uses; no error may ever contain it.
 pub(crate) const TEST_KEY: &str = "sk-test-0123456789abcdef";
 
-/// Test settings: short time limits and quick retries (3 attempts, 10 ms doubling).
+/// Test settings: short time limits and quick retries (waits up to 10 ms, doubling
+/// to 40 ms, within 500 ms).
 pub(crate) fn config(base_url: String) -> HttpProviderConfig {
     HttpProviderConfig::new(ApiKey::new(TEST_KEY))
         .with_base_url(base_url)
@@ -25,8 +26,9 @@ pub(crate) fn config(base_url: String) -> HttpProviderConfig {
             idle: Duration::from_secs(10),
         })
         .with_retry(RetryPolicy {
+            budget: Duration::from_millis(500),
             initial_backoff: Duration::from_millis(10),
-            ..RetryPolicy::default()
+            max_backoff: Duration::from_millis(40),
         })
 }
 
@@ -81,6 +83,17 @@ pub(crate) fn calls(items: &[Result<Chunk, LlmError>]) -> Vec<ToolCall> {
         .iter()
         .filter_map(|i| match i {
             Ok(Chunk::ToolCall(c)) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The retry notices of a stream.
+pub(crate) fn retries(items: &[Result<Chunk, LlmError>]) -> Vec<ModelRetry> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Ok(Chunk::Retry(notice)) => Some(notice.clone()),
             _ => None,
         })
         .collect()

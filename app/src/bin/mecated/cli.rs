@@ -320,6 +320,19 @@ pub(crate) struct ModelArgs {
     /// 128000). A conversation whose next request would pass 80 % of it is compacted.
     #[arg(long, value_name = "N", value_parser = parse_context_window)]
     pub(crate) context_window: Option<u64>,
+    // The output limit, streaming and retries of the model requests.
+    /// The most tokens one model answer may take (default: known for common models,
+    /// else 8192). A tool call it cuts off is never run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_tokens: Option<u32>,
+    /// Streamed answers (`--stream=false`: whole JSON answers, for servers that
+    /// cannot stream).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) stream: bool,
+    /// The most seconds retries of one model request may take (0: no retries).
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) model_retry_secs: u64,
 }
 
 /// `tools` flags.

@@ -11,8 +11,12 @@ use crate::cli::RunArgs;
 use crate::out;
 use crate::to_config::{apply_model, common_config};
 
-/// Builds, runs the prompt, prints the events, closes. Exit 0 iff the run stops with
-/// `end_turn`.
+/// Exit status of a run whose answer the output limit cut off (`max_tokens`): the
+/// answer is there but incomplete, told apart from a failure (1) and a usage error (2).
+const MAX_TOKENS_EXIT: u8 = 3;
+
+/// Builds, runs the prompt, prints the events, closes. Exit 0 when the run stops with
+/// `end_turn`, [`MAX_TOKENS_EXIT`] with `max_tokens`, else 1.
 pub(crate) async fn run(args: RunArgs) -> ExitCode {
     let cfg = common_config(&args.common).and_then(|mut cfg| {
         apply_model(&mut cfg, &args.model)?;
@@ -59,6 +63,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     }
     match stop {
         Some(StopReason::EndTurn) => ExitCode::SUCCESS,
+        Some(StopReason::MaxTokens) => ExitCode::from(MAX_TOKENS_EXIT),
         _ => ExitCode::FAILURE,
     }
 }
@@ -152,6 +157,31 @@ impl TextPrinter {
                 self.open_line = !text.ends_with('\n');
             }
             EventKind::TurnEnd { .. } => self.end_line(),
+            EventKind::ModelRetry {
+                attempt,
+                status,
+                wait_ms,
+                max_tokens,
+                error,
+            } => {
+                self.end_line();
+                let line = match (max_tokens, status) {
+                    (Some(limit), _) => {
+                        format!("[model] {error}; asking again with an output limit of {limit} tokens")
+                    }
+                    (None, Some(status)) => format!(
+                        "[model] attempt {attempt} failed (HTTP {status}); retrying in {:.1} s: {}",
+                        *wait_ms as f64 / 1000.0,
+                        out::clip(error, 200)
+                    ),
+                    (None, None) => format!(
+                        "[model] attempt {attempt} failed; retrying in {:.1} s: {}",
+                        *wait_ms as f64 / 1000.0,
+                        out::clip(error, 200)
+                    ),
+                };
+                out::stderr(&line);
+            }
             EventKind::ToolCall { name, args, .. } => {
                 out::stderr(&format!("[tool] {name} {}", out::args_summary(args, 120)));
             }
@@ -259,7 +289,11 @@ impl TextPrinter {
             }
             EventKind::Result { stop, error, .. } => {
                 self.end_line();
-                if *stop != StopReason::EndTurn {
+                if *stop == StopReason::MaxTokens {
+                    out::stderr(
+                        "[run] stopped: max_tokens: the answer was cut off by the output limit (raise it with --max-tokens)",
+                    );
+                } else if *stop != StopReason::EndTurn {
                     let detail = error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
                     out::stderr(&format!("[run] stopped: {}{detail}", stop.as_str()));
                 }

@@ -279,13 +279,14 @@ pub(crate) fn interactive_config(common: &CommonArgs, model: &ModelArgs) -> Resu
 }
 
 /// The model flags of `run`, `acp` and `serve` applied to `cfg`: the model
-/// ([`model_config`]) and `--context-window`.
+/// ([`model_config`]), `--context-window` and `--max-tokens`.
 ///
 /// # Errors
 /// [`model_config`]'s.
 pub(crate) fn apply_model(cfg: &mut AppConfig, model: &ModelArgs) -> Result<(), UsageError> {
     cfg.model = model_config(model)?;
     cfg.context_window = model.context_window;
+    cfg.max_tokens = model.max_tokens;
     Ok(())
 }
 
@@ -347,6 +348,8 @@ pub(crate) fn model_config(model: &ModelArgs) -> Result<ModelConfig, UsageError>
         base_url: model.base_url.clone(),
         model: model.model.clone(),
         api_key: Some(ApiKey::new(key)),
+        streaming: model.stream,
+        retry_budget: std::time::Duration::from_secs(model.model_retry_secs),
     })
 }
 
