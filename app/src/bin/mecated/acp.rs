@@ -25,9 +25,10 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
     };
     // SIGTERM ends serving like EOF does, so the close below still runs (it stops the
     // runs and removes their workspace copies).
+    let server = AcpServer::new(&built);
     let served = match signal(SignalKind::terminate()) {
         Ok(mut terminate) => tokio::select! {
-            served = AcpServer::new(&built).serve(acp_stdio_transport()) => served,
+            served = server.serve(acp_stdio_transport()) => served,
             _ = terminate.recv() => {
                 tracing::info!("SIGTERM received");
                 Ok(())
@@ -35,7 +36,7 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
         },
         Err(error) => {
             out::stderr(&format!("warning: SIGTERM cannot be handled: {error}"));
-            AcpServer::new(&built).serve(acp_stdio_transport()).await
+            server.serve(acp_stdio_transport()).await
         }
     };
     let closed = built.close().await;
