@@ -702,8 +702,8 @@ const NEIGHBOUR: &str = r#"{
     {"tool_calls": [{"id": "c1", "name": "Subagent", "args": {"prompt": "NEIGHBOUR secret work"}}]},
     {"text": "neighbour done"},
     {"tool_calls": [
-      {"id": "c1", "name": "InspectSubagent", "args": {"agent_id": "subagent-p1-x-c1"}},
-      {"id": "c2", "name": "Subagent", "args": {"prompt": "more", "resume": "subagent-p1-x-c1"}}
+      {"id": "c3", "name": "InspectSubagent", "args": {"agent_id": "subagent-p1-x-c1"}},
+      {"id": "c4", "name": "Subagent", "args": {"prompt": "more", "resume": "subagent-p1-x-c1"}}
     ]},
     {"text": "done"}
   ],
@@ -720,9 +720,11 @@ async fn the_children_of_a_session_whose_name_extends_this_ones_are_unknown_here
         user_texts(&h.snapshot("subagent-p1-x-c1").await),
         ["NEIGHBOUR secret work"]
     );
+    // Session `p1` replays the script: its own subagent first, then the lookups.
+    h.run("p1", "go").await;
     let events = h.run("p1", "look next door").await;
     assert_eq!(
-        tool_result(&events, "c1"),
+        tool_result(&events, "c3"),
         (
             "InspectSubagent: unknown agent id \"subagent-p1-x-c1\": no subagent or Parallel branch of this \
              session has exactly that id"
@@ -730,7 +732,7 @@ async fn the_children_of_a_session_whose_name_extends_this_ones_are_unknown_here
             true
         )
     );
-    let (refused, is_error) = tool_result(&events, "c2");
+    let (refused, is_error) = tool_result(&events, "c4");
     assert!(is_error && refused.contains("unknown agent id"), "{refused}");
     assert_eq!(
         user_texts(&h.snapshot("subagent-p1-x-c1").await),
