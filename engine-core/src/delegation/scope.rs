@@ -95,9 +95,7 @@ impl DelegationScope {
             interactive: self.interactive,
         }
     }
-}
 
-impl DelegationScope {
     /// Whether `id` is, whole, the id of a child this session started: a subagent
     /// (`subagent-<session>-<call id>` of a `Subagent` call) or, with `branches`, a
     /// `Parallel` branch (`parallel-<session>-<call id>-<n>`, `n` below the call's
@@ -119,9 +117,7 @@ impl DelegationScope {
             _ => false,
         })
     }
-}
 
-impl DelegationScope {
     /// Whether `id` is, whole, the id of a team this session started
     /// (`team-<session>-<call id>` of a `Team` call), by the rule of
     /// [`DelegationScope::started_child`].
