@@ -45,7 +45,7 @@ use engine_core::Tool;
 // The public surface, in one place: the tools (so a host can register a subset), the
 // constructor the composition root calls, and the production command runner.
 pub use edit::{Edit, MAX_EDIT_RESULT_BYTES};
-pub use fork::{CopyStats, DEFAULT_PRESERVED_CAP, ForkLimits, FsForker};
+pub use fork::{CopyStats, DEFAULT_FORK_BUDGET_BYTES, DEFAULT_PRESERVED_CAP, ForkLimits, FsForker};
 pub use glob::{Glob, MAX_GLOB_PATTERN_BYTES};
 pub use grep::{Grep, MAX_GREP_PATTERN_BYTES, REGEX_SIZE_LIMIT};
 pub use list_dir::ListDir;

@@ -331,8 +331,10 @@ async fn compose(
     );
     let forker = match &cfg.delegation.fork_dir {
         Some(dir) => FsForker::new(dir, cfg.delegation.fork_preserved_cap),
-        None => FsForker::in_temp_dir(cfg.delegation.fork_preserved_cap),
-    };
+        None => FsForker::in_default_base(cfg.delegation.fork_preserved_cap),
+    }
+    .with_budget(cfg.delegation.fork_budget_bytes);
+    sweep_stale_copies(&forker).await;
     let children = AppChildren::new(
         Arc::clone(&assets),
         template.clone(),
@@ -341,7 +343,7 @@ async fn compose(
             subagent_model: cfg.delegation.subagent_model.clone(),
             max_team_tokens: cfg.delegation.max_team_tokens,
         },
-        Arc::new(forker),
+        Arc::new(forker.clone()),
     );
     let shared_children: Arc<dyn ChildEngines> = Arc::new(children.clone());
     let shared_engine = Arc::new(template.engine(
@@ -401,8 +403,26 @@ async fn compose(
         store,
         global: servers.global,
         global_manager: servers.manager,
+        forker,
         closed: AtomicBool::new(false),
     })
+}
+
+/// Removes the workspace copies left by processes that ended without removing them
+/// (killed, or crashed: a copy may hold the workspace's secrets); an unsafe base
+/// directory is only reported here (every copy is refused with the reason).
+async fn sweep_stale_copies(forker: &FsForker) {
+    let sweeper = forker.clone();
+    match tokio::task::spawn_blocking(move || sweeper.sweep_stale()).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(removed)) => tracing::info!(
+            removed,
+            base = %forker.base().display(),
+            "removed workspace copies whose owner is gone"
+        ),
+        Ok(Err(error)) => tracing::warn!(%error, "stale workspace copies were not swept"),
+        Err(error) => tracing::warn!(%error, "the sweep of stale workspace copies failed"),
+    }
 }
 
 /// A named agent as the engine knows it.

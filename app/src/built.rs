@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use adapter_fstools::FsForker;
 use adapter_mcp::McpManager;
 use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, PermissionMode};
@@ -33,6 +34,8 @@ pub struct Built {
     pub(crate) store: AppStore,
     pub(crate) global: GlobalMcp,
     pub(crate) global_manager: McpManager,
+    /// Makes the workspace copies of delegation (its unpreserved copies go at close).
+    pub(crate) forker: FsForker,
     pub(crate) closed: AtomicBool,
 }
 
@@ -100,8 +103,9 @@ impl Built {
 
     /// Ends everything, in order: (1) every live per-session engine (runs cancelled,
     /// client MCP servers closed), (2) the shared engine, (3) the server-global MCP
-    /// manager (HTTP sessions ended, stdio children stopped), (4) the store (flushed).
-    /// Listeners are their owner's to stop first.
+    /// manager (HTTP sessions ended, stdio children stopped), (4) the store (flushed),
+    /// (5) every workspace copy not preserved for the user (a copy may hold the
+    /// workspace's secrets). Listeners are their owner's to stop first.
     ///
     /// Idempotent (a second call does nothing), never panics, goes on after a failing
     /// step (WARN) and returns the first error.
@@ -125,6 +129,12 @@ impl Built {
         if let Err(error) = close_store(&self.store).await {
             tracing::warn!(%error, "closing the store failed");
             first.get_or_insert(CloseError::Store(Box::new(error)));
+        }
+        let forker = self.forker.clone();
+        match tokio::task::spawn_blocking(move || forker.remove_unpreserved()).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::info!(removed, "removed the workspace copies still in use"),
+            Err(error) => tracing::warn!(%error, "removing the workspace copies failed"),
         }
         first.map_or(Ok(()), Err)
     }

@@ -95,9 +95,15 @@ pub struct DelegationConfig {
     /// `--fork-preserved-cap` (default 8): how many preserved workspace copies (the
     /// winners of `Parallel` calls) are kept; the oldest is removed first.
     pub fork_preserved_cap: usize,
-    /// Where workspace copies go (default: `mecatl-forks` in the system's temp
-    /// directory, `TMPDIR`).
+    /// Where workspace copies go (default: [`FsForker::default_base`](adapter_fstools::FsForker::default_base),
+    /// `$XDG_RUNTIME_DIR/mecatl-forks` or `<temp dir>/mecatl-forks-<uid>`); it must be
+    /// this user's own with no group or other access, or copies are refused.
     pub fork_dir: Option<PathBuf>,
+    /// `--fork-budget-bytes` (default [`DEFAULT_FORK_BUDGET_BYTES`](adapter_fstools::DEFAULT_FORK_BUDGET_BYTES),
+    /// 32 GiB): the most bytes the process's workspace copies (live and preserved)
+    /// hold at once; a `Parallel` call whose copies would go over is refused before
+    /// copying. 0 is no budget.
+    pub fork_budget_bytes: u64,
     /// `--subagent-model`: the model of subagents that neither their call nor their
     /// named agent gives one (default: the session's model).
     pub subagent_model: Option<String>,
@@ -115,6 +121,7 @@ impl Default for DelegationConfig {
             max_team_tokens: DEFAULT_MAX_TEAM_TOKENS,
             fork_preserved_cap: adapter_fstools::DEFAULT_PRESERVED_CAP,
             fork_dir: None,
+            fork_budget_bytes: adapter_fstools::DEFAULT_FORK_BUDGET_BYTES,
             subagent_model: None,
             agents_dirs: Vec::new(),
         }

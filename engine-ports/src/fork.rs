@@ -86,6 +86,49 @@ pub enum ForkError {
         /// The conflicting paths, sorted.
         paths: Vec<String>,
     },
+    /// The directory copies go in is unsafe or unusable (nothing was copied).
+    #[error("the directory for workspace copies {} cannot be used: {reason}", base.display())]
+    Base {
+        /// The base directory.
+        base: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The copies asked for do not fit the forker's budget of bytes held by copies
+    /// at once (nothing was copied).
+    #[error(
+        "copying the workspace {} needs {needed} bytes ({copies} cop{} of {size} bytes), over the budget of \
+         {budget} bytes for workspace copies ({held} bytes are held by copies already); nothing was copied",
+        source_root.display(),
+        if *copies == 1 { "y" } else { "ies" }
+    )]
+    OverBudget {
+        /// The tree.
+        source_root: PathBuf,
+        /// How many copies were asked for.
+        copies: u64,
+        /// The bytes of one copy.
+        size: u64,
+        /// The bytes they need together.
+        needed: u64,
+        /// The budget.
+        budget: u64,
+        /// The bytes of copies already held.
+        held: u64,
+    },
+    /// Writing the changes failed part-way: every change made so far was undone
+    /// (unless `outcome` says otherwise).
+    #[error("applying the copy {} failed at {}: {reason}; {outcome}", copy.display(), path.display())]
+    ApplyFailed {
+        /// The copy.
+        copy: PathBuf,
+        /// The path (in the original tree) whose change failed.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+        /// What became of the changes already made: rolled back, or what is left.
+        outcome: String,
+    },
     /// Reading the copy, or writing a change, failed.
     #[error("{op} {} failed: {reason}", path.display())]
     Io {
@@ -108,7 +151,9 @@ pub enum ForkError {
 /// - [`WorkspaceCopy::apply`] writes those changes into the original tree, after
 ///   checking every changed path first: one that changed in the original since the
 ///   copy was taken (or now leads outside it) refuses the whole apply with
-///   [`ForkError::Conflict`] and nothing is written. Each file is replaced whole.
+///   [`ForkError::Conflict`] and nothing is written. Each file is replaced whole, and
+///   the apply is all or nothing: when a write fails part-way, every change made is
+///   undone and [`ForkError::ApplyFailed`] names the path and the cause.
 /// - [`WorkspaceCopy::preserve`] keeps the directory after the copy is dropped (the
 ///   forker may still evict it to honour its limit of preserved copies); it returns
 ///   whether it is kept.
@@ -157,6 +202,14 @@ impl fmt::Debug for dyn WorkspaceCopy {
 ///   one label get different directories.
 #[async_trait]
 pub trait WorkspaceForker: Send + Sync {
+    /// Checks, before any copying, that `copies` copies of `source` fit within the
+    /// forker's budget of bytes held by copies at once ([`ForkError::OverBudget`]
+    /// otherwise). A forker without a budget accepts every call (the default).
+    async fn check_budget(&self, source: &Path, copies: usize) -> Result<(), ForkError> {
+        let _ = (source, copies);
+        Ok(())
+    }
+
     /// Copies `source`.
     async fn fork(
         &self,

@@ -311,3 +311,79 @@ async fn a_headless_run_declines_a_servers_question_with_a_clear_text_and_record
         serde_json::json!({"by": "policy", "verdict": "allow"})
     );
 }
+
+const SLOW_BRANCH: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "c1", "name": "Parallel", "args": {"tasks": ["SLOW branch"]}}]},
+  {"text": "done"}
+], "children": [{"match": "SLOW", "turns": [
+  {"tool_calls": [{"id": "g1", "name": "Glob", "args": {"pattern": "*"}}]},
+  {"delay_ms": 30000, "text": "late"}
+]}]}"#;
+
+/// The copy directories under `base` (not the lock files beside them).
+fn copies_in(base: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(base)
+        .map(|dir| {
+            dir.flatten()
+                .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+                .map(|entry| entry.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn sigterm_cancels_the_run_and_removes_its_workspace_copies() {
+    use std::os::unix::fs::MetadataExt as _;
+    use tokio::io::AsyncBufReadExt as _;
+
+    let scratch = Scratch::new();
+    let script = scratch.write("script.json", SLOW_BRANCH).display().to_string();
+    let ws = scratch.ws().display().to_string();
+    let tmp = scratch.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    let base = tmp.join(format!("mecatl-forks-{uid}"));
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args([
+            "run",
+            "--workspace",
+            ws.as_str(),
+            "--toolhive=false",
+            "--mock-script",
+        ])
+        .args([script.as_str(), "--approve", "all", "--output", "jsonl", "go"])
+        .env("TMPDIR", &tmp)
+        .env_remove("XDG_RUNTIME_DIR")
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // The branch called a tool: its copy exists.
+    let mut seen = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        seen.push(line);
+        if event["type"] == "parallel.branch" && event["phase"] == "tool" {
+            break;
+        }
+    }
+    assert!(!seen.iter().any(|line| line.contains("\"result\"")), "{seen:#?}");
+    assert_eq!(copies_in(&base).len(), 1, "{seen:#?}");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.code().is_some(),
+        "it exits rather than dying of the signal: {status:?}"
+    );
+    assert!(copies_in(&base).is_empty(), "{:?}", copies_in(&base));
+    assert_eq!(
+        std::fs::read_dir(&base).unwrap().count(),
+        0,
+        "no lock file is left either"
+    );
+}

@@ -226,7 +226,6 @@ async fn plan_mode_and_progressive_tools_change_the_listing() {
             ("InspectMember", "delegation", true, false),
             ("InspectSubagent", "delegation", true, false),
             ("ListDir", "core", true, false),
-            ("Parallel", "delegation", true, false),
             ("Read", "core", true, false),
             ("Subagent", "delegation", true, false),
             ("SubagentStatus", "delegation", true, false),

@@ -50,19 +50,13 @@ impl ScopedTool for InspectSubagentTool {
     async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {
         let Scoped(_, call, _, scope) = at;
         let id = args.agent_id.trim();
-        let own = ["subagent", "parallel"].map(|family| format!("{family}-{}-", scope.parent));
-        if !own
-            .iter()
-            .any(|prefix| id.starts_with(prefix.as_str()) && id.len() > prefix.len())
-        {
+        if !scope.started_child(id, true) {
             return Ok(refusal(
                 call,
                 INSPECT_SUBAGENT_TOOL_NAME,
                 format!(
-                    "{:?} is not the id of a subagent or a Parallel branch of this session (expected {}… or {}…)",
-                    preview(id),
-                    own[0],
-                    own[1]
+                    "unknown agent id {:?}: no subagent or Parallel branch of this session has exactly that id",
+                    preview(id)
                 ),
             ));
         }
@@ -175,8 +169,9 @@ async fn status_result(scope: &DelegationScope, call: &ToolCall, id: &str, statu
              transcript."
         ),
         Status::Unknown => {
-            let stored = scope.store.load(&SessionId::from(id)).await.is_ok();
-            let message = if stored && id.starts_with(&format!("subagent-{}-", scope.parent)) {
+            let message = if scope.started_child(id, false)
+                && scope.store.load(&SessionId::from(id)).await.is_ok()
+            {
                 format!(
                     "{id} is not a subagent of this run (an earlier run started it); {INSPECT_SUBAGENT_TOOL_NAME} \
                      shows its transcript"

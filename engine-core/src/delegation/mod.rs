@@ -39,7 +39,7 @@ pub use children::{
 };
 pub use inspect::{InspectSubagentTool, MAX_STATUS_WAIT_MS, SubagentStatusTool};
 pub use parallel::{JUDGE_INSTRUCTIONS, MAX_PARALLEL_TASKS, MAX_RUNNING_BRANCHES, ParallelTool};
-pub use policy::ChildPolicy;
+pub use policy::{ChildLearning, ChildPolicy};
 pub use render::{
     FORK_INTRO, INSPECT_MESSAGE_CHARS, INSPECT_MESSAGES, INSPECT_TOTAL_CHARS, MARKERS, PREVIEW_CHARS,
     SALVAGE_INSTRUCTIONS, inspect_transcript, neutralise, preview,

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::child_run::{ChildRun, Reporter, StartError, salvage, side_request};
 use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
 use super::render::{ChildStop, neutralise, preview};
-use super::scope::DelegationScope;
+use super::scope::{DelegationScope, branch_id, parallel_id};
 use super::{PARALLEL_TOOL_NAME, Scoped, ScopedTool, refusal};
 use crate::engine::Limits;
 use crate::tool::ToolError;
@@ -76,7 +76,9 @@ pub struct ParallelTool;
 
 #[async_trait]
 impl ScopedTool for ParallelTool {
-    const READ_ONLY: bool = true;
+    // Copying is a cost (a full copy of the workspace per branch) and `apply` changes
+    // the workspace: every call needs approval, like `Team`.
+    const READ_ONLY: bool = false;
     type Args = Args;
 
     fn spec(&self) -> ToolSpec {
@@ -86,8 +88,9 @@ impl ScopedTool for ParallelTool {
              copy of the workspace (at most 8 at once): a branch may change its copy, never the workspace. join \
              all (default) reports every branch; first keeps the first branch that succeeds and cancels the \
              rest; judge (or best) has a judge pick the best successful branch by criteria. The winner's copy is \
-             kept and its changed files listed; apply (with first or judge) applies them to the workspace (the \
-             call then asks like Edit), refused when a changed file also changed in the workspace meanwhile.",
+             kept and its changed files listed; apply (with first or judge) applies them to the workspace, all or \
+             nothing, refused when a changed file also changed in the workspace meanwhile. Every call needs \
+             approval (it copies the workspace once per task).",
         )
         .with_schema(json!({
             "type": "object",
@@ -102,10 +105,6 @@ impl ScopedTool for ParallelTool {
         }))
     }
 
-    fn call_read_only(&self, call: &ToolCall) -> bool {
-        call.parse_args::<Args>().map_or(true, |args| !args.apply)
-    }
-
     async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {
         let Scoped(cancel, call, env, scope) = at;
         let fail = |message: String| Ok(refusal(call, PARALLEL_TOOL_NAME, message));
@@ -118,12 +117,15 @@ impl ScopedTool for ParallelTool {
                 "workspace copies are not available in this harness, so branches cannot run".to_owned(),
             );
         };
+        if let Err(error) = forker.check_budget(env.workspace_root(), plan.tasks.len()).await {
+            return fail(format!("no branch was started: {error}"));
+        }
         let call_run = CallRun {
             scope,
             forker,
             workspace: env.workspace_root(),
             call_id: call.id().clone(),
-            group: SessionId::from(format!("parallel-{}-{}", scope.parent, call.id())),
+            group: parallel_id(&scope.parent, call.id()),
             plan,
         };
         Ok(call_run.run(cancel).await)
@@ -285,14 +287,19 @@ impl CallRun<'_> {
                                 )),
                                 Err(error) => {
                                     is_error = true;
-                                    let kept = match &error {
-                                        ForkError::Conflict { .. } if copy.root().exists() => format!(
+                                    let kept = if copy.root().exists() {
+                                        format!(
                                             "; the winner's copy is preserved at {}",
                                             copy.root().display()
-                                        ),
-                                        _ => String::new(),
+                                        )
+                                    } else {
+                                        String::new()
                                     };
-                                    text.push_str(&format!("apply refused: {error}{kept}\n"));
+                                    let what = match &error {
+                                        ForkError::ApplyFailed { .. } => "apply failed",
+                                        _ => "apply refused",
+                                    };
+                                    text.push_str(&format!("{what}: {error}{kept}\n"));
                                 }
                             }
                         }
@@ -339,7 +346,7 @@ impl CallRun<'_> {
         group: &CancellationToken,
         first_win: &Mutex<Option<usize>>,
     ) -> Branch {
-        let id = SessionId::from(format!("{}-{index}", self.group));
+        let id = branch_id(&self.group, index);
         let mut branch = Branch {
             index,
             id: id.clone(),
@@ -427,10 +434,13 @@ impl CallRun<'_> {
             index: branch.index as u64,
         };
         let spec = ChildSpec {
-            access: ChildAccess::WorkspaceCopy,
             workspace: Some(root),
             limits: branch_limits(),
-            ..scope.child_spec(RequestPurpose::ParallelBranch, reporter.requester())
+            ..scope.child_spec(
+                ChildAccess::WorkspaceCopy,
+                RequestPurpose::ParallelBranch,
+                reporter.requester(),
+            )
         };
         let engine = scope
             .children
@@ -533,6 +543,13 @@ impl CallRun<'_> {
             None => fallback("no {\"winner\": N} JSON in it".to_owned()),
         }
     }
+}
+
+/// How many branches `Parallel` call `call` asked for (0 when its arguments do not
+/// parse).
+pub(super) fn task_count(call: &ToolCall) -> usize {
+    call.parse_args::<Args>()
+        .map_or(0, |args| args.tasks.len().min(MAX_PARALLEL_TASKS))
 }
 
 /// The branch limits: a child's defaults.

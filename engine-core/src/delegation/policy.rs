@@ -1,6 +1,7 @@
 //! [`ChildPolicy`]: a child's calls are decided by its parent's policy.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use engine_ports::{Decision, PermissionPolicy, PermissionRequest, SessionId, ToolCall};
@@ -14,29 +15,61 @@ use engine_ports::{Decision, PermissionPolicy, PermissionRequest, SessionId, Too
 /// requester). A headless parent has no operator: such a call, and any call its
 /// policy denies, is denied with a text saying it is not permitted for a
 /// non-interactive child (and an INFO diagnostic); the child is never told an
-/// operator refused it. An `allow_always` answer is learned for the parent's session.
+/// operator refused it.
+///
+/// Where an `allow_always` answer is learned depends on where the child works
+/// ([`ChildLearning`]): a child on the parent's workspace learns it for the parent's
+/// session (the tool acts on the same files either way), a child on a private copy
+/// learns it for itself alone, so an answer given for a copy never allows a call on
+/// the real workspace.
 pub struct ChildPolicy {
     parent: Arc<dyn PermissionPolicy>,
     parent_session: SessionId,
     interactive: bool,
     requester: String,
+    learning: ChildLearning,
+    /// The tools learned by a child that learns for itself.
+    learned: Mutex<HashSet<String>>,
+}
+
+/// Where a child's `allow_always` answers are learned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildLearning {
+    /// For the parent's session: the child works on the parent's workspace, so an
+    /// answer means the same there (subagents, read-only team members).
+    ForParent,
+    /// For this child alone (its policy instance, that is one branch or one team
+    /// member): the child works on a private copy, and what the operator allowed
+    /// there must not reach the parent's calls on the real workspace.
+    WithinChild,
 }
 
 impl ChildPolicy {
     /// The policy of a child of `parent_session`, labelled `requester` in
-    /// diagnostics (`subagent "find the bug"`, `parallel branch 2`, …).
+    /// diagnostics (`subagent "find the bug"`, `parallel branch 2`, …), learning
+    /// `allow_always` answers as `learning` says.
     pub fn new(
         parent: Arc<dyn PermissionPolicy>,
         parent_session: SessionId,
         interactive: bool,
         requester: impl Into<String>,
+        learning: ChildLearning,
     ) -> Self {
         Self {
             parent,
             parent_session,
             interactive,
             requester: requester.into(),
+            learning,
+            learned: Mutex::default(),
         }
+    }
+
+    fn learned_here(&self, tool: &str) -> bool {
+        self.learned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
     }
 }
 
@@ -52,6 +85,9 @@ impl PermissionPolicy for ChildPolicy {
         let decision = self.parent.evaluate(&as_parent).await;
         match decision {
             Decision::Allow => Decision::Allow,
+            // What the operator allowed always for this child; never overrides a
+            // denial of the parent's policy.
+            Decision::Ask { .. } if self.learned_here(request.call.name()) => Decision::Allow,
             decision if self.interactive => decision,
             Decision::Ask { reason } | Decision::Deny { reason } => {
                 let name = request.call.name();
@@ -74,7 +110,15 @@ impl PermissionPolicy for ChildPolicy {
     }
 
     fn learn(&self, _session: &SessionId, call: &ToolCall) {
-        self.parent.learn(&self.parent_session, call);
+        match self.learning {
+            ChildLearning::ForParent => self.parent.learn(&self.parent_session, call),
+            ChildLearning::WithinChild => {
+                self.learned
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(call.name().to_owned());
+            }
+        }
     }
 }
 
@@ -99,8 +143,50 @@ mod tests {
             parent,
             SessionId::from("parent"),
             interactive,
-            "parallel branch 1",
+            "subagent \"look\"",
+            ChildLearning::ForParent,
         )
+    }
+
+    fn branch(parent: Arc<dyn PermissionPolicy>) -> ChildPolicy {
+        ChildPolicy::new(
+            parent,
+            SessionId::from("parent"),
+            true,
+            "parallel branch 1",
+            ChildLearning::WithinChild,
+        )
+    }
+
+    #[tokio::test]
+    async fn allow_always_for_a_child_on_a_copy_stays_with_that_child() {
+        let parent: Arc<dyn PermissionPolicy> = Arc::new(DefaultPolicy::new(true, Approve::ReadOnly));
+        let policy = branch(Arc::clone(&parent));
+        let parent_request = |tool: &str| PermissionRequest {
+            session_id: SessionId::from("parent"),
+            ..request(tool, false)
+        };
+        for tool in ["Shell", "Edit"] {
+            assert!(matches!(
+                policy.evaluate(&request(tool, false)).await,
+                Decision::Ask { .. }
+            ));
+            policy.learn(&SessionId::from("child"), &ToolCall::new("c2", tool, "{}"));
+            assert_eq!(policy.evaluate(&request(tool, false)).await, Decision::Allow);
+            assert_eq!(
+                parent.evaluate(&parent_request(tool)).await,
+                Decision::Ask {
+                    reason: format!("{tool} can change the workspace")
+                },
+                "the parent's own {tool} call still asks"
+            );
+        }
+        // Nor does it reach a sibling branch.
+        let sibling = branch(Arc::clone(&parent));
+        assert!(matches!(
+            sibling.evaluate(&request("Edit", false)).await,
+            Decision::Ask { .. }
+        ));
     }
 
     #[tokio::test]

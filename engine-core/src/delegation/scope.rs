@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use engine_ports::{
     Conversation, LlmProvider, PermissionMode, PermissionPolicy, RequestPurpose, SessionId, SessionStore,
+    ToolCallId,
 };
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::children::{ChildAccess, ChildEngines, ChildSpec};
+use super::policy::{ChildLearning, ChildPolicy};
 use crate::dispatch::AskRegistry;
 use crate::emitter::EventEmitter;
 use crate::engine::Limits;
@@ -58,13 +60,24 @@ pub(crate) struct DelegationScope {
 
 impl DelegationScope {
     /// What every child of this run starts from, before its kind of delegation
-    /// changes what it needs: read-only access to the parent's tools on the parent's
-    /// workspace, the configured subagent model, no limits, and the parent's
-    /// permission policy deciding its calls on behalf of `requester` (its asks relayed
-    /// when this run is interactive).
-    pub(crate) fn child_spec(&self, purpose: RequestPurpose, requester: impl Into<String>) -> ChildSpec {
+    /// changes what it needs: `access` to the parent's tools (on a private copy
+    /// for [`ChildAccess::WorkspaceCopy`], whose `workspace` the caller sets, else on
+    /// the parent's workspace), the configured subagent model, no limits, and the
+    /// parent's permission policy deciding its calls on behalf of `requester` (its
+    /// asks relayed when this run is interactive; its `allow_always` answers learned
+    /// for itself alone on a copy, for the parent's session otherwise).
+    pub(crate) fn child_spec(
+        &self,
+        access: ChildAccess,
+        purpose: RequestPurpose,
+        requester: impl Into<String>,
+    ) -> ChildSpec {
+        let learning = match access {
+            ChildAccess::WorkspaceCopy => ChildLearning::WithinChild,
+            ChildAccess::ReadOnly | ChildAccess::ReadWrite => ChildLearning::ForParent,
+        };
         ChildSpec {
-            access: ChildAccess::ReadOnly,
+            access,
             tools: None,
             extra_tools: Vec::new(),
             workspace: None,
@@ -72,15 +85,78 @@ impl DelegationScope {
             system_prompt: None,
             limits: Limits::default(),
             purpose,
-            policy: Arc::new(super::policy::ChildPolicy::new(
+            policy: Arc::new(ChildPolicy::new(
                 Arc::clone(&self.policy),
                 self.parent.clone(),
                 self.interactive,
                 requester,
+                learning,
             )),
             interactive: self.interactive,
         }
     }
+
+    /// Whether `id` is, whole, the id of a child this session started: a subagent
+    /// (`subagent-<session>-<call id>` of a `Subagent` call) or, with `branches`, a
+    /// `Parallel` branch (`parallel-<session>-<call id>-<n>`, `n` below the call's
+    /// task count). The ids are rebuilt from the delegating calls of the session's
+    /// conversation and this run's roster and compared whole, never by prefix: a
+    /// cut-short id, or the child of another session whose name extends this one's
+    /// (`subagent-<session>-x-…` of session `<session>-x`), is not one. A child whose
+    /// delegating call was compacted away is no longer known.
+    pub(crate) fn started_child(&self, id: &str, branches: bool) -> bool {
+        if self.run.roster().iter().any(|entry| entry.id == id) {
+            return true;
+        }
+        self.calls().any(|call| match call.name() {
+            super::SUBAGENT_TOOL_NAME => id == subagent_id(&self.parent, call.id()).as_str(),
+            super::PARALLEL_TOOL_NAME if branches => {
+                let group = parallel_id(&self.parent, call.id());
+                (0..super::parallel::task_count(call)).any(|index| id == branch_id(&group, index).as_str())
+            }
+            _ => false,
+        })
+    }
+
+    /// Whether `id` is, whole, the id of a team this session started
+    /// (`team-<session>-<call id>` of a `Team` call), by the rule of
+    /// [`DelegationScope::started_child`].
+    pub(crate) fn started_team(&self, id: &str) -> bool {
+        self.calls().any(|call| {
+            call.name() == super::TEAM_TOOL_NAME && id == team_id(&self.parent, call.id()).as_str()
+        })
+    }
+
+    /// The tool calls of the session's conversation.
+    fn calls(&self) -> impl Iterator<Item = &engine_ports::ToolCall> {
+        self.conversation
+            .iter()
+            .filter_map(|message| match message {
+                engine_ports::Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+    }
+}
+
+/// The id of the team that `Team` call `call` of session `parent` starts.
+pub(crate) fn team_id(parent: &SessionId, call: &ToolCallId) -> SessionId {
+    SessionId::from(format!("team-{parent}-{call}"))
+}
+
+/// The id of the subagent that `Subagent` call `call` of session `parent` starts.
+pub(crate) fn subagent_id(parent: &SessionId, call: &ToolCallId) -> SessionId {
+    SessionId::from(format!("subagent-{parent}-{call}"))
+}
+
+/// The id of the group of branches of `Parallel` call `call` of session `parent`.
+pub(crate) fn parallel_id(parent: &SessionId, call: &ToolCallId) -> SessionId {
+    SessionId::from(format!("parallel-{parent}-{call}"))
+}
+
+/// The id of branch `index` of the group `group`.
+pub(crate) fn branch_id(group: &SessionId, index: usize) -> SessionId {
+    SessionId::from(format!("{group}-{index}"))
 }
 
 /// How a subagent of this run stands.

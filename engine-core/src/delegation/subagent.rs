@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::child_run::{ChildOutcome, ChildRun, Reporter, StartError, salvage};
 use super::children::{AgentDefinition, CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
 use super::render::{ChildStop, fork_seed, neutralise, preview};
-use super::scope::{DelegationScope, Refusal};
+use super::scope::{DelegationScope, Refusal, subagent_id};
 use super::submit::{OutputSchema, SUBMIT_ATTEMPTS, SUBMIT_RESULT_TOOL_NAME, Submission, SubmitResultTool};
 use super::{
     INSPECT_SUBAGENT_TOOL_NAME, SUBAGENT_STATUS_TOOL_NAME, SUBAGENT_TOOL_NAME, Scoped, ScopedTool, refusal,
@@ -269,19 +269,18 @@ impl Prepared {
         let reporter = Reporter::Subagent {
             description: description.clone(),
         };
-        let own_prefix = format!("subagent-{}-", scope.parent);
         let child_id = match &args.resume {
             Some(id) => {
-                if !id.starts_with(&own_prefix) || id.len() == own_prefix.len() {
+                if !scope.started_child(id, false) {
                     return Err(format!(
-                        "bad resume id {:?}: only the agentId of a subagent of this session ({own_prefix}…) can be \
-                         resumed",
+                        "bad resume id {:?}: unknown agent id: only the exact agentId of a subagent of this session \
+                         can be resumed",
                         preview(id)
                     ));
                 }
                 SessionId::from(id.as_str())
             }
-            None => SessionId::from(format!("{own_prefix}{}", call.id())),
+            None => subagent_id(&scope.parent, call.id()),
         };
         if args.resume.is_some() {
             match scope.store.load(&child_id).await {
@@ -331,12 +330,12 @@ impl Prepared {
             _ => Vec::new(),
         };
         let settings = scope.children.settings();
+        let access = if read_write {
+            ChildAccess::ReadWrite
+        } else {
+            ChildAccess::ReadOnly
+        };
         let spec = ChildSpec {
-            access: if read_write {
-                ChildAccess::ReadWrite
-            } else {
-                ChildAccess::ReadOnly
-            },
             tools: agent.and_then(|a| a.tools.clone()),
             extra_tools,
             model: args
@@ -346,7 +345,7 @@ impl Prepared {
                 .or_else(|| settings.subagent_model.clone()),
             system_prompt: agent.map(|a| a.system_prompt.clone()),
             limits,
-            ..scope.child_spec(RequestPurpose::Subagent, reporter.requester())
+            ..scope.child_spec(access, RequestPurpose::Subagent, reporter.requester())
         };
         let engine = scope
             .children

@@ -19,7 +19,7 @@ use super::child_run::{ChildRun, Reporter, StartError};
 use super::children::{CHILD_MAX_TOOL_CALLS, CHILD_MAX_TURNS, ChildAccess, ChildSpec};
 use super::inspect::read_transcript;
 use super::render::{neutralise, preview};
-use super::scope::DelegationScope;
+use super::scope::{DelegationScope, team_id};
 use super::team_board::{TaskState, TeamBoard, tasks_text};
 use super::{INSPECT_MEMBER_TOOL_NAME, Scoped, ScopedTool, TEAM_TOOL_NAME, refusal};
 use crate::engine::{Engine, Limits};
@@ -107,7 +107,7 @@ impl ScopedTool for TeamTool {
 
     async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {
         let Scoped(cancel, call, env, scope) = at;
-        let team_id = SessionId::from(format!("team-{}-{}", scope.parent, call.id()));
+        let team_id = team_id(&scope.parent, call.id());
         let team = match Team::new(scope, call.id(), team_id, args, env).await {
             Ok(team) => team,
             Err(message) => return Ok(refusal(call, TEAM_TOOL_NAME, message)),
@@ -219,6 +219,13 @@ impl<'a> Team<'a> {
             team_id.clone(),
         ));
         let forker = scope.children.forker();
+        let copies = args.members.iter().filter(|member| member.mutating).count();
+        if let Some(forker) = forker.as_ref().filter(|_| copies > 0) {
+            forker
+                .check_budget(env.workspace_root(), copies)
+                .await
+                .map_err(|error| format!("no member was started: {error}"))?;
+        }
         let mut members = Vec::with_capacity(args.members.len());
         for arg in args.members {
             let id = SessionId::from(format!("{team_id}-{}", arg.name));
@@ -254,12 +261,12 @@ impl<'a> Team<'a> {
                 round: 0,
             }
             .requester();
+            let access = if arg.mutating {
+                ChildAccess::WorkspaceCopy
+            } else {
+                ChildAccess::ReadOnly
+            };
             let spec = ChildSpec {
-                access: if arg.mutating {
-                    ChildAccess::WorkspaceCopy
-                } else {
-                    ChildAccess::ReadOnly
-                },
                 extra_tools: board.tools_for(&arg.name),
                 workspace: copy.as_ref().map(|copy| copy.root().to_path_buf()),
                 limits: Limits {
@@ -267,7 +274,7 @@ impl<'a> Team<'a> {
                     max_tool_calls: CHILD_MAX_TOOL_CALLS,
                     max_consecutive_failures: 0,
                 },
-                ..scope.child_spec(RequestPurpose::TeamMember, requester)
+                ..scope.child_spec(access, RequestPurpose::TeamMember, requester)
             };
             let engine = scope
                 .children
@@ -591,12 +598,12 @@ impl<'a> Team<'a> {
     /// An engine for the lead's report turn: its tools, one turn.
     fn synthesis_engine(&self, lead: &Member) -> Option<Engine> {
         let scope = self.scope;
+        let access = if lead.mutating {
+            ChildAccess::WorkspaceCopy
+        } else {
+            ChildAccess::ReadOnly
+        };
         let spec = ChildSpec {
-            access: if lead.mutating {
-                ChildAccess::WorkspaceCopy
-            } else {
-                ChildAccess::ReadOnly
-            },
             extra_tools: self.board.tools_for(&lead.name),
             workspace: lead.copy.as_ref().map(|copy| copy.root().to_path_buf()),
             limits: Limits {
@@ -604,7 +611,11 @@ impl<'a> Team<'a> {
                 max_tool_calls: CHILD_MAX_TOOL_CALLS,
                 max_consecutive_failures: 0,
             },
-            ..scope.child_spec(RequestPurpose::TeamMember, format!("team member {:?}", lead.name))
+            ..scope.child_spec(
+                access,
+                RequestPurpose::TeamMember,
+                format!("team member {:?}", lead.name),
+            )
         };
         scope.children.engine(&spec).ok()
     }
@@ -669,14 +680,13 @@ impl ScopedTool for InspectMemberTool {
 
     async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {
         let Scoped(_, call, _, scope) = at;
-        let prefix = format!("team-{}-", scope.parent);
         let team = args.team_id.trim();
-        if !team.starts_with(&prefix) || team.len() == prefix.len() {
+        if !scope.started_team(team) {
             return Ok(refusal(
                 call,
                 INSPECT_MEMBER_TOOL_NAME,
                 format!(
-                    "{:?} is not the id of a team of this session (expected {prefix}…)",
+                    "unknown team id {:?}: no team of this session has exactly that id",
                     preview(team)
                 ),
             ));

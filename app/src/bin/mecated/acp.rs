@@ -1,10 +1,11 @@
 //! `mecated acp`: the Agent Client Protocol on stdin/stdout — stdout carries protocol
 //! frames only (logs go to stderr); a bad input line is answered with a parse error
-//! and skipped; EOF on stdin closes every session and the build.
+//! and skipped; EOF on stdin or SIGTERM closes every session and the build.
 
 use std::process::ExitCode;
 
 use app::{AcpServer, acp_stdio_transport, build};
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::AcpArgs;
 use crate::out;
@@ -22,7 +23,22 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
         Ok(built) => built,
         Err(error) => return out::failure(error),
     };
-    let served = AcpServer::new(&built).serve(acp_stdio_transport()).await;
+    // SIGTERM ends serving like EOF does, so the close below still runs (it stops the
+    // runs and removes their workspace copies).
+    let server = AcpServer::new(&built);
+    let served = match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => tokio::select! {
+            served = server.serve(acp_stdio_transport()) => served,
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM received");
+                Ok(())
+            }
+        },
+        Err(error) => {
+            out::stderr(&format!("warning: SIGTERM cannot be handled: {error}"));
+            server.serve(acp_stdio_transport()).await
+        }
+    };
     let closed = built.close().await;
     if let Err(error) = closed {
         out::stderr(&format!("warning: {error}"));

@@ -254,6 +254,11 @@ pub(crate) struct CommonArgs {
     /// is removed first.
     #[arg(long, value_name = "N", default_value = "8", value_parser = parse_preserved_cap)]
     pub(crate) fork_preserved_cap: usize,
+    /// The most bytes the workspace copies of this process (Parallel branches,
+    /// mutating team members, preserved winners) may hold at once; a Parallel call
+    /// over it is refused before copying. 0 is no budget.
+    #[arg(long, value_name = "BYTES", default_value = "34359738368", value_parser = parse_fork_budget)]
+    pub(crate) fork_budget_bytes: u64,
     /// The provider model of subagents whose call and agent name none (default: the
     /// session's model).
     #[arg(long, value_name = "NAME", value_parser = parse_model_name)]
@@ -529,6 +534,12 @@ fn parse_preserved_cap(value: &str) -> Result<usize, String> {
         Ok(n) if n <= 1024 => Ok(n),
         _ => Err("expected a whole number from 0 to 1024".to_owned()),
     }
+}
+
+fn parse_fork_budget(value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| "expected a whole number of bytes (0 for no budget)".to_owned())
 }
 
 fn parse_model_name(value: &str) -> Result<String, String> {

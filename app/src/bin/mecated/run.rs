@@ -6,6 +6,7 @@ use app::{SessionRequest, build, new_session_id};
 use engine_core::{EngineError, Run};
 use engine_ports::{Event, EventKind, SessionId, StopReason, StoreError};
 use futures::StreamExt as _;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
 use crate::out;
@@ -99,15 +100,29 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
     run.started().await.map_err(|e| e.to_string())
 }
 
-/// Streams the run's events (Ctrl-C cancels the run) and returns how it stopped.
+/// Streams the run's events (Ctrl-C or SIGTERM cancels the run, which then ends
+/// normally: its children stop, their copies are removed, the build is closed) and
+/// returns how it stopped.
 async fn follow(mut run: Run, jsonl: bool) -> Option<StopReason> {
     let mut printer = TextPrinter::default();
     let mut stop = None;
     let mut interrupted = false;
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => Some(terminate),
+        Err(error) => {
+            out::stderr(&format!("warning: SIGTERM cannot be handled: {error}"));
+            None
+        }
+    };
     loop {
         let event = tokio::select! {
             event = run.next() => event,
             _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                run.cancel();
+                continue;
+            }
+            Some(()) = terminated(&mut terminate), if !interrupted => {
                 interrupted = true;
                 run.cancel();
                 continue;
@@ -127,6 +142,14 @@ async fn follow(mut run: Run, jsonl: bool) -> Option<StopReason> {
         }
     }
     stop
+}
+
+/// Resolves at the next SIGTERM (never without a handler).
+async fn terminated(terminate: &mut Option<Signal>) -> Option<()> {
+    match terminate {
+        Some(terminate) => terminate.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// `--output text`: assistant text to stdout, one-line tool notes to stderr.

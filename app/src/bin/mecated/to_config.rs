@@ -252,6 +252,7 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.delegation.teams = common.enable_teams;
     cfg.delegation.max_team_tokens = common.max_team_tokens;
     cfg.delegation.fork_preserved_cap = common.fork_preserved_cap;
+    cfg.delegation.fork_budget_bytes = common.fork_budget_bytes;
     cfg.shell = if common.no_shell {
         None
     } else {

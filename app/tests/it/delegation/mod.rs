@@ -40,10 +40,16 @@ impl Harness {
         Self { scratch, built }
     }
 
-    /// The workspace copies left in `forks/`.
+    /// The workspace copies left in `forks/` (not the lock files and markers beside
+    /// them).
     pub(crate) fn copies_left(&self) -> Vec<std::path::PathBuf> {
         let mut left: Vec<std::path::PathBuf> = std::fs::read_dir(self.scratch.path("forks"))
-            .map(|dir| dir.flatten().map(|entry| entry.path()).collect())
+            .map(|dir| {
+                dir.flatten()
+                    .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+                    .map(|entry| entry.path())
+                    .collect()
+            })
             .unwrap_or_default();
         left.sort();
         left

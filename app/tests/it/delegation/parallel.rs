@@ -1,5 +1,6 @@
 //! `Parallel` through the real build: joins, preserved winners, apply with and without
-//! a conflict, policy and plan mode in branches, and no copy left behind.
+//! a conflict, approval, plan mode and the copy budget, what an answer given for a
+//! branch allows, and no copy left behind.
 
 use adapter_llm::{MockScript, MockTurn};
 use engine_core::Approve;
@@ -233,7 +234,7 @@ async fn apply_is_refused_when_the_workspace_changed_the_same_file_since_the_cop
 }
 
 #[tokio::test]
-async fn a_headless_parents_branches_cannot_write_and_plan_mode_refuses_apply() {
+async fn a_headless_read_only_run_and_plan_mode_refuse_every_parallel_call_before_copying() {
     let script = MockScript::new([
         parallel_call(serde_json::json!({"tasks": ["DENIED write"]})),
         MockTurn::text("").with_call(ToolCall::new(
@@ -244,25 +245,17 @@ async fn a_headless_parents_branches_cannot_write_and_plan_mode_refuses_apply() 
         MockTurn::text("done"),
     ])
     .with_child("DENIED", writer("nope.txt", "x", "could not write"));
-    // The default headless approval: read-only tools only.
+    // The default headless approval: read-only tools only. Copying the workspace is
+    // a cost, so Parallel is not read-only, with or without apply.
     let h = Harness::with_script(script, |_, _| {}).await;
     let events = h.run("p1", "go").await;
-    let (text, _) = tool_result(&events, "c1");
-    assert!(text.contains("could not write\n\nchanged files: none"), "{text}");
-    let branch = h.events_of("parallel-p1-c1-0").await;
-    let (denied, is_error) = tool_result(&branch, "w");
-    assert!(is_error);
-    assert_eq!(
-        denied,
-        "permission denied for Write: Write is not permitted for a non-interactive child: the delegating run has \
-         no operator to approve it, and its policy does not allow it by itself"
-    );
-    // apply makes the call mutating: a headless read-only run denies it.
-    let (refused, is_error) = tool_result(&events, "c2");
-    assert!(
-        is_error && refused.starts_with("permission denied for Parallel"),
-        "{refused}"
-    );
+    for call in ["c1", "c2"] {
+        let (refused, is_error) = tool_result(&events, call);
+        assert!(
+            is_error && refused.starts_with("permission denied for Parallel"),
+            "{refused}"
+        );
+    }
     assert!(h.copies_left().is_empty(), "{:?}", h.copies_left());
     h.built.close().await.unwrap();
 
@@ -282,13 +275,117 @@ async fn a_headless_parents_branches_cannot_write_and_plan_mode_refuses_apply() 
     })
     .await;
     let events = h.run("p1", "go").await;
-    assert_eq!(
-        tool_result(&events, "c1").0,
-        "tool Parallel is not available in plan mode: only read-only tools run while planning"
+    for call in ["c1", "c2"] {
+        assert_eq!(
+            tool_result(&events, call).0,
+            "tool Parallel is not available in plan mode: only read-only tools run while planning"
+        );
+    }
+    assert!(h.copies_left().is_empty(), "{:?}", h.copies_left());
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_parallel_call_over_the_copy_budget_is_refused_before_any_copy() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["A x", "B x", "C x"]})),
+        MockTurn::text("done"),
+    ])
+    .with_child("A", [MockTurn::text("a")]);
+    let h = Harness::with_script(script, |cfg, scratch| {
+        cfg.engine.approve = Approve::All;
+        std::fs::write(scratch.path("ws/blob.bin"), vec![0u8; 10_000]).unwrap();
+        cfg.delegation.fork_budget_bytes = 25_000;
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    let (text, is_error) = tool_result(&events, "c1");
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with("Parallel: no branch was started: copying the workspace "),
+        "{text}"
     );
-    let branch = h.events_of("parallel-p1-c2-0").await;
-    assert!(tool_result(&branch, "w").0.contains("not available in plan mode"));
-    assert_eq!(h.snapshot("parallel-p1-c2-0").await.mode, PermissionMode::Plan);
+    let size = std::fs::read_dir(h.scratch.path("ws"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.metadata().unwrap().len())
+        .sum::<u64>();
+    assert!(
+        text.contains(&format!(
+            "needs {} bytes (3 copies of {size} bytes), over the budget of 25000 bytes for workspace copies",
+            3 * size
+        )),
+        "{text}"
+    );
+    assert!(h.copies_left().is_empty(), "{:?}", h.copies_left());
+    assert!(
+        h.built
+            .store()
+            .session_store()
+            .load(&"parallel-p1-c1-0".into())
+            .await
+            .is_err()
+    );
+    h.built.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn allow_always_given_for_a_branch_never_reaches_the_parents_own_calls() {
+    let script = MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["EDITOR write twice"]})),
+        MockTurn::text("").with_call(ToolCall::new(
+            "c2",
+            "Write",
+            serde_json::json!({"path": "parent.txt", "content": "p"}).to_string(),
+        )),
+        MockTurn::text("done"),
+    ])
+    .with_child(
+        "EDITOR",
+        [
+            MockTurn::text("").with_call(ToolCall::new(
+                "w1",
+                "Write",
+                serde_json::json!({"path": "one.txt", "content": "1"}).to_string(),
+            )),
+            MockTurn::text("").with_call(ToolCall::new(
+                "w2",
+                "Write",
+                serde_json::json!({"path": "two.txt", "content": "2"}).to_string(),
+            )),
+            MockTurn::text("wrote both"),
+        ],
+    );
+    let h = Harness::with_script(script, |cfg, _| cfg.engine.interactive = true).await;
+    let mut asked = Vec::new();
+    let events = h
+        .run_answering("p1", "go", |kind| {
+            let EventKind::PermissionAsk { ask_id, name, .. } = kind else {
+                unreachable!()
+            };
+            asked.push(format!("{ask_id} {name}"));
+            if ask_id.starts_with("parallel-p1-c1-0/") {
+                engine_ports::Verdict::AllowAlways
+            } else {
+                engine_ports::Verdict::AllowOnce
+            }
+        })
+        .await;
+    assert_eq!(outcome(&events).0, StopReason::EndTurn);
+    // The branch's second Write was allowed by the answer given for the branch; the
+    // parent's own Write, on the real workspace, still asked.
+    assert_eq!(
+        asked,
+        [
+            "ask-1-1 Parallel",
+            "parallel-p1-c1-0/ask-1-1 Write",
+            "ask-2-1 Write"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.scratch.path("ws/parent.txt")).unwrap(),
+        "p"
+    );
     h.built.close().await.unwrap();
 }
 

@@ -265,8 +265,8 @@ async fn resume_continues_a_subagent_of_this_session_and_refuses_anything_else()
     assert_eq!(
         tool_result(&events, "c3"),
         (
-            "Subagent: bad resume id \"subagent-other-c1\": only the agentId of a subagent of this session \
-             (subagent-p1-…) can be resumed"
+            "Subagent: bad resume id \"subagent-other-c1\": unknown agent id: only the exact agentId of a \
+             subagent of this session can be resumed"
                 .to_owned(),
             true
         )
@@ -274,7 +274,9 @@ async fn resume_continues_a_subagent_of_this_session_and_refuses_anything_else()
     assert_eq!(
         tool_result(&events, "c4"),
         (
-            "Subagent: bad resume id \"subagent-p1-zz\": no such subagent session in the store".to_owned(),
+            "Subagent: bad resume id \"subagent-p1-zz\": unknown agent id: only the exact agentId of a subagent \
+             of this session can be resumed"
+                .to_owned(),
             true
         )
     );
@@ -637,7 +639,8 @@ const INSPECT: &str = r#"{
       {"id": "c2", "name": "InspectSubagent", "args": {"agent_id": "subagent-p1-c1"}},
       {"id": "c3", "name": "InspectSubagent", "args": {"agent_id": "subagent-p2-c1"}},
       {"id": "c4", "name": "SubagentStatus", "args": {}},
-      {"id": "c5", "name": "SubagentStatus", "args": {"agent_id": "subagent-p1-zz"}}
+      {"id": "c5", "name": "SubagentStatus", "args": {"agent_id": "subagent-p1-zz"}},
+      {"id": "c6", "name": "InspectSubagent", "args": {"agent_id": "subagent-p1-c"}}
     ]},
     {"text": "done"}
   ],
@@ -663,8 +666,8 @@ async fn inspect_subagent_renders_a_stored_child_of_this_session_and_status_list
     assert_eq!(
         tool_result(&events, "c3"),
         (
-            "InspectSubagent: \"subagent-p2-c1\" is not the id of a subagent or a Parallel branch of this session \
-             (expected subagent-p1-… or parallel-p1-…)"
+            "InspectSubagent: unknown agent id \"subagent-p2-c1\": no subagent or Parallel branch of this \
+             session has exactly that id"
                 .to_owned(),
             true
         )
@@ -680,6 +683,61 @@ async fn inspect_subagent_renders_a_stored_child_of_this_session_and_status_list
                 .to_owned(),
             true
         )
+    );
+    // A cut-short id is no id.
+    assert_eq!(
+        tool_result(&events, "c6"),
+        (
+            "InspectSubagent: unknown agent id \"subagent-p1-c\": no subagent or Parallel branch of this session \
+             has exactly that id"
+                .to_owned(),
+            true
+        )
+    );
+    h.built.close().await.unwrap();
+}
+
+const NEIGHBOUR: &str = r#"{
+  "turns": [
+    {"tool_calls": [{"id": "c1", "name": "Subagent", "args": {"prompt": "NEIGHBOUR secret work"}}]},
+    {"text": "neighbour done"},
+    {"tool_calls": [
+      {"id": "c3", "name": "InspectSubagent", "args": {"agent_id": "subagent-p1-x-c1"}},
+      {"id": "c4", "name": "Subagent", "args": {"prompt": "more", "resume": "subagent-p1-x-c1"}}
+    ]},
+    {"text": "done"}
+  ],
+  "children": [{"match": "NEIGHBOUR", "turns": [{"text": "the neighbour's findings"}]}]
+}"#;
+
+#[tokio::test]
+async fn the_children_of_a_session_whose_name_extends_this_ones_are_unknown_here() {
+    let h = Harness::new(NEIGHBOUR, |_, _| {}).await;
+    // Session `p1-x` starts `subagent-p1-x-c1`, an id that begins like the ids of
+    // session `p1`'s children.
+    h.run("p1-x", "go").await;
+    assert_eq!(
+        user_texts(&h.snapshot("subagent-p1-x-c1").await),
+        ["NEIGHBOUR secret work"]
+    );
+    // Session `p1` replays the script: its own subagent first, then the lookups.
+    h.run("p1", "go").await;
+    let events = h.run("p1", "look next door").await;
+    assert_eq!(
+        tool_result(&events, "c3"),
+        (
+            "InspectSubagent: unknown agent id \"subagent-p1-x-c1\": no subagent or Parallel branch of this \
+             session has exactly that id"
+                .to_owned(),
+            true
+        )
+    );
+    let (refused, is_error) = tool_result(&events, "c4");
+    assert!(is_error && refused.contains("unknown agent id"), "{refused}");
+    assert_eq!(
+        user_texts(&h.snapshot("subagent-p1-x-c1").await),
+        ["NEIGHBOUR secret work"],
+        "never resumed from another session"
     );
     h.built.close().await.unwrap();
 }

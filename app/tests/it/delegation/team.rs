@@ -280,7 +280,7 @@ async fn team_arguments_are_checked_and_the_call_is_mutating() {
     );
     assert_eq!(
         tool_result(&events, "c4").0,
-        "InspectMember: \"team-other-c1\" is not the id of a team of this session (expected team-p1-…)"
+        "InspectMember: unknown team id \"team-other-c1\": no team of this session has exactly that id"
     );
     h.built.close().await.unwrap();
 
