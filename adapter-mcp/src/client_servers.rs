@@ -234,6 +234,7 @@ pub fn validate_client_servers(
                 transport,
                 connect_timeout: CLIENT_CONNECT_TIMEOUT,
                 source: ServerSource::Client,
+                sandbox: None,
             });
         }
         problems.extend(reasons.into_iter().map(|reason| ClientServerProblem {

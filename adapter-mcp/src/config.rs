@@ -26,6 +26,11 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     /// Where the entry came from (diagnostics, `mcp_servers[]` of `tools --json`).
     pub source: ServerSource,
+    /// How a stdio server's process is confined (`--mcp-sandbox`): `None` runs it with
+    /// the harness's rights; a confined one may write only its working directory (the
+    /// workspace) and a private temporary directory; a refused one does not start.
+    /// HTTP servers ignore it.
+    pub sandbox: Option<sandbox::Confinement>,
 }
 
 /// How to reach a server.
@@ -190,6 +195,7 @@ impl ServerConfig {
             },
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
+            sandbox: None,
         }
     }
 
@@ -210,6 +216,7 @@ impl ServerConfig {
             },
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
+            sandbox: None,
         }
     }
 
@@ -217,6 +224,13 @@ impl ServerConfig {
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same config with its stdio process confined as `confinement` says.
+    #[must_use]
+    pub fn with_sandbox(mut self, confinement: sandbox::Confinement) -> Self {
+        self.sandbox = Some(confinement);
         self
     }
 

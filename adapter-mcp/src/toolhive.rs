@@ -180,6 +180,7 @@ pub(crate) fn decode_workloads(
             source: ServerSource::Toolhive {
                 group: group.to_owned(),
             },
+            sandbox: None,
         });
     }
     servers.sort_by(|a, b| a.name.cmp(&b.name));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use engine_core::{Catalog, Disclosure, available_in, tool_search_spec_for};
 use engine_ports::ToolSpec;
-use engine_ports::{Diagnostic, PermissionMode, SkillOrigin};
+use engine_ports::{Diagnostic, PermissionMode, SandboxStatus, SkillOrigin};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,6 +26,8 @@ pub struct BuildReport {
     pub skills: Vec<SkillEntry>,
     /// Every diagnostic of the build, in order (each WARN is here).
     pub diagnostics: Vec<Diagnostic>,
+    /// The sandbox in force for `Shell` (`None` with `--no-shell`).
+    pub sandbox: Option<SandboxStatus>,
     /// The `ToolSearch` spec listed with progressive tools, for the default modes and
     /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
@@ -117,6 +119,7 @@ impl BuildReport {
             "mcp_servers": self.mcp_servers,
             "skills": self.skills,
             "diagnostics": self.diagnostics,
+            "sandbox": self.sandbox,
         })
     }
 }

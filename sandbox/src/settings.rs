@@ -139,6 +139,32 @@ impl SandboxSettings {
     /// falls back to unconfined unless `--sandbox-fallback refuse`; an explicit mode
     /// obeys `--sandbox-fallback`, whose default there is `refuse`.
     pub fn for_session(&self, support: &Support) -> (Confinement, Option<String>) {
+        self.decide(
+            support,
+            "Shell commands run",
+            "Shell is refused",
+            "unconfined commands",
+        )
+    }
+
+    /// The confinement of a stdio MCP server the operator opted in
+    /// (`--mcp-sandbox NAME`): the session's rule, worded for that server.
+    pub fn for_mcp_server(&self, name: &str, support: &Support) -> (Confinement, Option<String>) {
+        self.decide(
+            support,
+            &format!("MCP server {name:?} (--mcp-sandbox) runs"),
+            &format!("MCP server {name:?} is not started"),
+            "it unconfined",
+        )
+    }
+
+    fn decide(
+        &self,
+        support: &Support,
+        runs: &str,
+        refused: &str,
+        allow: &str,
+    ) -> (Confinement, Option<String>) {
         if self.mode == SandboxMode::Off {
             return (Confinement::Unconfined, None);
         }
@@ -155,16 +181,16 @@ impl SandboxSettings {
             SandboxFallback::Off => (
                 Confinement::Unconfined,
                 Some(format!(
-                    "the sandbox ({}) cannot be set up here ({missing}): Shell commands run unconfined \
+                    "the sandbox ({}) cannot be set up here ({missing}): {runs} unconfined \
                      (--sandbox-fallback off, or the implicit default)",
                     self.mode
                 )),
             ),
             SandboxFallback::Refuse => {
                 let reason = format!(
-                    "Shell is refused: --sandbox {} cannot be set up here ({missing}) and \
+                    "{refused}: --sandbox {} cannot be set up here ({missing}) and \
                      --sandbox-fallback is refuse; run with --sandbox off or --sandbox-fallback off \
-                     to allow unconfined commands",
+                     to allow {allow}",
                     self.mode
                 );
                 (Confinement::Refused(reason.clone().into()), Some(reason))
