@@ -111,16 +111,21 @@ impl BuildReport {
     }
 
     /// The `mecated tools --json` object for `mode`:
-    /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`.
+    /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`, and `"sandbox"` (the
+    /// mode in force) when there is a Shell.
     pub fn tools_json(&self, mode: PermissionMode) -> Value {
-        serde_json::json!({
+        let mut listing = serde_json::json!({
             "tools": self.tools_in(mode),
             "skipped": self.skipped,
             "mcp_servers": self.mcp_servers,
             "skills": self.skills,
             "diagnostics": self.diagnostics,
-            "sandbox": self.sandbox,
-        })
+        });
+        // Only with a Shell: `--no-shell` listings keep their shape.
+        if let Some(sandbox) = &self.sandbox {
+            listing["sandbox"] = serde_json::json!(sandbox);
+        }
+        listing
     }
 }
 

@@ -23,5 +23,6 @@ mod mcp_lifecycle;
 mod memory;
 mod pg_store;
 mod run_lease;
+mod sandbox;
 mod skills_commands;
 mod support;
