@@ -8,6 +8,8 @@
 //! - `sandbox/true/workspace-write-network-off`: plus the seccomp filter.
 //! - `sandbox/true/deny-read`: plus one `--sandbox-deny-read` path (`$HOME/.ssh`, or
 //!   a directory under the temp directory): the walk from `/` grants its siblings.
+//! - `sandbox/prepare/{workspace-write,deny-read}`: the parent's part alone
+//!   (`SandboxPolicy::prepare`: the ruleset and its rules), without a process.
 //!
 //! A line on stdout names the kernel's support (`sandbox probe: …`); without Landlock
 //! the confined rows measure refusals and say so.
@@ -21,7 +23,7 @@ use adapter_fstools::ShellRunner;
 use criterion::Criterion;
 use engine_core::CommandRunner as _;
 use engine_ports::CancellationToken;
-use sandbox::{SandboxMode, SandboxSettings, support};
+use sandbox::{SandboxMode, SandboxPolicy, SandboxSettings, support};
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -49,6 +51,16 @@ fn main() {
         ShellRunner::default().with_confinement(confinement).unwrap()
     };
     let explicit = SandboxSettings::default().with_mode(SandboxMode::WorkspaceWrite);
+    let policies = [
+        (
+            "workspace-write",
+            SandboxPolicy::new(SandboxMode::WorkspaceWrite, true, Vec::new()),
+        ),
+        (
+            "deny-read",
+            SandboxPolicy::new(SandboxMode::WorkspaceWrite, true, vec![denied.clone()]),
+        ),
+    ];
     let runners = [
         (
             "off",
@@ -82,5 +94,14 @@ fn main() {
         });
     }
     group.finish();
+    if kernel.landlock_abi.is_some() {
+        let mut group = criterion.benchmark_group("sandbox/prepare");
+        for (name, policy) in &policies {
+            group.bench_function(*name, |b| {
+                b.iter(|| policy.prepare(&workspace, scratch.path()).unwrap());
+            });
+        }
+        group.finish();
+    }
     criterion.final_summary();
 }

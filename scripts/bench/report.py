@@ -620,6 +620,10 @@ def sandbox(rep: Report) -> str:
                              extra <= 1e6 if extra is not None else None, "sandbox", summary=True)
     rows.append(["extra cost of the default sandbox (workspace-write − off)", fmt_ns(extra), "",
                  f"target ≤ 1 ms: {verdict_text}"])
+    for name, label in (("workspace-write", "workspace-write"), ("deny-read", "with one denied path")):
+        e = rep.crit(f"sandbox/prepare/{name}")
+        rows.append([f"the parent's part alone (ruleset and rules, {label})", fmt_ns(e["median"] if e else None),
+                     spread(e), ""])
     probe = rep.line("adapter-fstools/sandbox", r"sandbox probe") or "sandbox probe: not run"
     return table(["what", "median", "spread", "target"], rows) + f"\n\n- `{probe}`"
 
