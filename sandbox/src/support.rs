@@ -2,7 +2,10 @@
 
 use std::sync::OnceLock;
 
-use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetError, Scope,
+};
 
 /// What the running kernel offers the sandbox.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,26 +45,35 @@ pub fn support() -> Support {
     })
 }
 
-/// The highest ABI whose every filesystem right the kernel accepts as a hard
-/// requirement (the crate does not expose its own probe).
+/// The highest ABI whose features the kernel accepts as hard requirements (the crate
+/// keeps its own probe private): ABI 7 by its logging flag, 6 by its scopes, 5, 3 and 2
+/// by their filesystem rights, 4 by its network rights, 1 by the first rights.
 fn landlock_abi() -> Option<u8> {
-    const KNOWN: [(ABI, u8); 7] = [
-        (ABI::V7, 7),
-        (ABI::V6, 6),
-        (ABI::V5, 5),
-        (ABI::V4, 4),
-        (ABI::V3, 3),
-        (ABI::V2, 2),
-        (ABI::V1, 1),
+    let hard = || Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
+    let fs = |abi: ABI| hard().handle_access(AccessFs::from_all(abi));
+    let probes: [(u8, &dyn Fn() -> Result<(), RulesetError>); 7] = [
+        (7, &|| {
+            fs(ABI::V1)?.create()?.log_same_exec(false)?;
+            Ok(())
+        }),
+        (6, &|| {
+            hard().scope(Scope::from_all(ABI::V6))?.create()?;
+            Ok(())
+        }),
+        (5, &|| fs(ABI::V5)?.create().map(drop)),
+        (4, &|| {
+            hard()
+                .handle_access(AccessNet::from_all(ABI::V4))?
+                .create()
+                .map(drop)
+        }),
+        (3, &|| fs(ABI::V3)?.create().map(drop)),
+        (2, &|| fs(ABI::V2)?.create().map(drop)),
+        (1, &|| fs(ABI::V1)?.create().map(drop)),
     ];
-    KNOWN.into_iter().find_map(|(abi, number)| {
-        Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(abi))
-            .and_then(|ruleset| ruleset.create())
-            .ok()
-            .map(|_| number)
-    })
+    probes
+        .iter()
+        .find_map(|(number, probe)| probe().is_ok().then_some(*number))
 }
 
 /// Whether `/proc/self/status` has a `Seccomp:` line (kernels built with seccomp).
