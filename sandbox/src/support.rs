@@ -45,13 +45,16 @@ pub fn support() -> Support {
     })
 }
 
+/// One feature check of [`landlock_abi`].
+type Probe<'a> = dyn Fn() -> Result<(), RulesetError> + 'a;
+
 /// The highest ABI whose features the kernel accepts as hard requirements (the crate
 /// keeps its own probe private): ABI 7 by its logging flag, 6 by its scopes, 5, 3 and 2
 /// by their filesystem rights, 4 by its network rights, 1 by the first rights.
 fn landlock_abi() -> Option<u8> {
     let hard = || Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
     let fs = |abi: ABI| hard().handle_access(AccessFs::from_all(abi));
-    let probes: [(u8, &dyn Fn() -> Result<(), RulesetError>); 7] = [
+    let probes: [(u8, &Probe<'_>); 7] = [
         (7, &|| {
             fs(ABI::V1)?.create()?.log_same_exec(false)?;
             Ok(())
