@@ -11,10 +11,12 @@
 //! anything the model can act on (a missing file, a bad regex, a path outside the
 //! workspace) is an error *result* naming the path as the model gave it.
 //!
-//! This crate is not a sandbox. `Shell` runs arbitrary commands with the harness's
-//! privileges (minus a few credential variables): the permission policy gates it, and
-//! `--no-shell` leaves it out together with the runner. Confinement protects the file
-//! tools from paths the model invents, not from a hostile local user racing them.
+//! `Shell` runs arbitrary commands (minus a few credential variables in their
+//! environment): the permission policy gates it, `--no-shell` leaves it out together
+//! with the runner, and [`ShellRunner::with_confinement`] confines each command with
+//! the `sandbox` crate (writes only in its working directory and a private `TMPDIR`);
+//! unconfined it has the harness's privileges. Confinement of the file tools protects
+//! them from paths the model invents, not from a hostile local user racing them.
 //!
 //! Start with [`core_tools`] (what the composition root registers) and
 //! [`ShellRunner`] (what it puts into the environment); each tool lives in a file named

@@ -13,6 +13,7 @@ use engine_core::{CommandOutput, CommandRunner, OutputCap, RunnerError};
 use engine_ports::CancellationToken;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use sandbox::{Confinement, Prepared, PrivateTemp};
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe;
 use tokio::time::{Instant, sleep_until};
@@ -49,13 +50,19 @@ const CHUNK_BYTES: usize = 8 * 1024;
 /// started in the background still holds the output pipe, output is read for another
 /// 0.5 s, then that group is killed. Dropping the future mid-run kills the group too.
 ///
-/// This is no sandbox: the command runs with the harness's user and file-system
-/// access. The permission policy decides whether it runs at all.
+/// By default the command runs with the harness's user and file-system access (no
+/// sandbox); [`ShellRunner::with_confinement`] confines every command to the
+/// working directory it runs in (for a child on a workspace copy, the copy) and a
+/// private temporary directory given as `TMPDIR`, or makes the runner refuse
+/// commands. The permission policy decides whether a command runs at all.
 #[derive(Clone)]
 pub struct ShellRunner {
     shell: PathBuf,
     env_source: EnvSource,
     capture_limit: usize,
+    confinement: Confinement,
+    /// The confined commands' `TMPDIR` (removed when the last clone drops).
+    temp: Option<Arc<PrivateTemp>>,
 }
 
 /// Where the child's environment starts from.
@@ -75,6 +82,52 @@ impl ShellRunner {
             shell: shell.into(),
             env_source: EnvSource::Inherit,
             capture_limit: DEFAULT_SHELL_CAPTURE_LIMIT,
+            confinement: Confinement::Unconfined,
+            temp: None,
+        }
+    }
+
+    /// The same runner starting commands as `confinement` says: confined (in a new
+    /// private 0700 temporary directory, their `TMPDIR`, writable whatever the mode),
+    /// unconfined, or not at all (each call fails with the refusal's text).
+    ///
+    /// # Errors
+    /// The private temporary directory could not be created.
+    pub fn with_confinement(mut self, confinement: Confinement) -> std::io::Result<Self> {
+        self.temp = match &confinement {
+            Confinement::Confined(_) => Some(Arc::new(PrivateTemp::create()?)),
+            Confinement::Unconfined | Confinement::Refused(_) => None,
+        };
+        self.confinement = confinement;
+        Ok(self)
+    }
+
+    /// How commands are started.
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
+    }
+
+    /// The confined commands' temporary directory, when confined.
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.temp.as_deref().map(PrivateTemp::path)
+    }
+
+    /// The sandbox for one command in `cwd`: nothing, a prepared one, or the refusal.
+    fn prepare(&self, cwd: &Path) -> Result<Option<(Prepared, &Path)>, RunnerError> {
+        match (&self.confinement, self.temp.as_deref()) {
+            (Confinement::Unconfined, _) => Ok(None),
+            (Confinement::Refused(reason), _) => Err(RunnerError::Refused {
+                reason: reason.to_string(),
+            }),
+            (Confinement::Confined(policy), Some(temp)) => policy
+                .prepare(cwd, temp.path())
+                .map(|prepared| Some((prepared, temp.path())))
+                .map_err(|error| RunnerError::Refused {
+                    reason: format!("Shell is refused: the sandbox could not be set up: {error}"),
+                }),
+            (Confinement::Confined(_), None) => Err(RunnerError::Refused {
+                reason: "Shell is refused: the sandbox has no temporary directory".to_owned(),
+            }),
         }
     }
 
@@ -130,6 +183,7 @@ impl std::fmt::Debug for ShellRunner {
             .field("shell", &self.shell)
             .field("env_source", &env_source)
             .field("capture_limit", &self.capture_limit)
+            .field("confinement", &self.confinement)
             .finish()
     }
 }
@@ -168,6 +222,7 @@ impl CommandRunner for ShellRunner {
         cancel: CancellationToken,
     ) -> Result<CommandOutput, RunnerError> {
         let deadline = Instant::now() + timeout;
+        let sandbox = self.prepare(cwd)?;
         let spawn_error = |source| RunnerError::Spawn {
             program: self.shell.display().to_string(),
             source,
@@ -187,6 +242,10 @@ impl CommandRunner for ShellRunner {
                 .stderr(Stdio::from(writer_for_stderr))
                 .process_group(0)
                 .kill_on_drop(true);
+            if let Some((prepared, temp)) = sandbox {
+                cmd.env("TMPDIR", temp);
+                prepared.apply_to(cmd.as_std_mut());
+            }
             // `cmd` (holding the parent's copies of the write end) drops at the end of
             // this block, so the pipe reaches EOF once the command's side closes.
             cmd.spawn().map_err(spawn_error)?

@@ -237,6 +237,7 @@ pub fn validate_client_servers(
                 connect_timeout: CLIENT_CONNECT_TIMEOUT,
                 source: ServerSource::Client,
                 expanded: Expanded::default(),
+                sandbox: None,
             });
         }
         problems.extend(reasons.into_iter().map(|reason| ClientServerProblem {

@@ -28,6 +28,11 @@ pub struct ServerConfig {
     pub source: ServerSource,
     /// What `${VAR}` expansion put into this config (entries of config files).
     pub(crate) expanded: Expanded,
+    /// How a stdio server's process is confined (`--mcp-sandbox`): `None` runs it with
+    /// the harness's rights; a confined one may write only its working directory (the
+    /// workspace) and a private temporary directory; a refused one does not start.
+    /// HTTP servers ignore it.
+    pub sandbox: Option<sandbox::Confinement>,
 }
 
 /// What `${VAR}` expansion put into a config: never shown in a diagnostic.
@@ -227,6 +232,7 @@ impl ServerConfig {
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
             expanded: Expanded::default(),
+            sandbox: None,
         }
     }
 
@@ -248,6 +254,7 @@ impl ServerConfig {
             connect_timeout: OPERATOR_CONNECT_TIMEOUT,
             source: ServerSource::Static,
             expanded: Expanded::default(),
+            sandbox: None,
         }
     }
 
@@ -255,6 +262,13 @@ impl ServerConfig {
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same config with its stdio process confined as `confinement` says.
+    #[must_use]
+    pub fn with_sandbox(mut self, confinement: sandbox::Confinement) -> Self {
+        self.sandbox = Some(confinement);
         self
     }
 

@@ -340,10 +340,11 @@ pub(crate) async fn dial(
             cwd,
             env,
         } => {
-            let spawned = stdio::spawn(&ctx.server, program, args, cwd, env).map_err(|e| DialError {
-                cause: format!("cannot start {program:?}: {e}"),
-                stderr_tail: None,
-            })?;
+            let spawned = stdio::spawn(&ctx.server, program, args, cwd, env, config.sandbox.as_ref())
+                .map_err(|e| DialError {
+                    cause: format!("cannot start {program:?}: {e}"),
+                    stderr_tail: None,
+                })?;
             let process = spawned.process;
             match handler.serve((spawned.stdout, spawned.stdin)).await {
                 Ok(service) => Ok(finish(service, Some(process), None, ctx.limits, generation, calls).await),

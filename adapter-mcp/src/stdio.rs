@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use sandbox::{Confinement, PrivateTemp};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
@@ -38,6 +39,8 @@ pub(crate) struct ChildProcess {
     stderr: Arc<std::sync::Mutex<VecDeque<u8>>>,
     stderr_closed: watch::Receiver<bool>,
     server: Arc<str>,
+    /// A confined child's `TMPDIR`, removed once the child is gone.
+    _temp: Option<PrivateTemp>,
 }
 
 /// What spawning a child gives: the process and the two protocol pipes.
@@ -48,16 +51,36 @@ pub(crate) struct Spawned {
 }
 
 /// Spawns `program args` in `cwd` with the inherited environment minus credentials,
-/// plus `extra_env`, in a new process group. The child is reaped by a background
-/// task; dropping the last handle kills its group.
+/// plus `extra_env`, in a new process group, confined as `confinement` says (writable:
+/// `cwd` and a private `TMPDIR`; a refusal fails the spawn with its reason). The
+/// child is reaped by a background task; dropping the last handle kills its group.
 pub(crate) fn spawn(
     server: &Arc<str>,
     program: &str,
     args: &[String],
     cwd: &Path,
     extra_env: &[(String, String)],
+    confinement: Option<&Confinement>,
 ) -> std::io::Result<Spawned> {
     let mut command = Command::new(program);
+    let temp = match confinement {
+        None | Some(Confinement::Unconfined) => None,
+        Some(Confinement::Refused(reason)) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                reason.to_string(),
+            ));
+        }
+        Some(Confinement::Confined(policy)) => {
+            let temp = PrivateTemp::create()?;
+            policy
+                .prepare(cwd, temp.path())
+                .map_err(|error| std::io::Error::other(format!("the sandbox could not be set up: {error}")))?
+                .apply_to(command.as_std_mut());
+            command.env("TMPDIR", temp.path());
+            Some(temp)
+        }
+    };
     command
         .args(args)
         .current_dir(cwd)
@@ -139,6 +162,7 @@ pub(crate) fn spawn(
             stderr,
             stderr_closed,
             server: Arc::clone(server),
+            _temp: temp,
         }),
         stdout,
         stdin,

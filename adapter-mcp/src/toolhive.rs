@@ -183,6 +183,7 @@ pub(crate) fn decode_workloads(
                 group: group.to_owned(),
             },
             expanded: Expanded::default(),
+            sandbox: None,
         });
     }
     servers.sort_by(|a, b| a.name.cmp(&b.name));

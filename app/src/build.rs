@@ -27,7 +27,7 @@ use crate::built::{Built, close_store};
 use crate::children::AppChildren;
 use crate::commands::{ChainParts, command_chain};
 use crate::config::{AppConfig, ModelConfig};
-use crate::engine_template::EngineTemplate;
+use crate::engine_template::{EngineTemplate, ShellConfinements};
 use crate::error::BuildError;
 use crate::factory::{FactoryParts, SessionEngineFactory};
 use crate::global_mcp::GlobalMcp;
@@ -142,6 +142,25 @@ struct GlobalServers {
     entries: Vec<McpServerEntry>,
 }
 
+/// How `Shell` is confined in sessions and in children on a workspace copy; the
+/// warning of a sandbox the kernel cannot honour is given once, here (only when there
+/// is a `Shell` to confine).
+fn shell_confinements(cfg: &AppConfig, diagnostics: &mut Diagnostics) -> ShellConfinements {
+    let kernel = sandbox::support();
+    let settings = cfg.sandbox.settings.clone();
+    let (session, warning) = settings.for_session(&kernel);
+    if let Some(warning) = warning
+        && cfg.shell.is_some()
+    {
+        diagnostics.warn(warning);
+    }
+    ShellConfinements {
+        copy: settings.for_workspace_copy(&kernel),
+        session,
+        settings,
+    }
+}
+
 /// Step 2 of [`build`]: static servers, then ToolHive workloads. An unreachable server
 /// is a WARN in `diagnostics` and a `failed` entry, never fatal.
 async fn connect_global(cfg: &AppConfig, diagnostics: &mut Diagnostics) -> GlobalServers {
@@ -153,10 +172,21 @@ async fn connect_global(cfg: &AppConfig, diagnostics: &mut Diagnostics) -> Globa
     diagnostics.extend(merged.diagnostics.into_entries());
     let order: Vec<String> = merged.servers.iter().map(|s| s.name.clone()).collect();
     let startup = cfg.mcp.startup_timeout;
+    let kernel = sandbox::support();
     let servers = merged
         .servers
         .into_iter()
         .map(|server| server.with_connect_timeout(startup))
+        .map(|server| {
+            if !cfg.sandbox.mcp_servers.contains(&server.name) {
+                return server;
+            }
+            let (confinement, warning) = cfg.sandbox.settings.for_mcp_server(&server.name, &kernel);
+            if let Some(warning) = warning {
+                diagnostics.warn(warning);
+            }
+            server.with_sandbox(confinement)
+        })
         .collect();
     let options = ConnectOptions {
         limits: cfg.mcp.limits,
@@ -298,6 +328,11 @@ async fn compose(
         cap: engine_core::OutputCap::new(cfg.output_cap),
     });
     resolved.diagnostics.extend(command_notes);
+    let confinements = shell_confinements(cfg, &mut resolved.diagnostics);
+    let sandbox_status = cfg
+        .shell
+        .as_ref()
+        .map(|_| confinements.session.status(&confinements.settings));
     let mut template = EngineTemplate::new(
         cfg,
         &resolved.root,
@@ -305,11 +340,8 @@ async fn compose(
         resolved.model.clone(),
         &store,
         Arc::clone(&commands),
-    )
-    .map_err(|error| BuildError::Workspace {
-        path: cfg.workspace.clone(),
-        reason: error.to_string(),
-    })?;
+        confinements,
+    )?;
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),
@@ -379,6 +411,7 @@ async fn compose(
             })
             .unwrap_or_default(),
         diagnostics: resolved.diagnostics.into_entries(),
+        sandbox: sandbox_status,
         tool_search: engine_core::tool_search_spec_for(
             &assembled.catalog,
             PermissionMode::Default,

@@ -14,6 +14,7 @@ use crate::system_prompt::SystemPromptConfig;
 use adapter_skillfs::{FsSourceConfig, HostEnv, ProjectTrust, SkillsOptions};
 use engine_core::{Approve, DEFAULT_OUTPUT_CAP, Disclosure, Limits, Tool};
 use engine_ports::{Diagnostic, PermissionMode};
+use sandbox::SandboxSettings;
 
 /// The default live per-session engine cap of the
 /// [`SessionEngineFactory`](crate::SessionEngineFactory).
@@ -77,6 +78,21 @@ pub struct AppConfig {
     pub memory: MemoryConfig,
     /// The delegation families (Subagent, Parallel, Team).
     pub delegation: DelegationConfig,
+    /// How `Shell` and opted-in stdio MCP servers are confined.
+    pub sandbox: SandboxConfig,
+}
+
+/// `--sandbox`, `--sandbox-fallback`, `--sandbox-network`, `--sandbox-deny-read` and
+/// `--mcp-sandbox`: how commands the harness starts are confined. The default is the
+/// implicit `workspace-write` with the network on (unconfined, with one warning, where
+/// the kernel has no Landlock); children on a workspace copy get a confined `Shell` or
+/// none (`SandboxSettings::for_workspace_copy`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// The mode, fallback, network switch and denied paths.
+    pub settings: SandboxSettings,
+    /// `--mcp-sandbox NAME`: the static stdio MCP servers run in the sandbox.
+    pub mcp_servers: Vec<String>,
 }
 
 /// The delegation families' settings.
@@ -156,6 +172,7 @@ impl AppConfig {
             max_tokens: None,
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 

@@ -6,25 +6,41 @@ use std::sync::Arc;
 
 use adapter_fstools::ShellRunner;
 use engine_core::{
-    CHILD_PROMPT_NOTE, Catalog, CatalogUpdates, ChildEngines, ChildError, ChildSpec, DefaultPolicy, Deps,
-    Disclosure, Engine, EngineConfig, EngineError, Environment, EnvironmentError, OutputCap,
+    CHILD_PROMPT_NOTE, Catalog, CatalogUpdates, ChildEngines, ChildError, ChildSpec, CommandRunner,
+    DefaultPolicy, Deps, Disclosure, Engine, EngineConfig, EngineError, Environment, EnvironmentError,
+    OutputCap,
 };
-use engine_ports::{CommandExpander, LlmProvider, ServerOrigin, SystemClock};
+use engine_ports::{CommandExpander, LlmProvider, SandboxStatus, ServerOrigin, SystemClock};
+use sandbox::{Confinement, SandboxSettings};
 
 use crate::config::AppConfig;
+use crate::error::BuildError;
 use crate::store::AppStore;
 
 /// `Deps` without a catalog yet; cloning it per engine keeps every handle shared.
 #[derive(Clone)]
 pub(crate) struct EngineTemplate {
     deps: Deps,
+    /// The runner (and its sandbox status) of children working on a workspace copy.
+    copy_shell: Option<(Arc<dyn CommandRunner>, SandboxStatus)>,
+}
+
+/// How the `Shell` of sessions and of children on a workspace copy is confined,
+/// decided once per build by the sandbox crate's rules.
+pub(crate) struct ShellConfinements {
+    /// A session's own commands.
+    pub(crate) session: Confinement,
+    /// A child's on its workspace copy (confined to the copy, or refused).
+    pub(crate) copy: Confinement,
+    /// The settings they came from (for the status texts).
+    pub(crate) settings: SandboxSettings,
 }
 
 impl EngineTemplate {
     /// The dependencies of every engine: the model, the environment (canonical root,
-    /// `ShellRunner` unless `--no-shell`, the output cap), one default policy, the
-    /// store as `store`, `event_log` and `recorder`, `SystemClock`, the command chain
-    /// and the settings.
+    /// `ShellRunner` confined as `confinements.session` says unless `--no-shell`, the
+    /// output cap), one default policy, the store as `store`, `event_log` and
+    /// `recorder`, `SystemClock`, the command chain and the settings.
     pub(crate) fn new(
         cfg: &AppConfig,
         root: &Path,
@@ -32,10 +48,36 @@ impl EngineTemplate {
         model: String,
         store: &AppStore,
         commands: Arc<dyn CommandExpander>,
-    ) -> Result<Self, EnvironmentError> {
-        let mut environment = Environment::new(root)?.with_output_cap(OutputCap::new(cfg.output_cap));
+        confinements: ShellConfinements,
+    ) -> Result<Self, BuildError> {
+        let workspace_error = |error: EnvironmentError| BuildError::Workspace {
+            path: cfg.workspace.clone(),
+            reason: error.to_string(),
+        };
+        let sandbox_error = |error: std::io::Error| BuildError::Sandbox {
+            reason: format!("cannot create its private temporary directory: {error}"),
+        };
+        let mut environment = Environment::new(root)
+            .map_err(workspace_error)?
+            .with_output_cap(OutputCap::new(cfg.output_cap));
+        let mut sandbox = None;
+        let mut copy_shell = None;
         if let Some(shell) = &cfg.shell {
-            environment = environment.with_runner(Arc::new(ShellRunner::new(shell)));
+            let ShellConfinements {
+                session,
+                copy,
+                settings,
+            } = confinements;
+            sandbox = Some(session.status(&settings));
+            let copy_status = copy.status(&settings);
+            let runner = ShellRunner::new(shell)
+                .with_confinement(session)
+                .map_err(sandbox_error)?;
+            environment = environment.with_runner(Arc::new(runner));
+            let copy_runner = ShellRunner::new(shell)
+                .with_confinement(copy)
+                .map_err(sandbox_error)?;
+            copy_shell = Some((Arc::new(copy_runner) as Arc<dyn CommandRunner>, copy_status));
         }
         let config = EngineConfig {
             model,
@@ -49,6 +91,7 @@ impl EngineTemplate {
             context_window: cfg.context_window,
             max_tokens: cfg.max_tokens,
             elicitation_timeout: cfg.engine.elicitation_timeout,
+            sandbox,
             ..EngineConfig::default()
         };
         let mut deps = Deps::new(llm, Arc::new(Catalog::new()), environment);
@@ -66,7 +109,7 @@ impl EngineTemplate {
         deps.clock = Some(Arc::new(SystemClock));
         deps.commands = Some(commands);
         deps.config = config;
-        Ok(Self { deps })
+        Ok(Self { deps, copy_shell })
     }
 
     /// An engine over `catalog` with the shared dependencies; `updates` offers newer
@@ -103,6 +146,12 @@ impl EngineTemplate {
                 .environment
                 .with_workspace_root(workspace)
                 .map_err(|error| ChildError::Workspace(error.to_string()))?;
+            // A child on a copy never runs the session's runner: its commands are
+            // confined to the copy (their working directory) or refused.
+            if let Some((runner, status)) = &self.copy_shell {
+                deps.environment = deps.environment.with_runner(Arc::clone(runner));
+                deps.config.sandbox = Some(status.clone());
+            }
         }
         let config = &mut deps.config;
         if let Some(model) = &spec.model {

@@ -22,6 +22,12 @@ pub enum BuildError {
         /// Why.
         reason: String,
     },
+    /// The sandbox's private temporary directory cannot be created.
+    #[error("the sandbox (--sandbox) cannot be prepared: {reason}")]
+    Sandbox {
+        /// Why.
+        reason: String,
+    },
     /// `--system-prompt-file` cannot be read as UTF-8 text.
     #[error("the system prompt file {} (--system-prompt-file) cannot be read: {reason}", path.display())]
     SystemPromptFile {

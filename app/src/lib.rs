@@ -75,7 +75,8 @@ pub use build::{MOCK_MODEL_NAME, build, system_prompt};
 pub use built::Built;
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TEAM_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT,
-    DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, SkillsConfig, StoreConfig,
+    DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, SandboxConfig, SkillsConfig,
+    StoreConfig,
 };
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};

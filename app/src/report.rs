@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use engine_core::{Catalog, Disclosure, available_in, tool_search_spec_for};
 use engine_ports::ToolSpec;
-use engine_ports::{Diagnostic, PermissionMode, SkillOrigin};
+use engine_ports::{Diagnostic, PermissionMode, SandboxStatus, SkillOrigin};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,6 +26,8 @@ pub struct BuildReport {
     pub skills: Vec<SkillEntry>,
     /// Every diagnostic of the build, in order (each WARN is here).
     pub diagnostics: Vec<Diagnostic>,
+    /// The sandbox in force for `Shell` (`None` with `--no-shell`).
+    pub sandbox: Option<SandboxStatus>,
     /// The `ToolSearch` spec listed with progressive tools, for the default modes and
     /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
@@ -109,15 +111,21 @@ impl BuildReport {
     }
 
     /// The `mecated tools --json` object for `mode`:
-    /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`.
+    /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`, and `"sandbox"` (the
+    /// mode in force) when there is a Shell.
     pub fn tools_json(&self, mode: PermissionMode) -> Value {
-        serde_json::json!({
+        let mut listing = serde_json::json!({
             "tools": self.tools_in(mode),
             "skipped": self.skipped,
             "mcp_servers": self.mcp_servers,
             "skills": self.skills,
             "diagnostics": self.diagnostics,
-        })
+        });
+        // Only with a Shell: `--no-shell` listings keep their shape.
+        if let Some(sandbox) = &self.sandbox {
+            listing["sandbox"] = serde_json::json!(sandbox);
+        }
+        listing
     }
 }
 

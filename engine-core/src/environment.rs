@@ -175,6 +175,13 @@ pub enum RunnerError {
         #[source]
         source: std::io::Error,
     },
+    /// The runner refuses to start commands, or could not confine this one (a
+    /// sandbox that cannot be set up); the text says why and what to change.
+    #[error("{reason}")]
+    Refused {
+        /// Why, in the operator's terms (flags to change).
+        reason: String,
+    },
 }
 
 /// Runs shell commands for the shell tool.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::content::ContentPart;
 use crate::ids::{SessionId, ToolCallId};
 use crate::mode::PermissionMode;
+use crate::sandbox::SandboxStatus;
 use crate::usage::Usage;
 
 /// One event of a session.
@@ -47,6 +48,10 @@ pub enum EventKind {
         /// absent when there are none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         mcp_servers: Vec<ServerOrigin>,
+        /// The sandbox in force for the session's `Shell`; absent when the host
+        /// configured none (older logs, library hosts).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxStatus>,
     },
     /// The run switched to a newer catalog at a turn boundary (an MCP server changed
     /// its tool list): the tool names that appeared and disappeared, sorted.

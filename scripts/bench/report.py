@@ -18,7 +18,7 @@ from string import Template
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["## Machine and run", "## Summary", "## 1. Dispatch overhead", "## 2. Catalog listings and assembly",
             "## 3. MCP per-call latency", "## 4. Progressive disclosure", "## 5. Store",
-            "## 6. Build, ACP and HTTP", "## 7. Delegation", "## Misses", "## Steps and load", "## Fuzzing"]
+            "## 6. Build, ACP and HTTP", "## 7. Delegation", "## 8. Sandbox", "## Misses", "## Steps and load", "## Fuzzing"]
 # The figures of the last long fuzzing run (scripts/fuzz.sh --long), committed beside the
 # harness; the benchmark run does not fuzz, it only carries them over.
 FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
@@ -31,6 +31,10 @@ MISS_NOTES = {
                  "cores with the server and its own appends) or the server's WAL writes slow down.",
     "pg_recorder": "A leased session's `record` serializes the record and queues it for the session's writer; "
                    "the tail is the writer's wake-up on a core shared with the caller and the server.",
+    "sandbox": "A confined Shell call builds its Landlock ruleset in the parent (one descriptor per rule: "
+               "`/`, the workspace, the private temp directory, five device files; with deny-read, every "
+               "sibling along the denied paths' ancestors) and restricts the child before `exec`; the rules "
+               "could be built once per working directory and reused across calls.",
     "subagent": "A subagent round trip assembles a child catalog (`assemble_catalog` with the child "
                 "profile), builds a child engine, saves the child session create-only and renders its "
                 "result; the assembly dominates (see the assembly rows of section 6).",
@@ -599,6 +603,31 @@ def delegation(rep: Report) -> str:
     return table(["what", "median", "spread"], rows) + "\n\n" + "\n".join(f"- `{line}`" for line in lines)
 
 
+def sandbox(rep: Report) -> str:
+    """The sandbox's extra cost on a Shell call (adapter-fstools `sandbox` bench; target: the
+    default mode adds ≤ 1 ms at the median)."""
+    rows = []
+    base = rep.crit("sandbox/true/off")
+    for name, label in (("off", "`true`, unconfined (`--sandbox off`)"),
+                        ("workspace-write", "`true`, workspace-write (default)"),
+                        ("workspace-write-network-off", "`true`, workspace-write, `--sandbox-network=false`"),
+                        ("deny-read", "`true`, workspace-write, one `--sandbox-deny-read` path")):
+        e = rep.crit(f"sandbox/true/{name}")
+        rows.append([f"Shell call {label}", fmt_ns(e["median"] if e else None), spread(e), ""])
+    confined = rep.crit("sandbox/true/workspace-write")
+    extra = confined["median"] - base["median"] if confined and base else None
+    verdict_text = rep.judge("Sandbox cost on a Shell call (workspace-write − off, median)", fmt_ns(extra),
+                             extra <= 1e6 if extra is not None else None, "sandbox", summary=True)
+    rows.append(["extra cost of the default sandbox (workspace-write − off)", fmt_ns(extra), "",
+                 f"target ≤ 1 ms: {verdict_text}"])
+    for name, label in (("workspace-write", "workspace-write"), ("deny-read", "with one denied path")):
+        e = rep.crit(f"sandbox/prepare/{name}")
+        rows.append([f"the parent's part alone (ruleset and rules, {label})", fmt_ns(e["median"] if e else None),
+                     spread(e), ""])
+    probe = rep.line("adapter-fstools/sandbox", r"sandbox probe") or "sandbox probe: not run"
+    return table(["what", "median", "spread", "target"], rows) + f"\n\n- `{probe}`"
+
+
 def steps(rep: Report) -> str:
     rows = [[name, f"{s['seconds']:.0f} s", " ".join(f"{x:.2f}" for x in s["load_before"]),
              " ".join(f"{x:.2f}" for x in s["load_after"])] for name, s in rep.r["steps"].items()]
@@ -637,7 +666,7 @@ def render(results: dict) -> str:
     rep = Report(results)
     parts = {"machine": machine(rep), "dispatch": dispatch(rep), "catalog": catalog(rep), "mcp": mcp(rep),
              "disclosure": disclosure(rep), "store": store(rep), "memory": memory(rep),
-             "build_acp_http": build_acp_http(rep), "delegation": delegation(rep),
+             "build_acp_http": build_acp_http(rep), "delegation": delegation(rep), "sandbox": sandbox(rep),
              "steps": steps(rep), "fuzzing": fuzzing(), "mode": results["mode"]}
     parts["summary"] = table(["figure", "measured", "verdict"], []) + "\n" + "\n".join(rep.summary)
     parts["misses"] = "\n".join(rep.misses) or "None: every figure with a target meets it."

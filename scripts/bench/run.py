@@ -58,6 +58,7 @@ CRITERION_BENCHES = [
     {"package": "app", "bench": "http"},
     {"package": "app", "bench": "delegation"},
     {"package": "adapter-fstools", "bench": "fork"},
+    {"package": "adapter-fstools", "bench": "sandbox"},
 ]
 
 MODES = {

@@ -53,6 +53,26 @@ pub fn skipping_allowed() -> bool {
     skip && !ci
 }
 
+/// Whether a test needing the kernel feature `feature` (Landlock, say) may run:
+/// `true` when `present`; otherwise a `PEER-SKIP <test> <feature>` line on stderr and
+/// `false` — except under `CI=true`, where a missing feature fails the test loudly.
+///
+/// # Panics
+/// When the feature is missing under `CI=true`.
+pub fn kernel_feature(test: &str, feature: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "test {test} needs the kernel feature {feature}, which this kernel lacks (CI=true never skips)"
+    );
+    let line = format!("PEER-SKIP {test} {feature}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    false
+}
+
 /// The installed peer at `relative` (inside [`peers_dir`]).
 ///
 /// Returns `None` only when the peer is missing and [`skipping_allowed`]; then a

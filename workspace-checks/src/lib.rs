@@ -73,9 +73,13 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs" => {
             Some(set(&["engine-ports", "fs-guard"]))
         }
-        name if name.starts_with("adapter-") => Some(set(&["engine-ports", "engine-core", "fs-guard"])),
+        name if name.starts_with("adapter-") => {
+            Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
+        }
         // The file-safety rule the adapters that keep files share: a leaf.
         "fs-guard" => Some(BTreeSet::new()),
+        // Confining child processes (Shell, stdio MCP servers): the ports' words only.
+        "sandbox" => Some(set(&["engine-ports"])),
         "app" => Some(
             members
                 .iter()

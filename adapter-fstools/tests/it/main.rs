@@ -18,6 +18,7 @@ mod grep;
 mod list_dir;
 mod output_cap;
 mod read;
+mod sandbox;
 mod shell;
 mod support;
 mod write;

@@ -26,6 +26,7 @@ mod peers;
 mod perf;
 mod real_resilience;
 mod resilience;
+mod sandbox;
 mod stdio;
 mod structured;
 mod toolhive;

@@ -24,5 +24,6 @@ mod memory;
 mod model_limits;
 mod pg_store;
 mod run_lease;
+mod sandbox;
 mod skills_commands;
 mod support;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use engine_ports::{PermissionMode, RequestPurpose, ServerOrigin};
+use engine_ports::{PermissionMode, RequestPurpose, SandboxStatus, ServerOrigin};
 
 use crate::disclosure::Disclosure;
 use crate::dispatch::{DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS};
@@ -49,6 +49,9 @@ pub struct EngineConfig {
     /// The MCP servers behind the catalog's tools, named in `session.init` with where
     /// each came from.
     pub mcp_servers: Vec<ServerOrigin>,
+    /// The sandbox in force for the `Shell` of this engine's sessions, stated in
+    /// `session.init`; `None` when the host configured none.
+    pub sandbox: Option<SandboxStatus>,
     /// Whether a run fails when an audit record (a tool-call record or an event) cannot
     /// be written; by default it logs a WARN and goes on.
     pub audit_required: bool,
@@ -88,6 +91,7 @@ impl Default for EngineConfig {
             cancel_grace: DEFAULT_CANCEL_GRACE,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             mcp_servers: Vec::new(),
+            sandbox: None,
             audit_required: false,
             context_window: None,
             max_tokens: None,

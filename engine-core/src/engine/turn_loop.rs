@@ -164,6 +164,7 @@ impl RunTask {
                 model: inner.config.model.clone(),
                 tools: advertised.iter().map(|s| s.name().to_owned()).collect(),
                 mcp_servers: inner.config.mcp_servers.clone(),
+                sandbox: inner.config.sandbox.clone(),
             })
             .await;
 

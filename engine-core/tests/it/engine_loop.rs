@@ -118,8 +118,10 @@ async fn events_come_in_order_with_strictly_increasing_seq() {
             model,
             tools,
             mcp_servers,
+            sandbox,
         } => {
             assert!(mcp_servers.is_empty());
+            assert!(sandbox.is_none());
             assert_eq!(session_id, "s");
             assert_eq!(*mode, PermissionMode::Default);
             assert_eq!(model, "scripted");

@@ -48,6 +48,11 @@ pub fn one_of_each_kind() -> Vec<Event> {
                 name: "a".into(),
                 source: "toolhive(default)".into(),
             }],
+            sandbox: Some(crate::SandboxStatus {
+                mode: crate::SandboxMode::WorkspaceWrite,
+                network: false,
+                refused: false,
+            }),
         },
         EventKind::TurnStart { turn: 1 },
         EventKind::ReasoningDelta {

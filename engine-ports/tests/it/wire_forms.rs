@@ -66,6 +66,7 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             model: "m".to_owned(),
             tools: vec!["Read".to_owned()],
             mcp_servers: Vec::new(),
+            sandbox: None,
         },
         EventKind::TurnStart { turn: 1 },
         EventKind::MessageDelta {

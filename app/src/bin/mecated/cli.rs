@@ -8,7 +8,8 @@ use adapter_llm::ProviderKind;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, Parser, Subcommand};
 use engine_core::{Approve, Disclosure};
-use engine_ports::{Keyword, PermissionMode};
+use engine_ports::{Keyword, PermissionMode, SandboxMode};
+use sandbox::SandboxFallback;
 
 /// `mecated`: the Mecatl agent harness.
 #[derive(Debug, Parser)]
@@ -269,6 +270,29 @@ pub(crate) struct CommonArgs {
     /// No Shell tool and no command runner.
     #[arg(long)]
     pub(crate) no_shell: bool,
+    // The sandbox (Shell; stdio MCP servers named by --mcp-sandbox).
+    /// Confine Shell commands: `workspace-write` writes only the workspace (a branch's
+    /// copy for Parallel) and a private TMPDIR, `read-only` only the TMPDIR, `off`
+    /// runs them with your rights. Default: workspace-write where the kernel has
+    /// Landlock (otherwise off, with a warning).
+    #[arg(long, value_name = "MODE", value_parser = keyword_parser::<SandboxMode>())]
+    pub(crate) sandbox: Option<SandboxMode>,
+    /// When the sandbox cannot be set up: `refuse` Shell calls (the default for an
+    /// explicit --sandbox) or run them unconfined (`off`; also lets workspace-copy
+    /// children run an unconfined Shell).
+    #[arg(long, value_name = "WHAT", value_parser = keyword_parser::<SandboxFallback>())]
+    pub(crate) sandbox_fallback: Option<SandboxFallback>,
+    /// Whether confined commands may open IPv4/IPv6 sockets (Unix sockets always).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "true", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) sandbox_network: bool,
+    /// A file or directory confined commands may not read (repeatable; must exist).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) sandbox_deny_read: Vec<PathBuf>,
+    /// Run the stdio MCP server NAME in the sandbox too (repeatable): it may write only
+    /// the workspace and a private TMPDIR.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) mcp_sandbox: Vec<String>,
     /// Progressive disclosure of MCP tools until ToolSearch returns their full spec:
     /// `light` (the bare flag) lists each with its first description line, `deferred`
     /// leaves them out and names them in ToolSearch's description, `off` (the default

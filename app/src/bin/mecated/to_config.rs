@@ -7,16 +7,18 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
-    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ToolhiveOptions, is_variable_name, parse_mcp_config,
+    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, ToolhiveOptions, TransportKind, is_variable_name,
+    parse_mcp_config,
     parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
 use app::{
-    AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, StoreConfig, project_memory_scope,
-    user_model_scope,
+    AppConfig, MemoryConfig, MemoryEnv, MemorySetting, ModelConfig, SandboxConfig, StoreConfig,
+    project_memory_scope, user_model_scope,
 };
 use engine_ports::{Diagnostic, Level};
+use sandbox::SandboxSettings;
 
 use crate::cli::{CommonArgs, MemoryArgs, ModelArgs};
 use crate::usage::UsageError;
@@ -264,7 +266,42 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         )
     };
     cfg.disclosure = common.progressive_tools;
+    cfg.sandbox = sandbox_config(common, &cfg.mcp.servers)?;
     Ok(cfg)
+}
+
+/// The `--sandbox*` and `--mcp-sandbox` flags: denied paths must exist, and each
+/// `--mcp-sandbox` must name a stdio server of the command line or an MCP config file.
+fn sandbox_config(common: &CommonArgs, servers: &[ServerConfig]) -> Result<SandboxConfig, UsageError> {
+    let mut settings = SandboxSettings::default().with_network(common.sandbox_network);
+    if let Some(mode) = common.sandbox {
+        settings = settings.with_mode(mode);
+    }
+    if let Some(fallback) = common.sandbox_fallback {
+        settings = settings.with_fallback(fallback);
+    }
+    let denied = common
+        .sandbox_deny_read
+        .iter()
+        .map(|path| sandbox::canonical_deny_path(path).map_err(UsageError::new))
+        .collect::<Result<Vec<_>, _>>()?;
+    settings = settings.with_deny_read(denied);
+    for name in &common.mcp_sandbox {
+        let stdio = servers
+            .iter()
+            .any(|server| &server.name == name && server.transport_kind() == TransportKind::Stdio);
+        if !stdio {
+            return Err(UsageError::value(
+                "--mcp-sandbox",
+                name,
+                "expected the name of a stdio MCP server (--mcp-stdio or an --mcp-config file)",
+            ));
+        }
+    }
+    Ok(SandboxConfig {
+        settings,
+        mcp_servers: common.mcp_sandbox.clone(),
+    })
 }
 
 /// The config of `acp` and `serve`: [`common_config`] with the model flags

@@ -35,6 +35,9 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
                 out::clip(out::first_line(&tool.description), 120),
             ));
         }
+        if let Some(status) = &built.report().sandbox {
+            out::stderr(&format!("note: {}", sandbox_line(status)));
+        }
         // Discovered servers are not the operator's: say where their tools came from.
         for server in &built.report().mcp_servers {
             if server.source.starts_with("toolhive") {
@@ -50,4 +53,23 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
         out::stderr(&format!("warning: {error}"));
     }
     ExitCode::SUCCESS
+}
+
+/// The sandbox in force, as the text listing states it.
+fn sandbox_line(status: &engine_ports::SandboxStatus) -> String {
+    let network = if status.network {
+        "network on"
+    } else {
+        "network off"
+    };
+    if status.refused {
+        format!(
+            "sandbox: {} cannot be set up here; Shell calls are refused",
+            status.mode
+        )
+    } else if status.mode == engine_ports::SandboxMode::Off {
+        "sandbox: off (Shell runs with your rights)".to_owned()
+    } else {
+        format!("sandbox: {} ({network})", status.mode)
+    }
 }

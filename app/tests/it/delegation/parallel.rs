@@ -177,8 +177,9 @@ async fn a_judge_picks_the_winner_whose_changes_apply_and_an_unusable_answer_fal
 async fn apply_is_refused_when_the_workspace_changed_the_same_file_since_the_copy() {
     let scratch_ws = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let shared = std::sync::Arc::clone(&scratch_ws);
-    // The branch edits README.md in its copy, and (through Shell, which is no
-    // sandbox) the same file in the real workspace, as a concurrent user would.
+    // The branch edits README.md in its copy, and (through Shell, unconfined by
+    // `--sandbox off --sandbox-fallback off`) the same file in the real workspace, as a
+    // concurrent user would.
     let h = Harness::with_script(MockScript::default(), |cfg, scratch| {
         let ws = std::fs::canonicalize(scratch.ws()).unwrap();
         *shared.lock().unwrap() = ws.display().to_string();
@@ -207,6 +208,9 @@ async fn apply_is_refused_when_the_workspace_changed_the_same_file_since_the_cop
         );
         cfg.model = app::ModelConfig::MockScript(script);
         cfg.engine.approve = Approve::All;
+        cfg.sandbox.settings = sandbox::SandboxSettings::default()
+            .with_mode(engine_ports::SandboxMode::Off)
+            .with_fallback(sandbox::SandboxFallback::Off);
     })
     .await;
     let events = h.run("p1", "go").await;
@@ -422,4 +426,99 @@ async fn the_preserved_cap_keeps_the_latest_winners_and_branches_are_inspectable
          result: wrote 1 byte to first.txt (new file)\nassistant: first"
     );
     h.built.close().await.unwrap();
+}
+
+/// A parent starting one branch `SHELLER` whose Shell writes `inside.txt` in its
+/// copy, then `escaped.txt` in the parent's workspace `ws` by absolute path.
+fn escaping_branch(ws: &std::path::Path) -> MockScript {
+    let command = format!(
+        "echo in > inside.txt; echo out > '{}'",
+        ws.join("escaped.txt").display()
+    );
+    MockScript::new([
+        parallel_call(serde_json::json!({"tasks": ["SHELLER"]})),
+        MockTurn::text("done"),
+    ])
+    .with_child(
+        "SHELLER",
+        [
+            MockTurn::text("").with_call(ToolCall::new(
+                "s",
+                "Shell",
+                serde_json::json!({ "command": command }).to_string(),
+            )),
+            MockTurn::text("ran"),
+        ],
+    )
+}
+
+/// The content of the branch's Shell result.
+async fn branch_shell_result(h: &Harness) -> String {
+    h.events_of("parallel-p1-c1-0")
+        .await
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::ToolResult { name, content, .. } if name == "Shell" => Some(content.clone()),
+            _ => None,
+        })
+        .expect("the branch ran Shell")
+}
+
+#[tokio::test]
+async fn a_branchs_shell_writes_its_copy_and_cannot_write_the_parent_workspace() {
+    if !test_peers::kernel_feature(
+        "a_branchs_shell_writes_its_copy_and_cannot_write_the_parent_workspace",
+        "Landlock",
+        sandbox::support().landlock_abi.is_some(),
+    ) {
+        return;
+    }
+    let h = Harness::with_script(MockScript::new([]), |cfg, scratch| {
+        cfg.model = app::ModelConfig::MockScript(escaping_branch(&scratch.ws()));
+        cfg.engine.approve = Approve::All;
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    assert_eq!(outcome(&events).0, StopReason::EndTurn);
+    assert!(
+        !h.scratch.path("ws/escaped.txt").exists(),
+        "the branch's Shell wrote the parent's workspace"
+    );
+    let shell = branch_shell_result(&h).await;
+    assert!(shell.contains("Permission denied"), "{shell}");
+    let copies = h.copies_left();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(
+        std::fs::read_to_string(copies[0].join("inside.txt")).unwrap(),
+        "in\n"
+    );
+}
+
+#[tokio::test]
+async fn with_the_sandbox_off_a_branchs_shell_is_refused_unless_the_fallback_is_off() {
+    let h = Harness::with_script(MockScript::new([]), |cfg, scratch| {
+        cfg.model = app::ModelConfig::MockScript(escaping_branch(&scratch.ws()));
+        cfg.engine.approve = Approve::All;
+        cfg.sandbox.settings = sandbox::SandboxSettings::default().with_mode(engine_ports::SandboxMode::Off);
+    })
+    .await;
+    h.run("p1", "go").await;
+    assert!(!h.scratch.path("ws/escaped.txt").exists());
+    let shell = branch_shell_result(&h).await;
+    assert!(
+        shell.contains("Shell is refused on a workspace copy") && shell.contains("--sandbox-fallback off"),
+        "{shell}"
+    );
+
+    // The operator's explicit fallback lets the branch run unconfined (today's behaviour).
+    let h = Harness::with_script(MockScript::new([]), |cfg, scratch| {
+        cfg.model = app::ModelConfig::MockScript(escaping_branch(&scratch.ws()));
+        cfg.engine.approve = Approve::All;
+        cfg.sandbox.settings = sandbox::SandboxSettings::default()
+            .with_mode(engine_ports::SandboxMode::Off)
+            .with_fallback(sandbox::SandboxFallback::Off);
+    })
+    .await;
+    h.run("p1", "go").await;
+    assert!(h.scratch.path("ws/escaped.txt").exists());
 }
