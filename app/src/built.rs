@@ -34,12 +34,18 @@ pub struct Built {
     pub(crate) global: GlobalMcp,
     pub(crate) global_manager: McpManager,
     pub(crate) closed: AtomicBool,
+    pub(crate) policy: Arc<adapter_policy::Policy>,
 }
 
 impl Built {
     /// The shared catalog (every session without client servers uses it).
     pub fn shared_catalog(&self) -> &Arc<Catalog> {
         &self.shared_catalog
+    }
+
+    /// The operator's policy: the rules and hooks of the settings files read.
+    pub fn policy(&self) -> &Arc<adapter_policy::Policy> {
+        &self.policy
     }
 
     /// The shared engine.

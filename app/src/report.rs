@@ -26,10 +26,26 @@ pub struct BuildReport {
     pub skills: Vec<SkillEntry>,
     /// Every diagnostic of the build, in order (each WARN is here).
     pub diagnostics: Vec<Diagnostic>,
+    /// Tools a bare rule of the operator's settings hides (`deny`) or always asks for
+    /// (`ask`), by tool name.
+    pub rules: Vec<ToolRule>,
     /// The `ToolSearch` spec listed with progressive tools, for the default modes and
     /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
     pub tool_search: Option<(ToolSpec, ToolSpec)>,
+}
+
+/// A whole tool a settings rule hides from the model or always asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolRule {
+    /// The tool.
+    pub tool: String,
+    /// `deny` (hidden) or `ask`.
+    pub effect: engine_ports::RuleEffect,
+    /// The rule, verbatim.
+    pub rule: String,
+    /// Its settings file.
+    pub source: String,
 }
 
 /// One tool of a listing.
@@ -111,13 +127,20 @@ impl BuildReport {
     /// The `mecated tools --json` object for `mode`:
     /// `{"tools","skipped","mcp_servers","skills","diagnostics"}`.
     pub fn tools_json(&self, mode: PermissionMode) -> Value {
-        serde_json::json!({
+        let mut json = serde_json::json!({
             "tools": self.tools_in(mode),
             "skipped": self.skipped,
             "mcp_servers": self.mcp_servers,
             "skills": self.skills,
             "diagnostics": self.diagnostics,
-        })
+        });
+        // `rules` only when a settings rule hides or always asks for a whole tool.
+        if !self.rules.is_empty()
+            && let Some(map) = json.as_object_mut()
+        {
+            map.insert("rules".to_owned(), serde_json::json!(self.rules));
+        }
+        json
     }
 }
 

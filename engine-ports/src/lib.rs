@@ -83,6 +83,7 @@ mod mode;
 mod permission;
 mod recorder;
 mod result;
+mod rules;
 mod skills;
 mod spec;
 mod store;
@@ -134,6 +135,7 @@ pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
+pub use rules::{PermissionRules, Provenance, RuleEffect, RuleMatch};
 pub use skills::{
     DraftError, DraftReceipt, SkillAsset, SkillDraftRequest, SkillDrafter, SkillMeta, SkillOrigin,
     SkillSource, SkillSourceError, valid_skill_asset_name, valid_skill_name,

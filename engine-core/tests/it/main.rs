@@ -13,5 +13,6 @@ mod elicitation;
 mod engine_loop;
 mod memory_tools;
 mod properties;
+mod rules;
 mod search_quality;
 mod support;
