@@ -235,3 +235,43 @@ async fn tools_says_which_tools_rules_hide_or_always_ask_for() {
         output.stderr
     );
 }
+
+#[tokio::test]
+async fn session_start_and_user_prompt_submit_hooks_fire_once_and_exit_2_blocks_the_prompt() {
+    let scratch = Scratch::new();
+    let seen = scratch.path("seen.jsonl");
+    let log = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("cat >> {}; echo >> {}{event}", seen.display(), seen.display())}]}]);
+    let settings = scratch.write(
+        "hooks.json",
+        &json!({"hooks": {
+            "SessionStart": log(""),
+            "UserPromptSubmit": log("; echo 'prompts may not name the vault' >&2; exit 2"),
+        }})
+        .to_string(),
+    );
+    let output = run_write(
+        &scratch,
+        &["--approve", "all", "--settings", settings.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(output.code, 1, "{output:?}");
+    assert!(
+        output.stderr.contains("blocked by the UserPromptSubmit hook")
+            && output.stderr.contains("prompts may not name the vault"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        !scratch.ws().join("out.txt").exists(),
+        "the blocked prompt never reached the model"
+    );
+    let inputs = json_lines(&std::fs::read_to_string(&seen).unwrap());
+    let events: Vec<&str> = inputs
+        .iter()
+        .map(|i| i["hook_event_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["SessionStart", "UserPromptSubmit"]);
+    assert_eq!(inputs[1]["prompt"], "write it");
+    assert_eq!(inputs[1]["cwd"], inputs[0]["cwd"]);
+    assert!(inputs[1]["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+}
