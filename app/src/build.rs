@@ -322,6 +322,13 @@ async fn compose(
         reason: error.to_string(),
     })?;
     template.set_policy(&policy);
+    // `permissions.defaultMode` of the settings, unless the configuration names another
+    // mode (`run --mode` also sets the session's own mode, so it wins either way).
+    if cfg.engine.mode == PermissionMode::Default
+        && let Some(mode) = policy.default_mode()
+    {
+        template.set_default_mode(mode);
+    }
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),

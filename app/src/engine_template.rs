@@ -130,6 +130,11 @@ impl EngineTemplate {
         }
     }
 
+    /// Sets the mode new sessions start in.
+    pub(crate) fn set_default_mode(&mut self, mode: engine_ports::PermissionMode) {
+        self.deps.config.mode = mode;
+    }
+
     /// Sets the system prompt every engine's sessions start with.
     pub(crate) fn set_system_prompt(&mut self, text: String) {
         self.deps.config.system_prompt = text;

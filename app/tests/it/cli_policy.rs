@@ -275,3 +275,46 @@ async fn session_start_and_user_prompt_submit_hooks_fire_once_and_exit_2_blocks_
     assert_eq!(inputs[1]["cwd"], inputs[0]["cwd"]);
     assert!(inputs[1]["session_id"].as_str().is_some_and(|s| !s.is_empty()));
 }
+
+#[tokio::test]
+async fn the_settings_default_mode_applies_unless_run_names_a_mode() {
+    let scratch = Scratch::new();
+    let settings = scratch.write(
+        "s.json",
+        &json!({"permissions": {"defaultMode": "plan"}}).to_string(),
+    );
+    let planned = run_write(
+        &scratch,
+        &["--approve", "all", "--settings", settings.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(planned.code, 0, "{planned:?}");
+    assert!(!scratch.ws().join("out.txt").exists());
+    let result = write_result(&planned);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("not available in plan mode"),
+        "{result}"
+    );
+    let named = run_write(
+        &scratch,
+        &[
+            "--approve",
+            "all",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--mode",
+            "default",
+            "--session",
+            "m",
+        ],
+    )
+    .await;
+    assert_eq!(named.code, 0, "{named:?}");
+    assert_eq!(
+        std::fs::read_to_string(scratch.ws().join("out.txt")).unwrap(),
+        "hello"
+    );
+}

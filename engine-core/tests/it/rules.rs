@@ -11,9 +11,9 @@ use engine_ports::{
     SessionId, ToolCall, ToolCallRecord, ToolHooks, ToolResult,
 };
 
-use crate::support::{FakeTool, Probe, catalog_of, context};
+use crate::support::{FakeTool, Probe, catalog_of, config, context, harness_with, run_to_end};
 
-/// Rules by tool name, with the effect each gives.
+/// Rules by tool name, with the effect each gives; a bare `deny` of a tool hides it.
 struct Rules(Vec<(&'static str, RuleEffect)>);
 
 impl PermissionRules for Rules {
@@ -33,8 +33,15 @@ impl PermissionRules for Rules {
             })
     }
 
-    fn hides(&self, _: &str) -> Option<RuleMatch> {
-        None
+    fn hides(&self, name: &str) -> Option<RuleMatch> {
+        self.0
+            .iter()
+            .find(|(tool, effect)| *tool == name && *effect == RuleEffect::Deny)
+            .map(|(tool, effect)| RuleMatch {
+                effect: *effect,
+                rule: (*tool).to_owned(),
+                source: "settings.json".to_owned(),
+            })
     }
 }
 
@@ -221,4 +228,33 @@ async fn a_hooks_rewrite_goes_through_the_deny_rules_again() {
     )
     .await;
     assert_eq!((ran, record.approval), (0, Some(Approval::RULE_DENY)));
+}
+
+#[tokio::test]
+async fn a_tool_a_bare_deny_hides_is_never_offered_to_the_model() {
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![
+        FakeTool::new("Read", true, &probe).arc(),
+        FakeTool::new("Write", false, &probe).arc(),
+    ]);
+    let turns = vec![engine_ports::testkit::ScriptedTurn::text("nothing to do")];
+    let h = harness_with(catalog, turns, config(), |mut deps| {
+        deps.rules = Some(Arc::new(Rules(vec![("Write", RuleEffect::Deny)])));
+        deps
+    });
+    let events = run_to_end(&h.engine, "s", "go").await;
+    let init: Vec<String> = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            engine_ports::EventKind::SessionInit { tools, .. } => Some(tools.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(init, ["Read"]);
+    let offered: Vec<String> = h.llm.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(offered, ["Read"]);
 }
