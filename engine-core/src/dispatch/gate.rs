@@ -322,8 +322,9 @@ pub(super) async fn decide(
     }
     let effective: &ParsedCall<'_> = rewritten.as_ref().unwrap_or(parsed);
 
-    // The hook's own decision, then the ask and allow rules, then the approval level.
-    let reason = match (hook_says, rule) {
+    // The hook's own decision, then the ask and allow rules, then the approval level;
+    // an ask names who asked, which a headless run's refusal is recorded as.
+    let (reason, asked_by) = match (hook_says, rule) {
         (Some(HookSays::Allow { hook, reason }), _) => {
             return GateDecision::run(
                 DecidedBy::Hook {
@@ -334,24 +335,33 @@ pub(super) async fn decide(
                 rewritten,
             );
         }
-        (Some(HookSays::Ask { hook, reason }), _) => format!("{reason} (the PreToolUse hook {hook})"),
+        (Some(HookSays::Ask { hook, reason }), _) => (
+            format!("{reason} (the PreToolUse hook {hook})"),
+            DecidedBy::Hook {
+                hook: Some(hook),
+                reason,
+            },
+        ),
         (None, Some(matched)) if matched.effect == RuleEffect::Allow => {
             return GateDecision::run(DecidedBy::Rule(matched), tool, rewritten);
         }
-        (None, Some(matched)) => format!("the rule {} ({}) asks for approval", matched.rule, matched.source),
+        (None, Some(matched)) => (
+            format!("the rule {} ({}) asks for approval", matched.rule, matched.source),
+            DecidedBy::Rule(matched),
+        ),
         (None, None) => {
             let request = request(ctx, effective.call().clone(), read_only);
             match ctx.policy.evaluate(&request).await {
                 Decision::Allow => return GateDecision::run(DecidedBy::Policy, tool, rewritten),
                 Decision::Deny { reason } => return refuse(call, Refusal::Policy(reason)),
-                Decision::Ask { reason } => reason,
+                Decision::Ask { reason } => (reason, DecidedBy::Policy),
             }
         }
     };
 
     // The person.
     let Some(asks) = &ctx.asks else {
-        return refuse(call, Refusal::Headless(reason));
+        return refuse(call, Refusal::Headless(reason, asked_by));
     };
     match ask_person(ctx, asks, index, effective, reason).await {
         None => GateDecision::cancelled(call),
@@ -453,8 +463,9 @@ enum Refusal {
     NotInMode { plan: bool },
     /// The policy refused, for this reason.
     Policy(String),
-    /// The policy asked (for this reason) and the run is headless.
-    Headless(String),
+    /// A rule, a hook or the policy (who asked) asked, for this reason, and the run
+    /// is headless.
+    Headless(String, DecidedBy),
     /// An operator `deny` rule matched.
     Rule(RuleMatch),
     /// The person denied it.
@@ -491,8 +502,8 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
             format!("tool {name} is only available in plan mode"),
         ),
         Refusal::Policy(reason) => (DecidedBy::Policy, permission_denied(&reason)),
-        Refusal::Headless(reason) => (
-            DecidedBy::Policy,
+        Refusal::Headless(reason, asked_by) => (
+            asked_by,
             permission_denied(&format!(
                 "approval needs an interactive operator and this run is headless ({reason})"
             )),
@@ -558,7 +569,10 @@ mod tests {
         assert_eq!(by(Refusal::NotInMode { plan: true }), Some(Approval::MODE_DENY));
         assert_eq!(GateDecision::cancelled(&call).approval(), None);
         assert_eq!(by(Refusal::Policy("no".into())), Some(Approval::POLICY_DENY));
-        assert_eq!(by(Refusal::Headless("ask".into())), Some(Approval::POLICY_DENY));
+        assert_eq!(
+            by(Refusal::Headless("ask".into(), DecidedBy::Policy)),
+            Some(Approval::POLICY_DENY)
+        );
         let rule = RuleMatch {
             effect: RuleEffect::Deny,
             rule: "Write(secrets/**)".into(),

@@ -130,8 +130,8 @@ async fn an_allow_rule_beats_the_read_only_level() {
 }
 
 #[tokio::test]
-async fn an_ask_rule_beats_approve_all_and_a_headless_run_refuses() {
-    let (result, _, ran) = one_write(
+async fn an_ask_rule_beats_approve_all_and_a_headless_run_refuses_in_its_name() {
+    let (result, record, ran) = one_write(
         PermissionMode::Default,
         Approve::All,
         vec![("Write", RuleEffect::Ask)],
@@ -141,6 +141,11 @@ async fn an_ask_rule_beats_approve_all_and_a_headless_run_refuses() {
     .await;
     assert_eq!(ran, 0);
     assert!(result.content().contains("headless"), "{}", result.content());
+    assert_eq!(record.approval, Some(Approval::RULE_DENY));
+    assert_eq!(
+        record.provenance.and_then(|p| p.rule).as_deref(),
+        Some("Write(Write)")
+    );
 }
 
 #[tokio::test]
@@ -257,4 +262,72 @@ async fn a_tool_a_bare_deny_hides_is_never_offered_to_the_model() {
         .map(|t| t.name().to_owned())
         .collect();
     assert_eq!(offered, ["Read"]);
+}
+
+/// An `ask` rule for every `Write` that keeps what "allow always" teaches it.
+#[derive(Default)]
+struct LearningRules {
+    learned: std::sync::Mutex<Vec<String>>,
+}
+
+impl PermissionRules for LearningRules {
+    fn check(&self, call: &ToolCall) -> Option<RuleMatch> {
+        let learned = self.learned.lock().unwrap().contains(&call.name().to_owned());
+        (call.name() == "Write").then(|| RuleMatch {
+            effect: if learned {
+                RuleEffect::Allow
+            } else {
+                RuleEffect::Ask
+            },
+            rule: "Write".to_owned(),
+            source: "settings.json".to_owned(),
+        })
+    }
+
+    fn hides(&self, _: &str) -> Option<RuleMatch> {
+        None
+    }
+
+    fn learn(&self, call: &ToolCall) -> Option<String> {
+        self.learned.lock().unwrap().push(call.name().to_owned());
+        Some(call.name().to_owned())
+    }
+}
+
+#[tokio::test]
+async fn an_ask_rule_asks_the_person_and_allow_always_is_kept_by_the_rules() {
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![FakeTool::new("Write", false, &probe).arc()]);
+    let turns = vec![
+        engine_ports::testkit::ScriptedTurn::call("w1", "Write", "{}"),
+        engine_ports::testkit::ScriptedTurn::call("w2", "Write", "{}"),
+        engine_ports::testkit::ScriptedTurn::text("done"),
+    ];
+    let rules = Arc::new(LearningRules::default());
+    let kept = Arc::clone(&rules);
+    let h = harness_with(
+        catalog,
+        turns,
+        crate::engine_loop::interactive(),
+        move |mut deps| {
+            deps.rules = Some(kept);
+            deps
+        },
+    );
+    let events = crate::engine_loop::run_answering(&h, "s", engine_ports::Verdict::AllowAlways).await;
+    let asks = events
+        .iter()
+        .filter(|e| matches!(e.kind, engine_ports::EventKind::PermissionAsk { .. }))
+        .count();
+    assert_eq!(asks, 1, "the second Write is allowed by the kept rule");
+    assert_eq!(probe.executions("Write"), 2);
+    assert_eq!(*rules.learned.lock().unwrap(), ["Write"]);
+    let approvals: Vec<Option<Approval>> = h.recorder.records().iter().map(|r| r.approval).collect();
+    assert_eq!(
+        approvals,
+        [
+            Some(Approval::user(engine_ports::Verdict::AllowAlways)),
+            Some(Approval::RULE_ALLOW)
+        ]
+    );
 }
