@@ -318,3 +318,27 @@ async fn the_settings_default_mode_applies_unless_run_names_a_mode() {
         "hello"
     );
 }
+
+#[tokio::test]
+async fn a_stop_hook_fires_once_with_how_the_run_ended() {
+    let scratch = Scratch::new();
+    let seen = scratch.path("stop.jsonl");
+    let settings = scratch.write(
+        "hooks.json",
+        &json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": format!("cat >> {}; echo >> {}", seen.display(), seen.display())}
+        ]}]}})
+        .to_string(),
+    );
+    let output = run_write(
+        &scratch,
+        &["--approve", "all", "--settings", settings.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let inputs = json_lines(&std::fs::read_to_string(&seen).unwrap());
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    assert_eq!(inputs[0]["hook_event_name"], "Stop");
+    assert_eq!(inputs[0]["stop_reason"], "end_turn");
+    assert_eq!(inputs[0]["stop_hook_active"], false);
+}

@@ -51,6 +51,21 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             None
         }
     };
+    if let Some(reason) = stop {
+        // Stop hooks: told how the run ended; they cannot make it go on here.
+        let input = json!({"stop_hook_active": false, "stop_reason": reason});
+        let runs = built
+            .command_hooks()
+            .fire(HookEvent::Stop, &session, None, input)
+            .await;
+        if let Some((hook, HookRun::Block(text))) = runs.last() {
+            out::stderr(&format!(
+                "note: the Stop hook `{}` asked to go on ({}); a run does not resume from a Stop hook",
+                hook.command,
+                text.trim()
+            ));
+        }
+    }
     if !jsonl && built.store().is_persistent() {
         out::stderr(&format!(
             "[run] session {session} (continue it with --session {session})"
