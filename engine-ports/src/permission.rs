@@ -64,11 +64,12 @@ pub enum Decider {
     /// The person answering the session's asks (an ACP client's
     /// `session/request_permission`, HTTP `/approve`).
     User,
-    /// A PreToolUse hook that blocked the call (or failed, which blocks it), or
-    /// allowed it.
+    /// A PreToolUse hook that blocked the call (or failed, which blocks it), allowed
+    /// it, or asked in a headless run; `provenance` names its command and reason.
     Hook,
-    /// An operator permission rule (`allow`, `ask` is told as the user's answer,
-    /// `deny`); the record's `provenance` names it and its file.
+    /// An operator permission rule: an `allow` or a `deny`, or an `ask` refused in a
+    /// headless run (an answered ask is the user's); the record's `provenance` names
+    /// the rule and its file.
     Rule,
     /// The session's mode: the tool is unknown, or not available in the mode (plan
     /// mode refusing a mutating call). The verdict is always `deny`.
