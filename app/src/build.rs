@@ -9,12 +9,13 @@ use adapter_llm::{HttpProviderConfig, MockProvider, RetryPolicy, build_http_prov
 use adapter_mcp::{
     ConnectOptions, Connected, McpManager, MountOptions, ToolhiveDiscovery, discover_toolhive, merge_servers,
 };
+use adapter_policy::{Policy, Sources};
 use adapter_skillfs::{
-    HostEnv, ParsedAgent, QuarantineDrafter, SkillsOptions, check_quarantine_placement, load_agents,
-    load_skills, resolve_skill_dirs,
+    HostEnv, ParsedAgent, ProjectTrust, QuarantineDrafter, SkillsOptions, check_quarantine_placement,
+    load_agents, load_skills, resolve_skill_dirs,
 };
 use engine_core::{
-    AgentDefinition, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
+    AgentDefinition, Catalog, CatalogUpdates, ChildEngines, DelegationSettings, ParallelTool, SkillDraftTool,
     SkillTool, Tool, subagent_tools, team_tools,
 };
 use engine_ports::{
@@ -33,7 +34,7 @@ use crate::factory::{FactoryParts, SessionEngineFactory};
 use crate::global_mcp::GlobalMcp;
 use crate::live_catalog::LiveCatalog;
 use crate::memory::{MemoryStores, open_memory};
-use crate::report::{BuildReport, McpServerEntry, SkillEntry, all_tool_entries};
+use crate::report::{BuildReport, McpServerEntry, SkillEntry, ToolRule, all_tool_entries};
 use crate::store::AppStore;
 use crate::system_prompt::{SystemPrompt, add_memory_sections, assemble_system_prompt};
 
@@ -316,6 +317,16 @@ async fn compose(
         });
     }
 
+    // The operator's settings: rules and hooks, checked against the catalog's names.
+    let policy = load_policy(cfg, &resolved.root, &assembled.catalog)?;
+    resolved
+        .diagnostics
+        .extend(policy.ignored().iter().map(|ignored| Diagnostic {
+            level: Level::Info,
+            message: format!("settings key not used: {ignored}"),
+        }));
+    let tool_rules = tool_rules(&policy, &assembled.catalog);
+
     // 6. The shared engine and the factory over the same assets.
     let (commands, command_notes) = command_chain(&ChainParts {
         commands_dir: cfg.commands_dir.as_deref(),
@@ -342,6 +353,14 @@ async fn compose(
         Arc::clone(&commands),
         confinements,
     )?;
+    template.set_policy(&policy);
+    // `permissions.defaultMode` of the settings, unless the configuration names another
+    // mode (`run --mode` also sets the session's own mode, so it wins either way).
+    if cfg.engine.mode == PermissionMode::Default
+        && let Some(mode) = policy.default_mode()
+    {
+        template.set_default_mode(mode);
+    }
     let updates = LiveCatalog::needed(&assets, None).then(|| {
         Arc::new(LiveCatalog::new(
             Arc::clone(&assets),
@@ -412,6 +431,7 @@ async fn compose(
             .unwrap_or_default(),
         diagnostics: resolved.diagnostics.into_entries(),
         sandbox: sandbox_status,
+        rules: tool_rules,
         tool_search: engine_core::tool_search_spec_for(
             &assembled.catalog,
             PermissionMode::Default,
@@ -438,6 +458,7 @@ async fn compose(
         global_manager: servers.manager,
         forker,
         closed: AtomicBool::new(false),
+        policy,
     })
 }
 
@@ -597,4 +618,44 @@ async fn unwind(store: Option<&AppStore>, manager: &McpManager) {
     if let Err(error) = manager.close().await {
         tracing::warn!(%error, "closing the MCP servers of a failed build failed");
     }
+}
+
+/// Reads the operator's settings files (`cfg.policy`; the workspace's only with
+/// `--trust-project`). A rule may name any tool of `catalog`, `Shell` and the
+/// delegation tools (whether or not enabled), or an MCP server or tool.
+fn load_policy(cfg: &AppConfig, root: &Path, catalog: &Catalog) -> Result<Arc<Policy>, BuildError> {
+    let sources = Sources {
+        workspace: root.to_owned(),
+        managed: cfg.policy.managed.clone(),
+        files: cfg.policy.files.clone(),
+        trust_project: cfg.skills.trust == ProjectTrust::Trusted,
+        user: cfg.policy.user.clone(),
+        home: std::env::var_os("HOME")
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from),
+    };
+    let known = |name: &str| {
+        catalog.names().any(|n| n == name) || ["Shell", "Subagent", "Parallel", "Team"].contains(&name)
+    };
+    let policy = Policy::load(&sources, &known).map_err(BuildError::Settings)?;
+    Ok(Arc::new(if cfg.policy.persist_approvals {
+        policy.persisting_approvals()
+    } else {
+        policy
+    }))
+}
+
+/// The whole tools of `catalog` a bare rule hides or always asks for.
+fn tool_rules(policy: &Policy, catalog: &Catalog) -> Vec<ToolRule> {
+    catalog
+        .names()
+        .filter_map(|name| {
+            policy.whole_tool(name).map(|matched| ToolRule {
+                tool: name.to_owned(),
+                effect: matched.effect,
+                rule: matched.rule,
+                source: matched.source,
+            })
+        })
+        .collect()
 }

@@ -37,12 +37,25 @@ pub struct Built {
     /// Makes the workspace copies of delegation (its unpreserved copies go at close).
     pub(crate) forker: FsForker,
     pub(crate) closed: AtomicBool,
+    pub(crate) policy: Arc<adapter_policy::Policy>,
 }
 
 impl Built {
     /// The shared catalog (every session without client servers uses it).
     pub fn shared_catalog(&self) -> &Arc<Catalog> {
         &self.shared_catalog
+    }
+
+    /// The operator's policy: the rules and hooks of the settings files read.
+    pub fn policy(&self) -> &Arc<adapter_policy::Policy> {
+        &self.policy
+    }
+
+    /// The operator's hook commands, run in the workspace without the harness's
+    /// credentials (the Shell tool's rule): for the events a host fires itself
+    /// (`UserPromptSubmit`, `SessionStart`); the engines run the tool hooks.
+    pub fn command_hooks(&self) -> adapter_policy::CommandHooks {
+        self.policy.command_hooks(adapter_fstools::is_stripped_variable)
     }
 
     /// The shared engine.

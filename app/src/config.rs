@@ -80,6 +80,8 @@ pub struct AppConfig {
     pub delegation: DelegationConfig,
     /// How `Shell` and opted-in stdio MCP servers are confined.
     pub sandbox: SandboxConfig,
+    /// Operator policy: settings files with permission rules and hooks.
+    pub policy: PolicyConfig,
 }
 
 /// `--sandbox`, `--sandbox-fallback`, `--sandbox-network`, `--sandbox-deny-read` and
@@ -93,6 +95,35 @@ pub struct SandboxConfig {
     pub settings: SandboxSettings,
     /// `--mcp-sandbox NAME`: the static stdio MCP servers run in the sandbox.
     pub mcp_servers: Vec<String>,
+}
+
+/// Where the operator's settings files are read from (`adapter-policy`). The
+/// workspace's own files are read only with `--trust-project` (`skills.trust`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyConfig {
+    /// The managed file (default `/etc/mecatl/managed-settings.json`, or
+    /// `MECATL_MANAGED_SETTINGS`): read when it exists; nothing else loosens it.
+    pub managed: PathBuf,
+    /// `--settings FILE` (repeatable): each must exist.
+    pub files: Vec<PathBuf>,
+    /// The user's file: `None` reads none (the default here; the command line sets
+    /// `$XDG_CONFIG_HOME/mecatl/settings.json`, else `~/.config/mecatl/settings.json`).
+    pub user: Option<PathBuf>,
+    /// Save an "allow always" answer as an `allow` rule of the workspace's
+    /// `.mecatl/settings.local.json` (the command line sets it with
+    /// `--trust-project`, the only way that file is read back).
+    pub persist_approvals: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            managed: adapter_policy::managed_settings_path(),
+            files: Vec::new(),
+            user: None,
+            persist_approvals: false,
+        }
+    }
 }
 
 /// The delegation families' settings.
@@ -170,6 +201,7 @@ impl AppConfig {
             extra_tools: ExtraTools::default(),
             context_window: None,
             max_tokens: None,
+            policy: PolicyConfig::default(),
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),
             sandbox: SandboxConfig::default(),

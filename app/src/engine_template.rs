@@ -169,6 +169,22 @@ impl EngineTemplate {
         Ok(Engine::new(deps)?)
     }
 
+    /// Gives every engine (children included) the operator's rules and, when the
+    /// settings have any, their hook commands (run without the harness's
+    /// credentials, the Shell tool's rule).
+    pub(crate) fn set_policy(&mut self, policy: &Arc<adapter_policy::Policy>) {
+        self.deps.rules = Some(Arc::clone(policy) as Arc<dyn engine_ports::PermissionRules>);
+        if !policy.hook_commands().is_empty() {
+            let hooks = policy.command_hooks(adapter_fstools::is_stripped_variable);
+            self.deps.hooks = Some(Arc::new(hooks));
+        }
+    }
+
+    /// Sets the mode new sessions start in.
+    pub(crate) fn set_default_mode(&mut self, mode: engine_ports::PermissionMode) {
+        self.deps.config.mode = mode;
+    }
+
     /// Sets the system prompt every engine's sessions start with.
     pub(crate) fn set_system_prompt(&mut self, text: String) {
         self.deps.config.system_prompt = text;

@@ -14,6 +14,10 @@ use crate::family::Family;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// A settings file (managed, `--settings`, the workspace's, the user's) cannot be
+    /// used: the error names the file, the JSON path and what is expected.
+    #[error(transparent)]
+    Settings(adapter_policy::SettingsError),
     /// The workspace does not exist or is not a directory.
     #[error("the workspace {} (--workspace) cannot be used: {reason}", path.display())]
     Workspace {

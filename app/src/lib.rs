@@ -75,8 +75,8 @@ pub use build::{MOCK_MODEL_NAME, build, system_prompt};
 pub use built::Built;
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TEAM_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT,
-    DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, SandboxConfig, SkillsConfig,
-    StoreConfig,
+    DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, PolicyConfig, SandboxConfig,
+    SkillsConfig, StoreConfig,
 };
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
@@ -94,7 +94,7 @@ pub use memory::{
     MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, project_memory_scope,
     user_model_scope, workspace_token,
 };
-pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, tool_entries};
+pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, ToolRule, tool_entries};
 pub use session_id::new_session_id;
 pub use store::AppStore;
 pub use system_prompt::{

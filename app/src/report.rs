@@ -28,10 +28,26 @@ pub struct BuildReport {
     pub diagnostics: Vec<Diagnostic>,
     /// The sandbox in force for `Shell` (`None` with `--no-shell`).
     pub sandbox: Option<SandboxStatus>,
+    /// Tools a bare rule of the operator's settings hides (`deny`) or always asks for
+    /// (`ask`), by tool name.
+    pub rules: Vec<ToolRule>,
     /// The `ToolSearch` spec listed with progressive tools, for the default modes and
     /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
     pub tool_search: Option<(ToolSpec, ToolSpec)>,
+}
+
+/// A whole tool a settings rule hides from the model or always asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolRule {
+    /// The tool.
+    pub tool: String,
+    /// `deny` (hidden) or `ask`.
+    pub effect: engine_ports::RuleEffect,
+    /// The rule, verbatim.
+    pub rule: String,
+    /// Its settings file.
+    pub source: String,
 }
 
 /// One tool of a listing.
@@ -124,6 +140,10 @@ impl BuildReport {
         // Only with a Shell: `--no-shell` listings keep their shape.
         if let Some(sandbox) = &self.sandbox {
             listing["sandbox"] = serde_json::json!(sandbox);
+        }
+        // `rules` only when a settings rule hides or always asks for a whole tool.
+        if !self.rules.is_empty() {
+            listing["rules"] = serde_json::json!(self.rules);
         }
         listing
     }

@@ -11,12 +11,34 @@ use crate::result::ToolResult;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum Pre {
-    /// Go on.
+    /// Go on (the rules and the approval level decide).
     Allow,
     /// Block the call; the model sees `message`.
     Deny {
         /// Why.
         message: String,
+    },
+    /// Allow the call without asking (an operator hook's `permissionDecision:
+    /// allow`); `deny` rules were already applied.
+    Approve {
+        /// The hook (its command), for the audit.
+        hook: String,
+        /// Why.
+        reason: String,
+    },
+    /// Ask the person (a headless run refuses).
+    Ask {
+        /// The hook (its command), for the audit.
+        hook: String,
+        /// Shown to the person.
+        reason: String,
+    },
+    /// Block the call, naming the hook for the audit; the model sees `reason`.
+    Block {
+        /// The hook (its command).
+        hook: String,
+        /// Why.
+        reason: String,
     },
     /// Replace the argument text (must be valid JSON, else it is ignored).
     RewriteArgs {
@@ -61,8 +83,9 @@ impl HookError {
 /// Operator hooks around tool execution.
 ///
 /// # Contract
-/// `pre_tool_use` runs after the permission decision and before execution; a
-/// rewrite keeps id and name and is re-evaluated by the policy. `post_tool_use` runs
+/// `pre_tool_use` runs after the mode and the `deny` rules, before the other rules,
+/// the approval level and the person; a rewrite keeps id and name and goes through
+/// the rules (a `deny` included), the approval level and the person again. `post_tool_use` runs
 /// after execution and before recording, seeing the result's text projection.
 #[async_trait]
 pub trait ToolHooks: Send + Sync {

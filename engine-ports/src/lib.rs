@@ -83,6 +83,7 @@ mod mode;
 mod permission;
 mod recorder;
 mod result;
+mod rules;
 mod sandbox;
 mod skills;
 mod spec;
@@ -135,6 +136,7 @@ pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
 pub use recorder::{RecorderError, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
+pub use rules::{PermissionRules, Provenance, RuleEffect, RuleMatch};
 pub use sandbox::{ParseSandboxModeError, SandboxMode, SandboxStatus};
 pub use skills::{
     DraftError, DraftReceipt, SkillAsset, SkillDraftRequest, SkillDrafter, SkillMeta, SkillOrigin,

@@ -64,8 +64,16 @@ pub enum Decider {
     /// The person answering the session's asks (an ACP client's
     /// `session/request_permission`, HTTP `/approve`).
     User,
-    /// A PreToolUse hook that blocked the call (or failed, which blocks it).
+    /// A PreToolUse hook that blocked the call (or failed, which blocks it), allowed
+    /// it, or asked in a headless run; `provenance` names its command and reason.
     Hook,
+    /// An operator permission rule: an `allow` or a `deny`, or an `ask` refused in a
+    /// headless run (an answered ask is the user's); the record's `provenance` names
+    /// the rule and its file.
+    Rule,
+    /// The session's mode: the tool is unknown, or not available in the mode (plan
+    /// mode refusing a mutating call). The verdict is always `deny`.
+    Mode,
 }
 
 /// What the decider decided.
@@ -108,6 +116,30 @@ impl Approval {
     /// A hook blocked the call.
     pub const HOOK_DENY: Self = Self {
         by: Decider::Hook,
+        verdict: ApprovalVerdict::Deny,
+    };
+
+    /// A rule let the call run.
+    pub const RULE_ALLOW: Self = Self {
+        by: Decider::Rule,
+        verdict: ApprovalVerdict::Allow,
+    };
+
+    /// A rule refused the call.
+    pub const RULE_DENY: Self = Self {
+        by: Decider::Rule,
+        verdict: ApprovalVerdict::Deny,
+    };
+
+    /// A hook allowed the call.
+    pub const HOOK_ALLOW: Self = Self {
+        by: Decider::Hook,
+        verdict: ApprovalVerdict::Allow,
+    };
+
+    /// The mode refused the call.
+    pub const MODE_DENY: Self = Self {
+        by: Decider::Mode,
         verdict: ApprovalVerdict::Deny,
     };
 

@@ -10,6 +10,7 @@ use crate::clock::format_rfc3339_micros;
 use crate::ids::{SessionId, ToolCallId};
 use crate::permission::Approval;
 use crate::result::ToolResult;
+use crate::rules::Provenance;
 
 /// The per-call audit seam, distinct from events and diagnostics.
 ///
@@ -23,8 +24,9 @@ use crate::result::ToolResult;
 ///   an error result, zero times and an approval whose verdict is `deny` (so a
 ///   record with a `deny` verdict is a call that never ran).
 ///
-/// It never records unknown or plan-refused calls (no permission decision was
-/// made), nor calls cancelled before they were decided or started.
+/// Calls the mode refused (an unknown tool, a mutating call in plan mode) are
+/// recorded too, with a `mode` approval; calls cancelled before they were decided
+/// or started are not.
 ///
 /// # Contract
 /// - The record is written as given, every field (the `time` included) unchanged:
@@ -98,7 +100,8 @@ impl RecorderError {
 
 /// One audit record, in the field order of a `.tools.jsonl` line:
 /// `{"type":"tool_call","time","session_id","call_id","tool","args","result",
-/// "is_error","queued_micros","took_micros","approval":{"by","verdict"}}`.
+/// "is_error","queued_micros","took_micros","approval":{"by","verdict"},
+/// "provenance":{"rule","source","hook","reason"}}`.
 ///
 /// `approval` is optional for readers: lines written before it existed have none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -127,6 +130,11 @@ pub struct ToolCallRecord {
     /// Who decided whether the call runs, and what (absent in older records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// What exactly decided: the rule and its file, the hook's command and reason,
+    /// the mode's refusal (absent when the approval says it all, and in older
+    /// records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 impl ToolCallRecord {
@@ -165,6 +173,7 @@ impl ToolCallRecord {
             queued_micros: micros(queued),
             took_micros: micros(took),
             approval: None,
+            provenance: None,
         }
     }
 
@@ -172,6 +181,13 @@ impl ToolCallRecord {
     #[must_use]
     pub fn with_approval(mut self, approval: Approval) -> Self {
         self.approval = Some(approval);
+        self
+    }
+
+    /// The same record with the detail of who decided.
+    #[must_use]
+    pub fn with_provenance(mut self, provenance: Option<Provenance>) -> Self {
+        self.provenance = provenance;
         self
     }
 }

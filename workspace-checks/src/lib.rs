@@ -70,9 +70,8 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
     match crate_name {
         "engine-ports" => Some(BTreeSet::new()),
         "engine-core" => Some(set(&["engine-ports"])),
-        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs" => {
-            Some(set(&["engine-ports", "fs-guard"]))
-        }
+        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs"
+        | "adapter-policy" => Some(set(&["engine-ports", "fs-guard"])),
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }

@@ -647,7 +647,7 @@ async fn session_cancel_denies_a_pending_ask() {
 }
 
 #[tokio::test]
-async fn plan_mode_refuses_a_scripted_write_without_asking_or_recording() {
+async fn plan_mode_refuses_a_scripted_write_without_asking_and_records_the_modes_refusal() {
     let setup = Setup::new(WRITE_THEN_DONE);
     let mut client = setup.start().await;
     let session = client.session(&setup.ws(), Vec::new()).await;
@@ -685,7 +685,9 @@ async fn plan_mode_refuses_a_scripted_write_without_asking_or_recording() {
         "{}",
         w1[1]
     );
-    assert!(tool_records(&setup.store(), &session).is_empty());
+    let records = tool_records(&setup.store(), &session);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["approval"], json!({"by": "mode", "verdict": "deny"}));
     assert!(!setup.ws().join("out.txt").exists());
     exits_cleanly(client).await;
 }

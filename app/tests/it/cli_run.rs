@@ -228,7 +228,7 @@ async fn a_best_effort_run_goes_on_when_a_tool_call_record_cannot_be_written() {
 }
 
 /// Every `*.tools.jsonl` under `dir`.
-fn find_tools_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn find_tools_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine_ports::{
-    Approval, EventKind, HookAction, HookPhase, Post, ToolCall, ToolCallRecord, ToolResult, elapsed_between,
+    EventKind, HookAction, HookPhase, Post, ToolCall, ToolCallRecord, ToolResult, elapsed_between,
 };
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::elicit::CallElicitor;
 use super::execution::{Execution, Failed};
-use super::gate::{GateDecision, Outcome, ParsedCall};
+use super::gate::{Decided, GateDecision, Outcome, ParsedCall};
 use super::{DispatchConfig, TurnContext, cancelled_result, hook_event};
 use crate::tool::ToolError;
 
@@ -29,14 +29,14 @@ pub(super) struct Executed {
 pub(super) enum Running {
     /// Stopped by the gate, or cancelled before it started, with its final result
     /// and the approval its record keeps.
-    Stopped(ToolResult, Option<Approval>),
+    Stopped(ToolResult, Option<Decided>),
     /// Running (`rewritten`: the call with the arguments a hook gave it, else the
     /// call runs as the model made it).
     Started {
         rewritten: Option<ParsedCall<'static>>,
         start: Option<SystemTime>,
         handle: Execution<Executed>,
-        approval: Option<Approval>,
+        approval: Option<Decided>,
     },
 }
 
@@ -274,7 +274,7 @@ async fn finish(
     parsed: &ParsedCall<'_>,
     mut result: ToolResult,
     timing: Option<Timing>,
-    approval: Option<Approval>,
+    approval: Option<Decided>,
 ) -> ToolResult {
     let call = parsed.call();
     if timing.is_some()
@@ -330,10 +330,10 @@ async fn finish(
     }
     let recorded = match (&timing, approval) {
         (Some(timing), Some(approval)) => Some((approval, timing.queued, timing.took)),
-        (None, Some(approval)) if !approval.allows() => Some((approval, Duration::ZERO, Duration::ZERO)),
+        (None, Some(approval)) if !approval.0.allows() => Some((approval, Duration::ZERO, Duration::ZERO)),
         _ => None,
     };
-    if let (Some((approval, queued, took)), Some(recorder)) = (recorded, &ctx.recorder) {
+    if let (Some(((approval, provenance), queued, took)), Some(recorder)) = (recorded, &ctx.recorder) {
         // The record is built once, here, and timed by the engine's clock only.
         let time = ctx.clock.as_ref().map_or(UNIX_EPOCH, |clock| clock.now());
         let record = ToolCallRecord::with_args(
@@ -344,7 +344,8 @@ async fn finish(
             (queued, took),
             time,
         )
-        .with_approval(approval);
+        .with_approval(approval)
+        .with_provenance(provenance);
         if let Err(error) = recorder.record(&record).await {
             tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");
             ctx.events.note_audit_failure(format!(

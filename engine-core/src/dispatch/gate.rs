@@ -1,8 +1,8 @@
 //! The gate: everything that decides whether one call runs, before it runs — its
-//! resolution in the session's mode view, the permission policy, the person when the
-//! policy asks, and the PreToolUse hook — read top to bottom in [`decide`], which
-//! gives one [`GateDecision`]: what decided (the mode, the policy, a hook or the
-//! person), and either the call to run (the model's, or the one a hook rewrote, its
+//! resolution in the session's mode view, the operator's rules, the PreToolUse hook,
+//! the approval level (the permission policy) and the person when one of them asks —
+//! read top to bottom in [`decide`], which gives one [`GateDecision`]: what decided
+//! (the mode, a rule, a hook, the approval level or the person), and either the call to run (the model's, or the one a hook rewrote, its
 //! arguments parsed once) or the result the model sees instead. Every refusal's text
 //! is built in one place, [`refuse`].
 
@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use engine_ports::{
     Approval, ApprovalVerdict, Decider, Decision, EventKind, HookAction, HookPhase, PermissionMode,
-    PermissionRequest, Pre, ToolCall, ToolResult, Verdict,
+    PermissionRequest, Pre, Provenance, RuleEffect, RuleMatch, ToolCall, ToolResult, Verdict,
 };
 
 use super::{TurnContext, cancelled_result, hook_event};
@@ -139,28 +139,29 @@ fn resolve(ctx: &TurnContext, call: &ToolCall, search: Option<&Arc<dyn Tool>>) -
 
 /// What decided a call at the gate: its provenance, which the call's record keeps
 /// (see [`GateDecision::approval`]).
-///
-/// Each authority has one source today (the one policy, the one hook port, the
-/// person answering the session's asks). The variants are where a decision will
-/// name its source once permission rules come from settings files and hooks from
-/// commands: which rule, which hook.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum DecidedBy {
     /// The session's mode view: the name is unknown, or not available in the mode
-    /// (plan mode's refusal of a mutating call included). No permission decision was
-    /// made: the call is not recorded.
-    Mode,
-    /// The permission policy: it allowed or refused the call, refused an ask in a
-    /// headless run, or judged the arguments a hook rewrote.
+    /// (plan mode's refusal of a mutating call included), for this reason.
+    Mode(&'static str),
+    /// An operator rule (`allow` or `deny`; an `ask` rule hands the call to the
+    /// person).
+    Rule(RuleMatch),
+    /// The approval level (the permission policy: `--approve`, the mode's edits, a
+    /// tool learned through `allow_always`, a headless run's refusal of an ask).
     Policy,
-    /// The PreToolUse hook: it blocked the call, or failed (which blocks it).
-    Hook,
-    /// The person who answered the policy's ask, with the answer.
+    /// A PreToolUse hook (its command, when it has one, and its reason): it allowed
+    /// or blocked the call, or failed (which blocks it).
+    Hook { hook: Option<String>, reason: String },
+    /// The person who answered the ask, with the answer.
     Person(Verdict),
     /// Nothing: the turn was cancelled before the call was decided (an open ask
     /// included). The call is not recorded.
     Cancellation,
 }
+
+/// The approval a call's record keeps and the detail of who decided.
+pub(super) type Decided = (Approval, Option<Provenance>);
 
 /// What the gate decided for one call.
 pub(super) struct GateDecision {
@@ -172,8 +173,8 @@ pub(super) struct GateDecision {
 
 /// The gate's outcome for one call.
 pub(super) enum Outcome {
-    /// Run `tool`: with `rewritten` when a hook rewrote the arguments (and the
-    /// policy allowed the rewrite), else with the model's call.
+    /// Run `tool`: with `rewritten` when a hook rewrote the arguments, else with the
+    /// model's call.
     Run {
         tool: Arc<dyn Tool>,
         rewritten: Option<ParsedCall<'static>>,
@@ -200,31 +201,49 @@ impl GateDecision {
         }
     }
 
-    /// The approval the call's record keeps: who decided and what, when a
-    /// permission decision was made (`None` for the mode and for a cancellation).
-    pub(super) fn approval(&self) -> Option<Approval> {
+    /// The approval the call's record keeps (who decided and what) with its detail
+    /// (the rule and its file, the hook, the mode's reason); `None` for a
+    /// cancellation.
+    pub(super) fn approval(&self) -> Option<Decided> {
         let runs = matches!(self.outcome, Outcome::Run { .. });
-        let by = match self.by {
-            DecidedBy::Mode | DecidedBy::Cancellation => return None,
-            DecidedBy::Person(verdict) => return Some(Approval::user(verdict)),
-            DecidedBy::Policy => Decider::Policy,
-            DecidedBy::Hook => Decider::Hook,
-        };
         let verdict = if runs {
             ApprovalVerdict::Allow
         } else {
             ApprovalVerdict::Deny
         };
-        Some(Approval { by, verdict })
+        let (by, provenance) = match &self.by {
+            DecidedBy::Cancellation => return None,
+            DecidedBy::Person(verdict) => return Some((Approval::user(*verdict), None)),
+            DecidedBy::Mode(reason) => (Decider::Mode, Some(Provenance::reason(*reason))),
+            DecidedBy::Rule(matched) => (Decider::Rule, Some(Provenance::rule(matched))),
+            DecidedBy::Policy => (Decider::Policy, None),
+            DecidedBy::Hook { hook, reason } => (
+                Decider::Hook,
+                Some(Provenance {
+                    hook: hook.clone(),
+                    reason: Some(reason.clone()),
+                    ..Provenance::default()
+                }),
+            ),
+        };
+        Some((Approval { by, verdict }, provenance))
     }
 }
 
-/// Decides whether one call runs, in the order the decisions are made: the turn's
-/// cancellation, the mode, the permission policy, the person when the policy asks,
-/// then the PreToolUse hook (which may block the call, or rewrite its arguments for
-/// the policy to judge again). The first that refuses decides; a call that passes
-/// them all runs with the approval of whoever allowed it: the policy or the person
-/// (the policy when it judged a hook's rewrite).
+/// What a PreToolUse hook decided, when it decided more than "go on".
+enum HookSays {
+    Allow { hook: String, reason: String },
+    Ask { hook: String, reason: String },
+}
+
+/// Decides whether one call runs. This is the one owner of the decision order:
+/// the turn's cancellation; the **mode** (the name must resolve in the session's
+/// mode view; plan mode refuses mutating calls whatever a rule says); the operator's
+/// **`deny` rules** (beating every allow and every approval level); the
+/// **PreToolUse hook** (block, allow, ask, or rewrite the arguments, which go through
+/// the rules again); the **`ask` and `allow` rules**; the **approval level** (the
+/// permission policy); and the **person** when a rule, a hook or the level asks (a
+/// headless run refuses). The first that decides, decides; the decision says who.
 pub(super) async fn decide(
     ctx: &TurnContext,
     index: usize,
@@ -257,42 +276,104 @@ pub(super) async fn decide(
         Target::Tool { tool, read_only, .. } => (tool, *read_only),
     };
 
-    // The permission policy, and the person when it asks.
-    let allowed_by = match ctx.policy.evaluate(&request(ctx, call.clone(), read_only)).await {
-        Decision::Allow => DecidedBy::Policy,
-        Decision::Deny { reason } => return refuse(call, Refusal::Policy(reason)),
-        Decision::Ask { reason } => {
-            let Some(asks) = &ctx.asks else {
-                return refuse(call, Refusal::Headless(reason));
-            };
-            match ask_person(ctx, asks, index, parsed, reason).await {
-                None => return GateDecision::cancelled(call),
-                Some(Verdict::Deny) => return refuse(call, Refusal::Person),
-                Some(verdict) => {
-                    if verdict == Verdict::AllowAlways {
-                        ctx.policy.learn(&ctx.session_id, call);
+    // The deny rules.
+    let mut rule = ctx.rules.as_ref().and_then(|rules| rules.check(call));
+    if let Some(matched) = rule.as_ref().filter(|m| m.effect == RuleEffect::Deny) {
+        return refuse(call, Refusal::Rule(matched.clone()));
+    }
+
+    // The PreToolUse hook.
+    let mut rewritten: Option<ParsedCall<'static>> = None;
+    let mut hook_says = None;
+    if let Some(hooks) = &ctx.hooks {
+        match hooks.pre_tool_use(&ctx.session_id, call).await {
+            Ok(Pre::Allow) => {}
+            Ok(Pre::Deny { message }) => {
+                hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Deny, &message).await;
+                return refuse(call, Refusal::Hook { hook: None, message });
+            }
+            Ok(Pre::Block { hook, reason }) => {
+                hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Deny, &reason).await;
+                return refuse(
+                    call,
+                    Refusal::Hook {
+                        hook: Some(hook),
+                        message: reason,
+                    },
+                );
+            }
+            Ok(Pre::Approve { hook, reason }) => hook_says = Some(HookSays::Allow { hook, reason }),
+            Ok(Pre::Ask { hook, reason }) => hook_says = Some(HookSays::Ask { hook, reason }),
+            Ok(Pre::RewriteArgs { args }) => {
+                if let Some(new) = rewrite(ctx, call, args).await {
+                    rule = ctx.rules.as_ref().and_then(|rules| rules.check(new.call()));
+                    if let Some(matched) = rule.as_ref().filter(|m| m.effect == RuleEffect::Deny) {
+                        return refuse(call, Refusal::Rule(matched.clone()));
                     }
-                    DecidedBy::Person(verdict)
+                    rewritten = Some(new);
                 }
+            }
+            Err(error) => {
+                let message = format!("the PreToolUse hook failed: {}", error.message);
+                hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Error, &message).await;
+                return refuse(call, Refusal::HookFailed(message));
+            }
+        }
+    }
+    let effective: &ParsedCall<'_> = rewritten.as_ref().unwrap_or(parsed);
+
+    // The hook's own decision, then the ask and allow rules, then the approval level;
+    // an ask names who asked, which a headless run's refusal is recorded as.
+    let (reason, asked_by) = match (hook_says, rule) {
+        (Some(HookSays::Allow { hook, reason }), _) => {
+            return GateDecision::run(
+                DecidedBy::Hook {
+                    hook: Some(hook),
+                    reason,
+                },
+                tool,
+                rewritten,
+            );
+        }
+        (Some(HookSays::Ask { hook, reason }), _) => (
+            format!("{reason} (the PreToolUse hook {hook})"),
+            DecidedBy::Hook {
+                hook: Some(hook),
+                reason,
+            },
+        ),
+        (None, Some(matched)) if matched.effect == RuleEffect::Allow => {
+            return GateDecision::run(DecidedBy::Rule(matched), tool, rewritten);
+        }
+        (None, Some(matched)) => (
+            format!("the rule {} ({}) asks for approval", matched.rule, matched.source),
+            DecidedBy::Rule(matched),
+        ),
+        (None, None) => {
+            let request = request(ctx, effective.call().clone(), read_only);
+            match ctx.policy.evaluate(&request).await {
+                Decision::Allow => return GateDecision::run(DecidedBy::Policy, tool, rewritten),
+                Decision::Deny { reason } => return refuse(call, Refusal::Policy(reason)),
+                Decision::Ask { reason } => (reason, DecidedBy::Policy),
             }
         }
     };
 
-    // The PreToolUse hook.
-    let Some(hooks) = &ctx.hooks else {
-        return GateDecision::run(allowed_by, tool, None);
+    // The person.
+    let Some(asks) = &ctx.asks else {
+        return refuse(call, Refusal::Headless(reason, asked_by));
     };
-    match hooks.pre_tool_use(&ctx.session_id, call).await {
-        Ok(Pre::Allow) => GateDecision::run(allowed_by, tool, None),
-        Ok(Pre::Deny { message }) => {
-            hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Deny, &message).await;
-            refuse(call, Refusal::Hook(message))
-        }
-        Ok(Pre::RewriteArgs { args }) => rewrite(ctx, call, tool, read_only, allowed_by, args).await,
-        Err(error) => {
-            let message = format!("the PreToolUse hook failed: {}", error.message);
-            hook_event(ctx, HookPhase::PreToolUse, call, HookAction::Error, &message).await;
-            refuse(call, Refusal::HookFailed(message))
+    match ask_person(ctx, asks, index, effective, reason).await {
+        None => GateDecision::cancelled(call),
+        Some(Verdict::Deny) => refuse(call, Refusal::Person),
+        Some(verdict) => {
+            if verdict == Verdict::AllowAlways {
+                ctx.policy.learn(&ctx.session_id, effective.call());
+                if let Some(rules) = &ctx.rules {
+                    rules.learn(effective.call());
+                }
+            }
+            GateDecision::run(DecidedBy::Person(verdict), tool, rewritten)
         }
     }
 }
@@ -347,18 +428,11 @@ async fn ask_person(
     Some(verdict)
 }
 
-/// A hook's rewrite of the arguments: ignored (the call runs as decided) unless the
-/// text is valid JSON, which is parsed here once for the call's record; a rewritten
-/// call runs only when the policy allows it as it is now (an ask is not asked
-/// again: it refuses).
-async fn rewrite(
-    ctx: &TurnContext,
-    call: &ToolCall,
-    tool: &Arc<dyn Tool>,
-    read_only: bool,
-    allowed_by: DecidedBy,
-    args: String,
-) -> GateDecision {
+/// A hook's rewrite of the arguments: ignored (`None`: the call goes on as the
+/// model made it) unless the text is valid JSON, which is parsed here once for the
+/// call's record. The rewritten call then goes through the rules, the approval level
+/// and the person like any call.
+async fn rewrite(ctx: &TurnContext, call: &ToolCall, args: String) -> Option<ParsedCall<'static>> {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(&args) else {
         hook_event(
             ctx,
@@ -368,9 +442,8 @@ async fn rewrite(
             "the hook's rewritten arguments are not valid JSON; the original arguments are kept",
         )
         .await;
-        return GateDecision::run(allowed_by, tool, None);
+        return None;
     };
-    let request = request(ctx, call.with_args(args), read_only);
     hook_event(
         ctx,
         HookPhase::PreToolUse,
@@ -379,13 +452,7 @@ async fn rewrite(
         "the hook rewrote the arguments",
     )
     .await;
-    match ctx.policy.evaluate(&request).await {
-        Decision::Allow => {
-            let rewritten = ParsedCall::rewritten(request.call, value);
-            GateDecision::run(DecidedBy::Policy, tool, Some(rewritten))
-        }
-        Decision::Ask { reason } | Decision::Deny { reason } => refuse(call, Refusal::Rewrite(reason)),
-    }
+    Some(ParsedCall::rewritten(call.with_args(args), value))
 }
 
 /// Why the gate stops a call.
@@ -396,14 +463,16 @@ enum Refusal {
     NotInMode { plan: bool },
     /// The policy refused, for this reason.
     Policy(String),
-    /// The policy asked (for this reason) and the run is headless.
-    Headless(String),
-    /// The policy did not allow the arguments a hook rewrote (its reason).
-    Rewrite(String),
+    /// A rule, a hook or the policy (who asked) asked, for this reason, and the run
+    /// is headless.
+    Headless(String, DecidedBy),
+    /// An operator `deny` rule matched.
+    Rule(RuleMatch),
     /// The person denied it.
     Person,
-    /// The PreToolUse hook blocked it, with this message.
-    Hook(String),
+    /// The PreToolUse hook (its command, when it has one) blocked it, with this
+    /// message.
+    Hook { hook: Option<String>, message: String },
     /// The PreToolUse hook failed (this message says how).
     HookFailed(String),
 }
@@ -420,38 +489,56 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
                 " Check the name against the tool list."
             };
             (
-                DecidedBy::Mode,
+                DecidedBy::Mode("unknown tool"),
                 format!("no such tool: {name:?} does not exist.{hint}"),
             )
         }
         Refusal::NotInMode { plan: true } => (
-            DecidedBy::Mode,
+            DecidedBy::Mode("plan mode runs only read-only calls"),
             format!("tool {name} is not available in plan mode: only read-only tools run while planning"),
         ),
         Refusal::NotInMode { plan: false } => (
-            DecidedBy::Mode,
+            DecidedBy::Mode("only available in plan mode"),
             format!("tool {name} is only available in plan mode"),
         ),
         Refusal::Policy(reason) => (DecidedBy::Policy, permission_denied(&reason)),
-        Refusal::Headless(reason) => (
-            DecidedBy::Policy,
+        Refusal::Headless(reason, asked_by) => (
+            asked_by,
             permission_denied(&format!(
                 "approval needs an interactive operator and this run is headless ({reason})"
             )),
         ),
-        Refusal::Rewrite(reason) => (
-            DecidedBy::Policy,
-            permission_denied(&format!("the rewritten arguments were not approved ({reason})")),
-        ),
+        Refusal::Rule(matched) => {
+            let text = permission_denied(&format!(
+                "denied by the rule {} in {}",
+                matched.rule, matched.source
+            ));
+            (DecidedBy::Rule(matched), text)
+        }
         Refusal::Person => (
             DecidedBy::Person(Verdict::Deny),
             permission_denied("the operator denied it"),
         ),
-        Refusal::Hook(message) => (
-            DecidedBy::Hook,
-            format!("call to {name} was blocked by a hook: {message}"),
-        ),
-        Refusal::HookFailed(message) => (DecidedBy::Hook, format!("call to {name} was blocked: {message}")),
+        Refusal::Hook { hook, message } => {
+            let text = format!("call to {name} was blocked by a hook: {message}");
+            (
+                DecidedBy::Hook {
+                    hook,
+                    reason: message,
+                },
+                text,
+            )
+        }
+        Refusal::HookFailed(message) => {
+            let text = format!("call to {name} was blocked: {message}");
+            (
+                DecidedBy::Hook {
+                    hook: None,
+                    reason: message,
+                },
+                text,
+            )
+        }
     };
     GateDecision {
         by,
@@ -463,7 +550,7 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
 mod tests {
     use std::sync::Arc;
 
-    use engine_ports::{Approval, PermissionMode, ToolCall, Verdict};
+    use engine_ports::{Approval, PermissionMode, Provenance, RuleEffect, RuleMatch, ToolCall, Verdict};
 
     use super::{DecidedBy, GateDecision, Refusal, refuse};
     use crate::catalog::Catalog;
@@ -471,32 +558,48 @@ mod tests {
     use crate::tool_search::ToolSearch;
 
     #[test]
-    fn the_record_keeps_who_decided_and_only_permission_decisions() {
+    fn the_record_keeps_who_decided_with_the_rule_hook_or_mode_that_did() {
         let call = ToolCall::new("c1", "Write", "{}");
         let refused = |refusal| refuse(&call, refusal).approval();
-        assert_eq!(refused(Refusal::Unknown { searchable: true }), None);
-        assert_eq!(refused(Refusal::NotInMode { plan: true }), None);
+        let by = |refusal| refused(refusal).map(|(approval, _)| approval);
+        assert_eq!(
+            refused(Refusal::Unknown { searchable: true }),
+            Some((Approval::MODE_DENY, Some(Provenance::reason("unknown tool"))))
+        );
+        assert_eq!(by(Refusal::NotInMode { plan: true }), Some(Approval::MODE_DENY));
         assert_eq!(GateDecision::cancelled(&call).approval(), None);
-        assert_eq!(refused(Refusal::Policy("no".into())), Some(Approval::POLICY_DENY));
+        assert_eq!(by(Refusal::Policy("no".into())), Some(Approval::POLICY_DENY));
         assert_eq!(
-            refused(Refusal::Headless("ask".into())),
+            by(Refusal::Headless("ask".into(), DecidedBy::Policy)),
             Some(Approval::POLICY_DENY)
         );
+        let rule = RuleMatch {
+            effect: RuleEffect::Deny,
+            rule: "Write(secrets/**)".into(),
+            source: "/etc/mecatl/managed-settings.json".into(),
+        };
         assert_eq!(
-            refused(Refusal::Rewrite("ask".into())),
-            Some(Approval::POLICY_DENY)
+            refused(Refusal::Rule(rule.clone())),
+            Some((Approval::RULE_DENY, Some(Provenance::rule(&rule))))
         );
-        assert_eq!(refused(Refusal::Person), Some(Approval::user(Verdict::Deny)));
-        assert_eq!(refused(Refusal::Hook("frozen".into())), Some(Approval::HOOK_DENY));
+        assert_eq!(by(Refusal::Person), Some(Approval::user(Verdict::Deny)));
+        let hooked = refused(Refusal::Hook {
+            hook: Some("./lockfiles.sh".into()),
+            message: "frozen".into(),
+        });
         assert_eq!(
-            refused(Refusal::HookFailed("down".into())),
-            Some(Approval::HOOK_DENY)
+            hooked
+                .as_ref()
+                .map(|(a, p)| (*a, p.as_ref().and_then(|p| p.hook.clone()))),
+            Some((Approval::HOOK_DENY, Some("./lockfiles.sh".to_owned())))
         );
+        assert_eq!(by(Refusal::HookFailed("down".into())), Some(Approval::HOOK_DENY));
 
         let tool: Arc<dyn Tool> =
             Arc::new(ToolSearch::new(Arc::new(Catalog::new()), PermissionMode::Default));
-        let ran = |by| GateDecision::run(by, &tool, None).approval();
+        let ran = |by| GateDecision::run(by, &tool, None).approval().map(|(a, _)| a);
         assert_eq!(ran(DecidedBy::Policy), Some(Approval::POLICY_ALLOW));
+        assert_eq!(ran(DecidedBy::Rule(rule)), Some(Approval::RULE_ALLOW));
         assert_eq!(
             ran(DecidedBy::Person(Verdict::AllowAlways)),
             Some(Approval::user(Verdict::AllowAlways))

@@ -5,8 +5,8 @@
 //! every call in the mode view and split the calls into segments (each maximal run
 //! of read-batchable calls is one batch, anything else a barrier alone); then per
 //! segment pass each call through the **gate** serially in call order (`gate.rs`:
-//! mode, permission policy, the person's answer to an ask, PreToolUse — one decision
-//! per call, saying what decided), **execute** the calls it let through
+//! mode, deny rules, PreToolUse, ask/allow rules, the approval level, the person's
+//! answer to an ask — one decision per call, saying what decided), **execute** the calls it let through
 //! (concurrently in a batch, bounded, slots granted in call order, each in its own
 //! task so a panic stays contained), and **finish** every call in call order
 //! (`finish.rs`: PostToolUse, id forcing, output cap, recorder, `tool.result`).
@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine_ports::{
-    Clock, EventKind, HookAction, HookPhase, PermissionMode, PermissionPolicy, SessionId, ToolCall,
-    ToolCallRecorder, ToolHooks, ToolResult,
+    Clock, EventKind, HookAction, HookPhase, PermissionMode, PermissionPolicy, PermissionRules, SessionId,
+    ToolCall, ToolCallRecorder, ToolHooks, ToolResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -89,6 +89,8 @@ pub struct TurnContext {
     /// Where asks and elicitations wait for an operator; `None` = headless (asks
     /// become denials, elicitations declines).
     pub asks: Option<Arc<AskRegistry>>,
+    /// The operator's permission rules (checked before the hook and the policy).
+    pub rules: Option<Arc<dyn PermissionRules>>,
     /// Operator hooks.
     pub hooks: Option<Arc<dyn ToolHooks>>,
     /// The audit recorder.
@@ -121,6 +123,7 @@ impl TurnContext {
             progressive_tools: false,
             policy,
             asks: None,
+            rules: None,
             hooks: None,
             recorder: None,
             clock: None,

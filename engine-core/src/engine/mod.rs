@@ -11,8 +11,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use engine_ports::{
-    Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy, SessionId,
-    SessionSnapshot, SessionStore, StoreError, ToolCallRecorder, ToolHooks, Verdict,
+    Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy,
+    PermissionRules, SessionId, SessionSnapshot, SessionStore, StoreError, ToolCallRecorder, ToolHooks,
+    Verdict,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -47,6 +48,9 @@ pub struct Deps {
     /// The permission policy (default: [`DefaultPolicy`] from `interactive` and
     /// `approve`).
     pub policy: Option<Arc<dyn PermissionPolicy>>,
+    /// The operator's permission rules (settings files), checked before the hook and
+    /// the policy.
+    pub rules: Option<Arc<dyn PermissionRules>>,
     /// Operator hooks.
     pub hooks: Option<Arc<dyn ToolHooks>>,
     /// Session snapshots (default: an in-memory store owned by the engine).
@@ -77,6 +81,7 @@ impl Deps {
             catalog_updates: None,
             environment,
             policy: None,
+            rules: None,
             hooks: None,
             store: None,
             recorder: None,
@@ -138,6 +143,7 @@ struct Inner {
     catalog_updates: Option<Arc<dyn CatalogUpdates>>,
     environment: Environment,
     policy: Arc<dyn PermissionPolicy>,
+    rules: Option<Arc<dyn PermissionRules>>,
     hooks: Option<Arc<dyn ToolHooks>>,
     store: Arc<dyn SessionStore>,
     recorder: Option<Arc<dyn ToolCallRecorder>>,
@@ -164,6 +170,15 @@ struct Inner {
 const KEPT_SIZES: usize = 256;
 
 impl Inner {
+    /// The specs a turn advertises without the tools a bare `deny` rule hides:
+    /// the model never sees a tool it may never call.
+    fn visible(&self, mut specs: Vec<engine_ports::ToolSpec>) -> Vec<engine_ports::ToolSpec> {
+        if let Some(rules) = &self.rules {
+            specs.retain(|spec| rules.hides(spec.name()).is_none());
+        }
+        specs
+    }
+
     /// The kept message sizes of `session`'s conversation (empty when none are kept).
     fn take_sizes(&self, session: &SessionId) -> ConversationSizes {
         self.sizes
@@ -271,6 +286,7 @@ impl Engine {
                 catalog_updates: deps.catalog_updates,
                 environment: deps.environment,
                 policy,
+                rules: deps.rules,
                 hooks: deps.hooks,
                 store,
                 recorder: deps.recorder,

@@ -151,12 +151,12 @@ impl RunTask {
         let mut sizes = inner.take_sizes(&self.session);
 
         let mut catalog = inner.latest_catalog().await;
-        let advertised = turn_specs(
+        let advertised = inner.visible(turn_specs(
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
             inner.config.disclosure,
-        );
+        ));
         emitter
             .emit(EventKind::SessionInit {
                 session_id: self.session.clone(),
@@ -265,12 +265,12 @@ impl RunTask {
                 self.switch_catalog(emitter, catalog).await;
                 self.deliver_notices(snapshot);
             }
-            let tools = turn_specs(
+            let tools = inner.visible(turn_specs(
                 &catalog.1,
                 snapshot.mode,
                 &snapshot.hydrated,
                 inner.config.disclosure,
-            );
+            ));
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);
             let estimate = context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
@@ -431,6 +431,7 @@ impl RunTask {
                 progressive_tools: inner.config.disclosure.is_progressive(),
                 policy: Arc::clone(&inner.policy),
                 asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
+                rules: inner.rules.clone(),
                 hooks: inner.hooks.clone(),
                 recorder: inner.recorder.clone(),
                 clock: inner.clock.clone(),

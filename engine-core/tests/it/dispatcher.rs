@@ -222,7 +222,7 @@ async fn read_concurrency_is_bounded() {
 }
 
 #[tokio::test]
-async fn unknown_tools_are_barriers_with_an_error_result_and_no_record() {
+async fn unknown_tools_are_barriers_with_an_error_result_recorded_as_the_modes_refusal() {
     let probe = Probe::new();
     let catalog = catalog_of(vec![FakeTool::new("Read", true, &probe).arc()]);
     let turns = vec![
@@ -246,7 +246,11 @@ async fn unknown_tools_are_barriers_with_an_error_result_and_no_record() {
         .iter()
         .map(|r| r.call_id.to_string())
         .collect();
-    assert_eq!(recorded, ["r1", "r2"]);
+    assert_eq!(recorded, ["r1", "x", "r2"]);
+    assert_eq!(
+        h.recorder.records()[1].approval,
+        Some(engine_ports::Approval::MODE_DENY)
+    );
     assert_eq!(stop_of(&events), (StopReason::EndTurn, "recovered".to_owned()));
 }
 
@@ -328,8 +332,19 @@ async fn plan_mode_refuses_mutating_tools_before_any_gate() {
     assert!(results[0].1.contains("Write") && results[0].1.contains("not available in plan mode"));
     assert_eq!(probe.executions("Write"), 0);
     assert!(!kinds(&events).contains(&"permission.ask"));
-    let recorded: Vec<String> = h.recorder.records().iter().map(|r| r.tool.clone()).collect();
-    assert_eq!(recorded, ["Read"]);
+    let recorded: Vec<(String, Option<engine_ports::Approval>)> = h
+        .recorder
+        .records()
+        .iter()
+        .map(|r| (r.tool.clone(), r.approval))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            ("Write".to_owned(), Some(engine_ports::Approval::MODE_DENY)),
+            ("Read".to_owned(), Some(engine_ports::Approval::POLICY_ALLOW)),
+        ]
+    );
     assert_eq!(stop_of(&events), (StopReason::EndTurn, "planned".to_owned()));
 
     let turns = vec![
@@ -702,17 +717,35 @@ async fn the_recorder_sees_executed_and_refused_calls_with_who_decided() {
         .await;
     assert_eq!(outcome.results.len(), 3);
     let records = recorder.records();
+    let decided: Vec<(String, Option<Approval>, Option<String>)> = records
+        .iter()
+        .map(|r| {
+            let reason = r.provenance.as_ref().and_then(|p| p.reason.clone());
+            (r.call_id.to_string(), r.approval, reason)
+        })
+        .collect();
     assert_eq!(
-        records.len(),
-        1,
-        "only Read executed: unknown and plan-refused calls had no decision"
+        decided,
+        [
+            ("r".to_owned(), Some(Approval::POLICY_ALLOW), None),
+            (
+                "u".to_owned(),
+                Some(Approval::MODE_DENY),
+                Some("unknown tool".to_owned())
+            ),
+            (
+                "w".to_owned(),
+                Some(Approval::MODE_DENY),
+                Some("plan mode runs only read-only calls".to_owned())
+            ),
+        ],
+        "the mode's refusals are recorded, saying why"
     );
-    assert_eq!(records[0].call_id, "r");
     assert_eq!(
         records[0].result, "[redacted]",
         "the post-hook result is recorded"
     );
-    assert_eq!(records[0].approval, Some(Approval::POLICY_ALLOW));
+    assert_eq!(records[2].result, outcome.results[2].content());
 
     // A call the policy refused is recorded as refused, with the text the model saw.
     let (mut ctx, _) = context(catalog, PermissionMode::Default);

@@ -204,7 +204,7 @@ async fn limits_stop_the_run_at_turn_boundaries() {
 }
 
 /// Runs `session` answering every ask with `verdict`; returns the events.
-async fn run_answering(h: &Harness, session: &str, verdict: Verdict) -> Vec<Event> {
+pub(crate) async fn run_answering(h: &Harness, session: &str, verdict: Verdict) -> Vec<Event> {
     let id = SessionId::from(session);
     let mut run = h.engine.run(&id, "go").unwrap();
     let mut events = Vec::new();
@@ -218,7 +218,7 @@ async fn run_answering(h: &Harness, session: &str, verdict: Verdict) -> Vec<Even
     events
 }
 
-fn interactive() -> EngineConfig {
+pub(crate) fn interactive() -> EngineConfig {
     EngineConfig {
         interactive: true,
         ..config()

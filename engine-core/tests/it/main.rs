@@ -14,5 +14,6 @@ mod engine_loop;
 mod memory_tools;
 mod output_limit;
 mod properties;
+mod rules;
 mod search_quality;
 mod support;

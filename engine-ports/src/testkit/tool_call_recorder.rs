@@ -379,7 +379,33 @@ async fn approvals_are_kept(sut: RecorderUnderTest) {
             "tool_call_recorder::approvals_are_kept: {outcome:?}"
         );
     }
+    // A rule's refusal keeps the rule and its file, verbatim.
+    let ruled = ToolCall::new("r", "Shell", r#"{"command":"rm -rf build"}"#);
+    let provenance = crate::Provenance {
+        rule: Some("Bash(rm:*)".to_owned()),
+        source: Some("/etc/mecatl/managed-settings.json".to_owned()),
+        ..crate::Provenance::default()
+    };
+    let record = record_of(
+        &session,
+        &ruled,
+        &ToolResult::error("r", "permission denied for Shell: denied by rule Bash(rm:*)"),
+        Approval::RULE_DENY,
+        (Duration::ZERO, Duration::ZERO),
+    )
+    .with_provenance(Some(provenance.clone()));
+    let outcome = sut.recorder.record(&record).await;
+    assert!(
+        outcome.is_ok(),
+        "tool_call_recorder::approvals_are_kept: {outcome:?}"
+    );
     let records = (sut.read_back)(&session);
+    assert_eq!(
+        records.get(cases.len()).and_then(|r| r.provenance.clone()),
+        Some(provenance),
+        "tool_call_recorder::approvals_are_kept: a rule's provenance"
+    );
+    let records = &records[..cases.len()];
     let kept: Vec<Option<Approval>> = records.iter().map(|r| r.approval).collect();
     let expected: Vec<Option<Approval>> = cases.iter().map(|(_, a, _)| Some(*a)).collect();
     assert_eq!(kept, expected, "tool_call_recorder::approvals_are_kept");

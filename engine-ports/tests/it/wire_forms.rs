@@ -243,3 +243,32 @@ fn delegation_events_carry_the_child_id_and_round_trip() {
         assert_eq!(back, event);
     }
 }
+
+#[test]
+fn a_rules_decision_keeps_the_rule_and_its_file_beside_the_approval() {
+    let call = ToolCall::new("c", "Shell", r#"{"command":"rm -rf build"}"#);
+    let record = ToolCallRecord::new(
+        &SessionId::from("s"),
+        &call,
+        &ToolResult::error("c", "permission denied"),
+        Duration::ZERO,
+        Duration::ZERO,
+        SystemTime::UNIX_EPOCH,
+    )
+    .with_approval(Approval::RULE_DENY)
+    .with_provenance(Some(engine_ports::Provenance {
+        rule: Some("Bash(rm:*)".to_owned()),
+        source: Some("/etc/mecatl/managed-settings.json".to_owned()),
+        ..engine_ports::Provenance::default()
+    }));
+    let text = serde_json::to_string(&record).unwrap();
+    assert!(
+        text.ends_with(
+            r#""approval":{"by":"rule","verdict":"deny"},"provenance":{"rule":"Bash(rm:*)","source":"/etc/mecatl/managed-settings.json"}}"#
+        ),
+        "{text}"
+    );
+    assert_eq!(serde_json::from_str::<ToolCallRecord>(&text).unwrap(), record);
+    let mode = serde_json::to_value(Approval::MODE_DENY).unwrap();
+    assert_eq!(mode, serde_json::json!({"by": "mode", "verdict": "deny"}));
+}

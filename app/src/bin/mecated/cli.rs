@@ -45,9 +45,36 @@ pub(crate) enum Command {
     Memory(MemoryCommand),
     /// Run the offline demo: a scripted session on a temporary workspace.
     Demo(DemoArgs),
+    /// Operator policy: what the settings files decide.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// MCP client utilities (for the MCP conformance suite).
     #[command(subcommand, hide = true)]
     Mcp(McpCommand),
+}
+
+/// `policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Print how a call like `Shell(rm -rf build)` would be decided, and by which rule.
+    Check(PolicyCheckArgs),
+}
+
+/// `policy check` flags.
+#[derive(Debug, Args)]
+pub(crate) struct PolicyCheckArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// The mode the call is decided in.
+    #[arg(long, value_name = "MODE", default_value = "default", value_parser = keyword_parser::<PermissionMode>())]
+    pub(crate) mode: PermissionMode,
+    /// The approval level when no rule decides (as `run --approve`).
+    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = keyword_parser::<Approve>())]
+    pub(crate) approve: Approve,
+    /// The call: `Tool(specifier)` — `Shell(command)`, `Read(path)`, `Write(path)`,
+    /// `Edit(path)`, `Subagent(agent)` — or a bare tool name.
+    #[arg(value_name = "CALL")]
+    pub(crate) call: String,
 }
 
 /// `skills` subcommands.
@@ -218,9 +245,14 @@ pub(crate) struct CommonArgs {
     /// Also use the project (trusted workspaces only) and user skill locations.
     #[arg(long)]
     pub(crate) skills_conventional: bool,
-    /// Trust the workspace's own skills and commands (.mecatl/, .claude/).
+    /// Trust the workspace's own skills, commands and settings (.mecatl/, .claude/).
     #[arg(long)]
     pub(crate) trust_project: bool,
+    /// A settings file (permission rules, hooks; the shape of Claude Code's
+    /// settings.json). Repeatable; read after the managed file, before the
+    /// workspace's (with --trust-project) and the user's.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) settings: Vec<PathBuf>,
     /// Enable SkillDraft: model-proposed skills go to this quarantine (outside the
     /// workspace and every skill directory).
     #[arg(long, value_name = "DIR")]

@@ -8,6 +8,7 @@ mod conformance;
 mod demo;
 mod memory;
 mod out;
+mod policy;
 mod run;
 mod serve;
 mod skills;
@@ -22,7 +23,7 @@ use std::time::Duration;
 use clap::Parser as _;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{Cli, Command, McpCommand, SkillsCommand};
+use crate::cli::{Cli, Command, McpCommand, PolicyCommand, SkillsCommand};
 
 /// The variable that sets the log filter (`tracing` directives, default `warn`, `info`
 /// for `serve`).
@@ -63,6 +64,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
         Command::Memory(command) => memory::memory(command).await,
         Command::Demo(args) => demo::demo(args).await,
+        Command::Policy(PolicyCommand::Check(args)) => policy::check(args).await,
         Command::Mcp(McpCommand::ConformanceClient { url }) => conformance::conformance_client(&url).await,
     }
 }

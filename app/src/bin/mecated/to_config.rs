@@ -235,6 +235,10 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     cfg.skills.dirs = common.skills_dir.clone();
     cfg.skills.conventional = common.skills_conventional;
     cfg.skills.trust = ProjectTrust::from_flag(common.trust_project);
+    // Operator policy: --settings, the user's file, saved approvals when trusted.
+    cfg.policy.files.clone_from(&common.settings);
+    cfg.policy.user = adapter_policy::user_settings_path();
+    cfg.policy.persist_approvals = common.trust_project;
     cfg.skills.draft_dir = common.skills_draft_dir.clone();
     cfg.commands_dir = common.commands_dir.clone();
     for dir in &common.agents_dir {

@@ -38,6 +38,17 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
         if let Some(status) = &built.report().sandbox {
             out::stderr(&format!("note: {}", sandbox_line(status)));
         }
+        // What the operator's settings do to whole tools.
+        for rule in &built.report().rules {
+            let what = match rule.effect {
+                engine_ports::RuleEffect::Deny => "hidden from the model",
+                _ => "always asked for",
+            };
+            out::stderr(&format!(
+                "note: {} is {what} by the rule {} in {}",
+                rule.tool, rule.rule, rule.source
+            ));
+        }
         // Discovered servers are not the operator's: say where their tools came from.
         for server in &built.report().mcp_servers {
             if server.source.starts_with("toolhive") {

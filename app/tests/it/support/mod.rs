@@ -132,6 +132,9 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_STATE_HOME")
         .env("HOME", home)
+        // The administrator's managed settings: a file in the test's home (absent
+        // unless a test writes it), never the host's.
+        .env("MECATL_MANAGED_SETTINGS", home.join("managed-settings.json"))
         .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")
         .stdin(Stdio::null())
         .kill_on_drop(true);
