@@ -152,6 +152,12 @@ impl EngineTemplate {
                 deps.environment = deps.environment.with_runner(Arc::clone(runner));
                 deps.config.sandbox = Some(status.clone());
             }
+            // An "allow always" given for a copy stays with that child (its policy
+            // learns it alone): the rules check its calls but never save the answer as
+            // a project rule, which would allow the parent's calls on the workspace.
+            if let Some(rules) = &deps.rules {
+                deps.rules = Some(Arc::new(CheckOnly(Arc::clone(rules))));
+            }
         }
         let config = &mut deps.config;
         if let Some(model) = &spec.model {
@@ -194,5 +200,19 @@ impl EngineTemplate {
     /// engine's `session.init`.
     pub(crate) fn set_global_servers(&mut self, servers: Vec<ServerOrigin>) {
         self.deps.config.mcp_servers = servers;
+    }
+}
+
+/// The rules of a child on a workspace copy: they decide its calls like the parent's,
+/// but keep no "allow always" (the trait's default `learn`).
+struct CheckOnly(Arc<dyn engine_ports::PermissionRules>);
+
+impl engine_ports::PermissionRules for CheckOnly {
+    fn check(&self, call: &engine_ports::ToolCall) -> Option<engine_ports::RuleMatch> {
+        self.0.check(call)
+    }
+
+    fn hides(&self, name: &str) -> Option<engine_ports::RuleMatch> {
+        self.0.hides(name)
     }
 }

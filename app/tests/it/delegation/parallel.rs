@@ -335,6 +335,15 @@ async fn a_parallel_call_over_the_copy_budget_is_refused_before_any_copy() {
 
 #[tokio::test]
 async fn allow_always_given_for_a_branch_never_reaches_the_parents_own_calls() {
+    branch_allow_always_stays_in_the_branch(false).await;
+}
+
+#[tokio::test]
+async fn allow_always_given_for_a_branch_is_never_saved_as_a_project_rule() {
+    branch_allow_always_stays_in_the_branch(true).await;
+}
+
+async fn branch_allow_always_stays_in_the_branch(persist: bool) {
     let script = MockScript::new([
         parallel_call(serde_json::json!({"tasks": ["EDITOR write twice"]})),
         MockTurn::text("").with_call(ToolCall::new(
@@ -360,7 +369,11 @@ async fn allow_always_given_for_a_branch_never_reaches_the_parents_own_calls() {
             MockTurn::text("wrote both"),
         ],
     );
-    let h = Harness::with_script(script, |cfg, _| cfg.engine.interactive = true).await;
+    let h = Harness::with_script(script, |cfg, _| {
+        cfg.engine.interactive = true;
+        cfg.policy.persist_approvals = persist;
+    })
+    .await;
     let mut asked = Vec::new();
     let events = h
         .run_answering("p1", "go", |kind| {
@@ -390,6 +403,8 @@ async fn allow_always_given_for_a_branch_never_reaches_the_parents_own_calls() {
         std::fs::read_to_string(h.scratch.path("ws/parent.txt")).unwrap(),
         "p"
     );
+    // Nor was the branch's answer saved as a project rule.
+    assert!(!h.scratch.path("ws/.mecatl/settings.local.json").exists());
     h.built.close().await.unwrap();
 }
 
