@@ -118,7 +118,7 @@ fn kept_name(name: &str) -> String {
 /// a dead one).
 ///
 /// # Errors
-/// [`ForkError::Base`] when the base is unsafe, [`ForkError::Io`] when creating
+/// [`ForkError::Base`] when the base is not private to this user, [`ForkError::Io`] when creating
 /// fails.
 pub(super) fn new_slot(base: &Path, label: &str) -> Result<Slot, ForkError> {
     let dir = open_base(base)?;
@@ -214,7 +214,7 @@ pub(super) fn forget_slot(base: &Path, name: &str) {
 /// copies were removed.
 ///
 /// # Errors
-/// [`ForkError::Base`] when the base is unsafe (nothing is removed then).
+/// [`ForkError::Base`] when the base is not private to this user (nothing is removed then).
 pub(super) fn sweep(base: &Path) -> Result<usize, ForkError> {
     match fs::symlink_metadata(base) {
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(0),

@@ -217,7 +217,7 @@ impl FsForker {
     /// on the filesystem.
     ///
     /// # Errors
-    /// [`ForkError::Base`] when the base directory is unsafe (nothing is removed).
+    /// [`ForkError::Base`] when the base directory is not private to this user (nothing is removed).
     pub fn sweep_stale(&self) -> Result<usize, ForkError> {
         base::sweep(&self.inner.base)
     }

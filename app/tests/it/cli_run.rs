@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Output, Scratch, json_lines, mecated, mecated_command};
+use crate::support::{Output, Scratch, json_lines, mecated_command};
 
 const WRITE_THEN_TEXT: &str = r#"{"turns": [
   {"text": "writing", "tool_calls": [{"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}]},
@@ -11,18 +11,7 @@ const WRITE_THEN_TEXT: &str = r#"{"turns": [
 ]}"#;
 
 async fn run(scratch: &Scratch, script: &str, extra: &[&str]) -> Output {
-    let script = scratch.write("script.json", script).display().to_string();
-    let ws = scratch.ws().display().to_string();
-    let mut args = vec![
-        "run",
-        "--workspace",
-        ws.as_str(),
-        "--toolhive=false",
-        "--mock-script",
-        script.as_str(),
-    ];
-    args.extend(extra);
-    mecated(scratch.dir.path(), &args, &[]).await
+    crate::support::mecated_run(scratch, script, extra).await
 }
 
 fn results(events: &[Value]) -> Vec<&Value> {

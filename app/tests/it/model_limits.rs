@@ -16,18 +16,7 @@ use crate::support::{Scratch, config, json_lines, mecated};
 const CUT_OFF: &str = r#"{"turns": [{"text": "The three reasons are: first", "stop": "max_tokens"}]}"#;
 
 async fn run_script(scratch: &Scratch, script: &str, extra: &[&str]) -> crate::support::Output {
-    let script = scratch.write("script.json", script).display().to_string();
-    let ws = scratch.ws().display().to_string();
-    let mut args = vec![
-        "run",
-        "--workspace",
-        ws.as_str(),
-        "--toolhive=false",
-        "--mock-script",
-        script.as_str(),
-    ];
-    args.extend(extra);
-    mecated(scratch.dir.path(), &args, &[]).await
+    crate::support::mecated_run(scratch, script, extra).await
 }
 
 #[tokio::test]

@@ -22,23 +22,10 @@ async fn tools_sandbox(scratch: &Scratch, extra: &[&str]) -> Value {
 
 /// `mecated run --output jsonl` of `script` with `--approve all` and `extra`.
 async fn run(scratch: &Scratch, script: &str, extra: &[&str]) -> Vec<Value> {
-    let script = scratch.write("script.json", script).display().to_string();
-    let ws = scratch.ws().display().to_string();
-    let mut args = vec![
-        "run",
-        "--workspace",
-        ws.as_str(),
-        "--toolhive=false",
-        "--mock-script",
-        script.as_str(),
-        "--approve",
-        "all",
-        "--output",
-        "jsonl",
-    ];
+    let mut args = vec!["--approve", "all", "--output", "jsonl"];
     args.extend(extra);
     args.push("go");
-    let output = mecated(scratch.dir.path(), &args, &[]).await;
+    let output = crate::support::mecated_run(scratch, script, &args).await;
     assert_eq!(output.code, 0, "{output:?}");
     json_lines(&output.stdout)
 }

@@ -141,6 +141,23 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
     command
 }
 
+/// `mecated run --workspace <scratch ws> --toolhive=false --mock-script <script>`
+/// followed by `extra` (the script is written to the scratch directory first).
+pub async fn mecated_run(scratch: &Scratch, script: &str, extra: &[&str]) -> Output {
+    let script = scratch.write("script.json", script).display().to_string();
+    let ws = scratch.ws().display().to_string();
+    let mut args = vec![
+        "run",
+        "--workspace",
+        ws.as_str(),
+        "--toolhive=false",
+        "--mock-script",
+        script.as_str(),
+    ];
+    args.extend(extra);
+    mecated(scratch.dir.path(), &args, &[]).await
+}
+
 /// Runs `mecated args…` (hermetic, see [`mecated_command`]) with extra `envs`.
 pub async fn mecated(home: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut command = mecated_command(home);
