@@ -61,7 +61,7 @@ async fn pair(workspace: &Path, script: &str) -> Pair {
     cfg.model = ModelConfig::MockScript(MockScript::from_json(script, "bench script").unwrap());
     cfg.engine.interactive = true;
     let built = build(cfg).await.unwrap();
-    let server = AcpServer::new(&built);
+    let server = AcpServer::new(built.host());
 
     let (agent_io, client_io) = tokio::io::duplex(1 << 16);
     let (agent_read, agent_write) = tokio::io::split(agent_io);

@@ -72,7 +72,7 @@ fn main() {
         cfg.engine.interactive = true;
         let built = Arc::new(build(cfg).await.unwrap());
         let server = HttpServer::bind(
-            Arc::clone(&built),
+            built.host(),
             "127.0.0.1:0".parse().unwrap(),
             HttpOptions::default(),
         )

@@ -10,7 +10,7 @@ use engine_ports::{Diagnostic, Diagnostics, Level};
 use serde::Serialize;
 
 use crate::assets::CatalogAssets;
-use crate::family::{FAMILY_ORDER, Family};
+use engine_core::host::{FAMILY_ORDER, Family};
 
 /// What one assembly gets besides the shared assets.
 #[derive(Clone, Copy, Debug, Default)]

@@ -15,8 +15,11 @@ use crate::assets::CatalogAssets;
 use crate::error::CloseError;
 use crate::factory::SessionEngineFactory;
 use crate::global_mcp::GlobalMcp;
-use crate::report::{BuildReport, ToolEntry, tool_entries};
+use crate::host::AppHost;
+use crate::report::{BuildReport, tool_entries};
 use crate::store::AppStore;
+use engine_core::host::SessionHost;
+use engine_core::host::ToolEntry;
 
 /// Everything one [`build`](crate::build) composed. It owns the server-global MCP
 /// manager (the only handle that closes it), the store, the shared engine and the
@@ -112,6 +115,22 @@ impl Built {
             mode,
             self.assets.disclosure(),
         )
+    }
+
+    /// The host port over this build, for the faces (ACP, HTTP): the factory, the
+    /// store, the workspace, the palette and the shared catalog's listing.
+    pub fn host(&self) -> Arc<dyn SessionHost> {
+        Arc::new(AppHost {
+            factory: self.factory.clone(),
+            store: self.store.session_store(),
+            workspace: self.workspace.clone(),
+            commands: Arc::clone(&self.commands),
+            shared_engine: Arc::clone(&self.shared_engine),
+            shared_catalog: Arc::clone(&self.shared_catalog),
+            shared_families: Arc::clone(&self.shared_families),
+            disclosure: self.assets.disclosure(),
+            model: self.model.clone(),
+        })
     }
 
     /// Ends everything, in order: (1) every live per-session engine (runs cancelled,

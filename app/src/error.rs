@@ -8,7 +8,7 @@ use adapter_skillfs::PlacementError;
 use engine_core::EngineError;
 use engine_ports::{LlmError, StoreError};
 
-use crate::family::Family;
+use engine_core::host::Family;
 
 /// A build that cannot go on; everything opened so far was closed again.
 #[derive(Debug, thiserror::Error)]

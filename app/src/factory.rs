@@ -19,7 +19,8 @@ use crate::children::AppChildren;
 use crate::engine_template::EngineTemplate;
 use crate::error::{CloseError, FactoryError};
 use crate::live_catalog::LiveCatalog;
-use crate::report::{ToolEntry, tool_entries};
+use crate::report::tool_entries;
+use engine_core::host::ToolEntry;
 
 /// What a host asks for when it creates a session. The mode is set on the engine
 /// afterwards (`Engine::create_session` / `Engine::set_mode`).

@@ -11,8 +11,10 @@
 //! MCP servers, so per-session catalogs never drift from the shared one (the parity
 //! invariant). [`BuildReport`] is the build as data (`mecated tools --json`).
 //!
-//! [`AcpServer`] speaks the Agent Client Protocol over any transport on top of a
-//! [`Built`] (`mecated acp` runs it on stdio).
+//! The faces live in crates of their own and reach the engines through the host
+//! port ([`engine_core::host::SessionHost`], which [`Built::host`] hands out):
+//! [`AcpServer`] (`adapter-acp`, `mecated acp`) and [`HttpServer`] (`adapter-http`,
+//! `mecated serve`); they are re-exported here for the binary's and tests' sake.
 //!
 //! This crate is not the domain (that is `engine-core`) and adds no tool of its own.
 //! The `mecated` binary (`src/bin/mecated/`) maps the command line onto [`AppConfig`],
@@ -37,7 +39,6 @@
 //! # Ok(()) }
 //! ```
 
-mod acp;
 mod assembly;
 mod assets;
 mod build;
@@ -49,23 +50,26 @@ pub mod demo;
 mod engine_template;
 mod error;
 mod factory;
-mod family;
 mod global_mcp;
-mod http;
+mod host;
 mod live_catalog;
 mod mcp_servers;
 mod memory;
 mod report;
-mod session_id;
 mod store;
 mod system_prompt;
 
 // The public surface, in one place: the config, the build and what it owns, catalog
 // assembly, the factory, the report, the ACP server, and the demo's script and
 // workspace.
-pub use acp::{
+pub use adapter_acp::{
     ACP_AGENT_NAME, ACP_LIST_PAGE, ACP_LIST_READS, AcpError, AcpServer, MAX_ACP_LINE_BYTES,
     acp_line_transport, acp_stdio_transport,
+};
+pub use adapter_http::{
+    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
+    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
+    ServeError,
 };
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
@@ -78,26 +82,43 @@ pub use config::{
     DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, PolicyConfig, SandboxConfig,
     SkillsConfig, StoreConfig,
 };
+pub use engine_core::host::{FAMILY_ORDER, Family, ToolEntry, new_session_id};
 pub use error::{BuildError, CloseError, FactoryError};
 pub use factory::{SessionEngine, SessionEngineFactory, SessionRequest};
-pub use family::{FAMILY_ORDER, Family};
 pub use global_mcp::{GlobalMcp, PinnedTools};
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub use http::fuzzing;
-pub use http::{
-    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
-    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
-    ServeError,
-};
 pub use memory::{
     MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, project_memory_scope,
     user_model_scope, workspace_token,
 };
-pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolEntry, ToolRule, tool_entries};
-pub use session_id::new_session_id;
+pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolRule, tool_entries};
 pub use store::AppStore;
 pub use system_prompt::{
     MAX_PROJECT_INSTRUCTIONS_BYTES, PROJECT_INSTRUCTION_FILES, SystemPrompt, SystemPromptConfig,
     assemble_system_prompt,
 };
+
+/// Entry points for the fuzzing harness in `fuzz/` (not part of the API): the HTTP
+/// request bodies as the face decodes them, then the client servers as the host
+/// parses them.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use adapter_http::fuzzing::{Rejection, approve_body, elicit_body, prompt_body};
+
+    /// `POST /v1/sessions`: the body through the face's decoding, then its
+    /// `mcp_servers` through the host's parser and stdio rule; `Ok` holds the number
+    /// of client MCP servers.
+    ///
+    /// # Errors
+    /// The 4xx answer the server would send.
+    pub fn create_session_body(bytes: &[u8]) -> Result<usize, Rejection> {
+        let servers = adapter_http::fuzzing::create_session_body(bytes)?;
+        let request = engine_core::host::OpenSession {
+            client_servers: servers,
+            allow_stdio: false,
+        };
+        crate::host::client_servers(&request)
+            .map(|specs| specs.len())
+            .map_err(|error| (400, error.to_string()))
+    }
+}

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::assembly::{FamilyMap, SkippedTool};
-use crate::family::Family;
+use engine_core::host::{Family, ToolEntry};
 
 /// What the build did, as data (D9): the shared catalog's tools, skipped tools, MCP
 /// servers, skills and every diagnostic.
@@ -48,25 +48,6 @@ pub struct ToolRule {
     pub rule: String,
     /// Its settings file.
     pub source: String,
-}
-
-/// One tool of a listing.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ToolEntry {
-    /// The catalog name.
-    pub name: String,
-    /// Its family.
-    pub family: Family,
-    /// Whether it is read-only (kept in plan mode, run in parallel).
-    pub read_only: bool,
-    /// Whether it exists only in plan mode.
-    pub plan_only: bool,
-    /// Whether it is advertised light until `ToolSearch` hydrates it.
-    pub disclosable: bool,
-    /// The full description.
-    pub description: String,
-    /// The full argument schema (`null` when the tool has none).
-    pub schema: Value,
 }
 
 /// One global MCP server.

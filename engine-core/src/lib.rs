@@ -66,6 +66,7 @@ mod elicitation;
 mod emitter;
 mod engine;
 mod environment;
+pub mod host;
 pub mod memory;
 mod memory_store;
 mod memory_tools;

@@ -60,6 +60,10 @@ pub struct Declared {
 /// crate and any crate may use them as a dev-dependency.
 pub const DEV_ONLY: &[&str] = &["workspace-checks", "test-peers"];
 
+/// The driving adapters (faces): each reaches the engines through
+/// `engine_core::host` only.
+pub const FACES: &[&str] = &["adapter-acp", "adapter-http"];
+
 /// Third-party crates `engine-ports` must never pull, directly or transitively.
 pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
 
@@ -72,6 +76,9 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         "engine-core" => Some(set(&["engine-ports"])),
         "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs"
         | "adapter-policy" => Some(set(&["engine-ports", "fs-guard"])),
+        // The faces (driving adapters): they drive engines through the host port and
+        // never depend on a driven adapter or on each other.
+        name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core"])),
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }

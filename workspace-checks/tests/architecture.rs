@@ -56,10 +56,22 @@ fn wrong_arrows_are_reported() {
         "engine-core",
         "adapter-jsonlstore",
         "adapter-mcp",
+        "adapter-acp",
+        "adapter-http",
         "app",
         "test-peers",
     ]);
     let cases = [
+        // A face never depends on a driven adapter, on another face or on the root.
+        (
+            edge("adapter-http", "adapter-mcp", DepKind::Normal),
+            "adapter-http",
+        ),
+        (
+            edge("adapter-http", "adapter-acp", DepKind::Normal),
+            "adapter-http",
+        ),
+        (edge("adapter-acp", "app", DepKind::Normal), "adapter-acp"),
         (
             edge("engine-ports", "engine-core", DepKind::Normal),
             "engine-ports",
@@ -98,6 +110,8 @@ fn wrong_arrows_are_reported() {
             edge("adapter-mcp", "engine-core", DepKind::Normal),
             edge("adapter-mcp", "test-peers", DepKind::Dev),
             edge("app", "adapter-mcp", DepKind::Normal),
+            edge("adapter-acp", "engine-core", DepKind::Normal),
+            edge("app", "adapter-http", DepKind::Normal),
         ],
         closures: Default::default(),
         declared: Default::default(),

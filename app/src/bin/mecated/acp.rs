@@ -25,7 +25,7 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
     };
     // SIGTERM ends serving like EOF does, so the close below still runs (it stops the
     // runs and removes their workspace copies).
-    let server = AcpServer::new(&built);
+    let server = AcpServer::new(built.host());
     let served = match signal(SignalKind::terminate()) {
         Ok(mut terminate) => tokio::select! {
             served = server.serve(acp_stdio_transport()) => served,

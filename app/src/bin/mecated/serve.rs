@@ -45,7 +45,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         allowed_origins: args.allowed_origin,
         ..HttpOptions::default()
     };
-    let code = match HttpServer::bind(Arc::clone(&built), args.http_addr, options).await {
+    let code = match HttpServer::bind(built.host(), args.http_addr, options).await {
         Ok(server) => {
             let addr = server.local_addr();
             tracing::info!(%addr, "serving the HTTP API");

@@ -74,7 +74,7 @@ impl TestServer {
     ) -> Self {
         cfg.engine.interactive = true;
         let built = Arc::new(build(cfg).await.unwrap());
-        let server = HttpServer::bind(Arc::clone(&built), addr, options).await.unwrap();
+        let server = HttpServer::bind(built.host(), addr, options).await.unwrap();
         let addr = server.local_addr();
         let port = addr.port();
         let connections = server.connections();

@@ -10,8 +10,7 @@ use engine_ports::{PermissionMode, SessionId};
 use tokio_util::task::TaskTracker;
 
 use super::error::ApiError;
-use crate::factory::SessionEngine;
-use crate::report::ToolEntry;
+use engine_core::host::{HostedSession, ToolEntry};
 
 /// How long closing a session waits for its run to finish its bookkeeping.
 const RUN_DRAIN: Duration = Duration::from_secs(10);
@@ -20,7 +19,7 @@ const RUN_DRAIN: Duration = Duration::from_secs(10);
 pub(crate) struct HttpSession {
     id: SessionId,
     engine: Arc<Engine>,
-    session_engine: Mutex<Option<SessionEngine>>,
+    session_engine: Mutex<Option<Box<dyn HostedSession>>>,
     /// Held while a run starts or the session is deleted; `true` once deleted.
     gate: tokio::sync::Mutex<bool>,
     /// The task forwarding the current run's events (at most one at a time).
@@ -28,7 +27,7 @@ pub(crate) struct HttpSession {
 }
 
 impl HttpSession {
-    fn new(id: SessionId, session_engine: SessionEngine) -> Self {
+    fn new(id: SessionId, session_engine: Box<dyn HostedSession>) -> Self {
         Self {
             id,
             engine: Arc::clone(session_engine.engine()),
@@ -138,8 +137,8 @@ impl Slot<'_> {
     pub(crate) fn fill(
         mut self,
         id: SessionId,
-        session_engine: SessionEngine,
-    ) -> Result<Arc<HttpSession>, (ApiError, SessionEngine)> {
+        session_engine: Box<dyn HostedSession>,
+    ) -> Result<Arc<HttpSession>, (ApiError, Box<dyn HostedSession>)> {
         let mut registry = self.sessions.registry();
         registry.reserved = registry.reserved.saturating_sub(1);
         self.armed = false;

@@ -1,5 +1,5 @@
 //! [`ApiError`]: an HTTP error answer — a status and `{"error": "<message>"}` — and
-//! the one mapping of factory, engine and store errors onto statuses.
+//! the one mapping of host, engine and store errors onto statuses.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use engine_core::EngineError;
 use engine_ports::StoreError;
 
-use crate::error::FactoryError;
+use engine_core::host::HostError;
 
 /// An error answer: the status and a message for the caller (never a secret).
 #[derive(Debug)]
@@ -92,18 +92,18 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<FactoryError> for ApiError {
-    fn from(error: FactoryError) -> Self {
+impl From<HostError> for ApiError {
+    fn from(error: HostError) -> Self {
         let status = match &error {
-            FactoryError::TooManySessions { .. } => StatusCode::TOO_MANY_REQUESTS,
-            FactoryError::ClientServersRejected(_) => StatusCode::BAD_REQUEST,
-            FactoryError::ClientServersUnreachable(_) | FactoryError::Closed => {
-                StatusCode::SERVICE_UNAVAILABLE
+            HostError::TooManySessions { .. } => StatusCode::TOO_MANY_REQUESTS,
+            HostError::InvalidClientServers(_) | HostError::ClientServersRejected { .. } => {
+                StatusCode::BAD_REQUEST
             }
+            HostError::ClientServersUnreachable { .. } | HostError::Closed => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let message = match &error {
-            FactoryError::ClientServersRejected(_) => format!("invalid mcp_servers: {error}"),
+            HostError::ClientServersRejected { .. } => format!("invalid mcp_servers: {error}"),
             _ => error.to_string(),
         };
         Self::new(status, message)

@@ -28,7 +28,7 @@ use super::{
     BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES,
     MAX_CONNECTIONS, handlers,
 };
-use crate::built::Built;
+use engine_core::host::SessionHost;
 
 /// How the server behaves.
 #[derive(Clone, Debug)]
@@ -103,7 +103,7 @@ pub enum ServeError {
 
 /// What every handler shares.
 pub(crate) struct ServerState {
-    pub(crate) built: Arc<Built>,
+    pub(crate) host: Arc<dyn SessionHost>,
     pub(crate) sessions: Sessions,
     /// Whether the listener is on a loopback address (client MCP servers allowed).
     pub(crate) loopback: bool,
@@ -142,7 +142,7 @@ impl ServerState {
     }
 }
 
-/// The HTTP + SSE API over one [`Built`].
+/// The HTTP + SSE API over one [`SessionHost`].
 pub struct HttpServer {
     listener: TcpListener,
     addr: SocketAddr,
@@ -183,19 +183,23 @@ impl OpenConnections {
 }
 
 impl HttpServer {
-    /// Binds `addr`. The engines of `built` should be interactive
+    /// Binds `addr`. The engines of `host` should be interactive
     /// (`EngineSettings::interactive`), so asks reach the client as `permission.ask`
     /// events instead of being denied.
     ///
     /// # Errors
     /// [`ServeError::TokenRequired`] for a non-loopback address without a token,
     /// [`ServeError::Bind`] when the address cannot be bound.
-    pub async fn bind(built: Arc<Built>, addr: SocketAddr, options: HttpOptions) -> Result<Self, ServeError> {
+    pub async fn bind(
+        host: Arc<dyn SessionHost>,
+        addr: SocketAddr,
+        options: HttpOptions,
+    ) -> Result<Self, ServeError> {
         let loopback = addr.ip().is_loopback();
         if !loopback && options.auth_token.is_none() {
             return Err(ServeError::TokenRequired { addr });
         }
-        if !built.shared_engine().config().interactive {
+        if !host.shared_engine().config().interactive {
             tracing::warn!(
                 "the engines are not interactive: permission asks are denied instead of sent to clients"
             );
@@ -206,9 +210,9 @@ impl HttpServer {
         let addr = listener
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;
-        let limit = built.factory().max_sessions();
+        let limit = host.max_sessions();
         let state = Arc::new(ServerState {
-            built,
+            host,
             sessions: Sessions::new(limit),
             loopback,
             keep_alive: options.keep_alive,
@@ -240,7 +244,7 @@ impl HttpServer {
     /// Serves until `shutdown` resolves; then stops accepting, cancels every run,
     /// waits up to the drain timeout for open requests (SSE streams end with
     /// `result`), closes every session engine it opened and returns. Closing the
-    /// [`Built`] is the caller's next step.
+    /// host is the caller's next step.
     ///
     /// # Errors
     /// None today: a failing `accept` is logged and retried (the variant

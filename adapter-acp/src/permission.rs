@@ -80,7 +80,7 @@ mod tests {
             wire["toolCall"]["rawInput"],
             json!({"path": "a.txt", "content": "x"})
         );
-        let kinds = crate::acp::field_of_each(&wire["options"], "kind");
+        let kinds = crate::field_of_each(&wire["options"], "kind");
         assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
     }
 

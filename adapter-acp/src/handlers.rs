@@ -29,10 +29,7 @@ use super::permission::{permission_request, verdict};
 use super::prompt_text::prompt_text;
 use super::session::{Session, Sessions};
 use super::updates::session_update;
-use crate::error::FactoryError;
-use crate::factory::{SessionEngine, SessionRequest};
-use crate::mcp_servers::parse_mcp_servers;
-use crate::session_id::new_session_id;
+use engine_core::host::{HostError, HostedSession, OpenSession, new_session_id};
 
 /// `initialize`: protocol v1, `agentInfo` `mecated` and this crate's version, no
 /// auth methods, `session/load`, `session/list` and `session/close`, prompts of text
@@ -135,24 +132,27 @@ async fn create_session(sessions: &Sessions, request: &NewSessionRequest) -> Res
 
 /// The engine a session runs on: the shared one, or a private one with the client's
 /// MCP servers, connected all or nothing.
-async fn session_engine(sessions: &Sessions, servers: &[McpServer]) -> Result<SessionEngine, Error> {
+async fn session_engine(sessions: &Sessions, servers: &[McpServer]) -> Result<Box<dyn HostedSession>, Error> {
     // ACP's typed entries are the wire form itself: they go through the one parser.
     let client_servers = serde_json::to_value(servers)
-        .map_err(|error| invalid_params(format!("invalid mcpServers: {error}")))
-        .and_then(|value| parse_mcp_servers(&value).map_err(|error| invalid_params(error.to_string())))?;
+        .map_err(|error| invalid_params(format!("invalid mcpServers: {error}")))?;
     sessions
-        .factory
-        .create(SessionRequest {
-            client_servers,
+        .host
+        .open(OpenSession {
+            client_servers: (!servers.is_empty()).then_some(client_servers),
             allow_stdio: true,
         })
         .await
-        .map_err(factory_error)
+        .map_err(host_error)
 }
 
 /// Registers the session `id` on `engine`; refused (and the engine closed) when the
 /// session became open meanwhile.
-async fn registered(sessions: &Sessions, id: &str, engine: SessionEngine) -> Result<Arc<Session>, Error> {
+async fn registered(
+    sessions: &Sessions,
+    id: &str,
+    engine: Box<dyn HostedSession>,
+) -> Result<Arc<Session>, Error> {
     match sessions.insert(id, engine) {
         Ok(session) => Ok(session),
         Err(engine) => {
@@ -285,14 +285,14 @@ fn check_cwd(cwd: &Path, workspace: &Path) -> Result<PathBuf, Error> {
     Ok(canonical)
 }
 
-fn factory_error(error: FactoryError) -> Error {
-    let servers = |problems: &[adapter_mcp::ClientServerProblem]| json!({"servers": problems.iter().filter_map(|p| p.server.clone()).collect::<Vec<_>>()});
+fn host_error(error: HostError) -> Error {
     match &error {
-        FactoryError::ClientServersRejected(rejected) => {
-            invalid_params(error.to_string()).data(servers(&rejected.problems))
+        HostError::InvalidClientServers(message) => invalid_params(message.clone()),
+        HostError::ClientServersRejected { servers, .. } => {
+            invalid_params(error.to_string()).data(json!({ "servers": servers }))
         }
-        FactoryError::ClientServersUnreachable(unreachable) => {
-            Error::new(ErrorCode::INTERNAL_ERROR, error.to_string()).data(servers(&unreachable.problems))
+        HostError::ClientServersUnreachable { servers, .. } => {
+            Error::new(ErrorCode::INTERNAL_ERROR, error.to_string()).data(json!({ "servers": servers }))
         }
         _ => Error::new(ErrorCode::INTERNAL_ERROR, error.to_string()),
     }
@@ -618,7 +618,7 @@ mod tests {
     fn modes_list_all_three() {
         let state = serde_json::to_value(mode_state(PermissionMode::Default)).unwrap();
         assert_eq!(state["currentModeId"], "default");
-        let ids = crate::acp::field_of_each(&state["availableModes"], "id");
+        let ids = crate::field_of_each(&state["availableModes"], "id");
         assert_eq!(ids, ["default", "plan", "acceptEdits"]);
     }
 }

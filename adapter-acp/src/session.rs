@@ -12,7 +12,7 @@ use engine_core::Engine;
 use engine_ports::{SessionId, SessionStore, Verdict};
 use tokio::sync::Notify;
 
-use crate::factory::{SessionEngine, SessionEngineFactory};
+use engine_core::host::{HostedSession, SessionHost};
 
 /// How long `session/close` waits for a cancelled prompt to finish its bookkeeping
 /// (last save, `result` logged) before it closes the engine anyway.
@@ -25,7 +25,7 @@ pub(crate) struct Session {
     /// The engine it runs on (shared, or private with its client MCP servers).
     pub(crate) engine: Arc<Engine>,
     /// Closes a private engine; taken when the connection ends.
-    handle: Mutex<Option<SessionEngine>>,
+    handle: Mutex<Option<Box<dyn HostedSession>>>,
     /// A `session/prompt` is in flight (set before its run starts, cleared before its
     /// response goes out).
     prompting: AtomicBool,
@@ -74,14 +74,14 @@ impl Session {
         self.engine.cancel(&self.id);
     }
 
-    fn take_handle(&self) -> Option<SessionEngine> {
+    fn take_handle(&self) -> Option<Box<dyn HostedSession>> {
         self.handle.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 
 /// Every session of one connection, and what creating one needs.
 pub(crate) struct Sessions {
-    pub(crate) factory: SessionEngineFactory,
+    pub(crate) host: Arc<dyn SessionHost>,
     /// Where sessions are stored (`session/load`, `session/list`).
     pub(crate) store: Arc<dyn SessionStore>,
     workspace: PathBuf,
@@ -91,13 +91,9 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    pub(crate) fn new(
-        factory: SessionEngineFactory,
-        store: Arc<dyn SessionStore>,
-        workspace: PathBuf,
-    ) -> Self {
+    pub(crate) fn new(host: Arc<dyn SessionHost>, store: Arc<dyn SessionStore>, workspace: PathBuf) -> Self {
         Self {
-            factory,
+            host,
             store,
             workspace,
             open: Mutex::default(),
@@ -123,7 +119,11 @@ impl Sessions {
 
     /// Registers a session created on `engine`; when `id` is open already (two loads
     /// racing), `engine` is handed back to be closed.
-    pub(crate) fn insert(&self, id: &str, engine: SessionEngine) -> Result<Arc<Session>, SessionEngine> {
+    pub(crate) fn insert(
+        &self,
+        id: &str,
+        engine: Box<dyn HostedSession>,
+    ) -> Result<Arc<Session>, Box<dyn HostedSession>> {
         let mut open = self.lock();
         if open.contains_key(id) {
             return Err(engine);
@@ -193,7 +193,7 @@ impl Sessions {
         let closes = sessions
             .iter()
             .filter_map(|s| s.take_handle())
-            .map(SessionEngine::close);
+            .map(HostedSession::close);
         for outcome in futures::future::join_all(closes).await {
             if let Err(error) = outcome {
                 tracing::warn!(%error, "closing an ACP session's engine failed");

@@ -4,7 +4,6 @@
 
 use super::body::{approval, create_body, decode_json_body, elicitation_answer, prompt_text};
 use super::error::ApiError;
-use super::mcp_servers::reject_stdio;
 
 /// An error answer as the status code and the message.
 pub type Rejection = (u16, String);
@@ -13,15 +12,14 @@ fn rejection(error: ApiError) -> Rejection {
     (error.status().as_u16(), error.message().to_owned())
 }
 
-/// `POST /v1/sessions`: the body bytes through the JSON-object check, the create
-/// fields and the stdio refusal; `Ok` holds the number of client MCP servers.
+/// `POST /v1/sessions`: the body bytes through the JSON-object check and the create
+/// fields; `Ok` holds the `mcp_servers` value, which the host parses next.
 ///
 /// # Errors
 /// The 4xx answer the handler would send.
-pub fn create_session_body(bytes: &[u8]) -> Result<usize, Rejection> {
+pub fn create_session_body(bytes: &[u8]) -> Result<Option<serde_json::Value>, Rejection> {
     let body = create_body(decode_json_body(bytes).map_err(rejection)?).map_err(rejection)?;
-    reject_stdio(&body.mcp_servers).map_err(rejection)?;
-    Ok(body.mcp_servers.len())
+    Ok(body.mcp_servers)
 }
 
 /// `POST /v1/sessions/{id}/prompt`: the body bytes to the prompt text.

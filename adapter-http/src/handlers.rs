@@ -16,13 +16,10 @@ use serde_json::{Value, json};
 
 use super::body::{JsonBody, approval, child_id, create_body, elicitation_answer, mode_value, prompt_text};
 use super::error::ApiError;
-use super::mcp_servers::reject_stdio;
 use super::server::ServerState;
 use super::sessions::HttpSession;
 use super::sse;
-use crate::factory::SessionRequest;
-use crate::report::ToolEntry;
-use crate::session_id::new_session_id;
+use engine_core::host::{HostedSession, OpenSession, ToolEntry, new_session_id};
 
 type AppState = State<Arc<ServerState>>;
 
@@ -48,8 +45,7 @@ pub(crate) async fn healthz() -> Json<Value> {
 /// `POST /v1/sessions {mode?, mcp_servers?}` → 201 `{"session_id"}`.
 pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let body = create_body(body)?;
-    reject_stdio(&body.mcp_servers)?;
-    if !body.mcp_servers.is_empty() && !state.loopback {
+    if body.mcp_servers.is_some() && !state.loopback {
         return Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
             "mcp_servers are accepted only when the server listens on a loopback address: \
@@ -58,17 +54,17 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
     }
     state.ensure_open()?;
     let slot = state.sessions.reserve()?;
-    let request = SessionRequest {
+    let request = OpenSession {
         client_servers: body.mcp_servers,
         allow_stdio: false,
     };
-    let session_engine = state.built.factory().create(request).await?;
+    let session_engine = state.host.open(request).await?;
     let id = SessionId::from(new_session_id());
     let mode = body.mode.unwrap_or(session_engine.engine().config().mode);
     // The session records the workspace: ACP lists and loads it there only.
     let created = session_engine
         .engine()
-        .create_session_in(&id, mode, state.built.workspace_root())
+        .create_session_in(&id, mode, state.host.workspace_root())
         .await;
     if let Err(error) = created {
         close_quietly(session_engine).await;
@@ -92,7 +88,7 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
 /// `GET /v1/sessions` → every stored session, most recently modified first (from the
 /// store's listing: no snapshot is loaded).
 pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError> {
-    let store = state.built.store().session_store();
+    let store = state.host.session_store();
     let mut listings = store.list().await.map_err(|e| ApiError::store(&e))?;
     listings.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then_with(|| a.id.cmp(&b.id)));
     let sessions: Vec<Value> = listings.iter().map(|listing| summary(&state, listing)).collect();
@@ -104,7 +100,7 @@ pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Value>, ApiError> {
-    match state.built.store().session_store().listing(&id).await {
+    match state.host.session_store().listing(&id).await {
         Ok(listing) => Ok(Json(summary(&state, &listing))),
         Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
         Err(error) => Err(ApiError::store(&error)),
@@ -124,8 +120,7 @@ pub(crate) async fn delete(
         }
     }
     state
-        .built
-        .store()
+        .host
         .session_store()
         .delete(&id)
         .await
@@ -248,7 +243,7 @@ pub(crate) async fn tools(
     let mode = requested.unwrap_or(snapshot.mode);
     let tools = match state.sessions.get(&id) {
         Some(session) => session.tools(mode),
-        None => state.built.tools(mode),
+        None => state.host.tools(mode),
     };
     let tools: Vec<Value> = tools.iter().map(tool_json).collect();
     Ok(Json(json!({"tools": tools})))
@@ -267,7 +262,7 @@ pub(crate) async fn commands(
             None
         }
     };
-    let chain = chain.unwrap_or_else(|| Arc::clone(state.built.commands()));
+    let chain = chain.unwrap_or_else(|| Arc::clone(state.host.commands()));
     let commands = chain
         .list()
         .await
@@ -307,12 +302,12 @@ async fn live_session(state: &ServerState, id: &SessionId) -> Result<Arc<HttpSes
     }
     stored(state, id).await?;
     let slot = state.sessions.reserve()?;
-    let shared = state.built.factory().create(SessionRequest::default()).await?;
+    let shared = state.host.open(OpenSession::default()).await?;
     slot.fill(id.clone(), shared).map_err(|(error, _shared)| error)
 }
 
 /// Closes the engine of a session that did not come to be.
-async fn close_quietly(session_engine: crate::factory::SessionEngine) {
+async fn close_quietly(session_engine: Box<dyn HostedSession>) {
     if let Err(error) = session_engine.close().await {
         tracing::warn!(%error, "closing the engine of a session that was not created failed");
     }
@@ -320,7 +315,7 @@ async fn close_quietly(session_engine: crate::factory::SessionEngine) {
 
 /// The stored snapshot of `id`; 404 naming it when the store does not hold it.
 async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
-    match state.built.store().session_store().load(id).await {
+    match state.host.session_store().load(id).await {
         Ok(snapshot) => Ok(snapshot),
         Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
         Err(error) => Err(ApiError::store(&error)),

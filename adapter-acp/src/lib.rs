@@ -1,8 +1,8 @@
 //! The Agent Client Protocol server behind `mecated acp`: [`AcpServer`] speaks ACP v1
 //! (JSON-RPC, on the `agent-client-protocol` crate) over any transport — stdio in
-//! the binary, an in-process pipe in tests and benches — on top of a [`Built`].
+//! the binary, an in-process pipe in tests and benches — on top of a [`SessionHost`].
 //!
-//! Each `session/new` gets an engine from the [`SessionEngineFactory`] (the shared
+//! Each `session/new` gets an engine from the [`SessionHost`] (the shared
 //! engine, or a private one when the client names MCP servers: D5, D7), a 32-hex id
 //! and a session created before its first prompt; `session/load` reopens a stored
 //! session (replaying its conversation as `session/update`s), `session/list` pages
@@ -13,9 +13,7 @@
 //! [`MAX_ACP_LINE_BYTES`], where a line that is too long, not UTF-8 or not JSON is
 //! answered with a parse error and the connection goes on. When the connection
 //! ends, every session's engine is closed (client MCP servers and their stdio
-//! children included); the [`Built`] stays its owner's to close.
-//!
-//! [`SessionEngineFactory`]: crate::SessionEngineFactory
+//! children included); the host stays its owner's to close.
 
 mod elicitation;
 mod handlers;
@@ -36,7 +34,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 
-use crate::built::Built;
+use engine_core::host::SessionHost;
 
 pub use self::listing::{LIST_PAGE as ACP_LIST_PAGE, LIST_READS as ACP_LIST_READS};
 use self::session::Sessions;
@@ -45,7 +43,7 @@ pub use self::transport::{MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_tran
 /// The name the server gives in `initialize`'s `agentInfo`.
 pub const ACP_AGENT_NAME: &str = "mecated";
 
-/// An ACP v1 agent over one [`Built`]: `initialize`, `session/new`, `session/load`,
+/// An ACP v1 agent over one [`SessionHost`]: `initialize`, `session/new`, `session/load`,
 /// `session/list`, `session/close`, `session/prompt`, `session/cancel` and
 /// `session/set_mode`.
 ///
@@ -62,15 +60,13 @@ pub struct AcpServer {
 pub struct AcpError(#[source] agent_client_protocol::Error);
 
 impl AcpServer {
-    /// A server for the sessions of `built`: its factory, its workspace root (the
-    /// only root a `session/new` `cwd` may lie in) and its command palette.
-    pub fn new(built: &Built) -> Self {
+    /// A server for the sessions `host` opens: its engines, its store and its
+    /// workspace root (the only root a `session/new` `cwd` may lie in).
+    pub fn new(host: Arc<dyn SessionHost>) -> Self {
+        let store = host.session_store();
+        let workspace = host.workspace_root().to_path_buf();
         Self {
-            sessions: Arc::new(Sessions::new(
-                built.factory().clone(),
-                built.store().session_store(),
-                built.workspace_root().to_path_buf(),
-            )),
+            sessions: Arc::new(Sessions::new(host, store, workspace)),
         }
     }
 

@@ -1,20 +1,20 @@
 //! The HTTP + SSE API of `mecated serve` (axum): sessions, prompts streamed as
 //! server-sent events, permission answers, cancellation, tool and command listings.
 //!
-//! [`HttpServer::bind`] takes the [`Built`](crate::Built) of the process and a socket
+//! [`HttpServer::bind`] takes the process's host ([`engine_core::host::SessionHost`]) and a socket
 //! address; [`HttpServer::serve`] answers requests until its shutdown future
 //! resolves, then stops accepting, cancels every run, closes every session engine it
-//! opened and returns — [`Built::close`](crate::Built::close) stays the caller's.
+//! opened and returns — closing the host stays the caller's.
 //!
 //! | request | engine call |
 //! |---|---|
-//! | `POST /v1/sessions` | `SessionEngineFactory::create` + `Engine::create_session` |
+//! | `POST /v1/sessions` | `SessionHost::open` + `Engine::create_session` |
 //! | `GET /v1/sessions[/{id}]` | `SessionStore::list` / `load` (+ `Engine::is_running`) |
-//! | `DELETE /v1/sessions/{id}` | `Engine::cancel`, `SessionEngine::close`, `SessionStore::delete` |
+//! | `DELETE /v1/sessions/{id}` | `Engine::cancel`, `HostedSession::close`, `SessionStore::delete` |
 //! | `POST /v1/sessions/{id}/prompt` | `Engine::run` (the command chain, then the loop) |
 //! | `POST /v1/sessions/{id}/approve` | `Engine::approve` |
 //! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
-//! | `GET /v1/sessions/{id}/tools` | `SessionEngine::tools` |
+//! | `GET /v1/sessions/{id}/tools` | `HostedSession::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
@@ -34,7 +34,6 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod handlers;
-mod mcp_servers;
 mod server;
 mod sessions;
 mod sse;

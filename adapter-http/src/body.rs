@@ -12,12 +12,9 @@ use engine_core::ElicitationResponse;
 use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
-use adapter_mcp::ClientServerSpec;
-
 use super::error::ApiError;
 use super::guard::body_too_large;
 use super::server::ServerState;
-use crate::mcp_servers::parse_mcp_servers;
 
 /// A request body: `None` when empty, else a JSON object.
 #[derive(Debug)]
@@ -70,8 +67,8 @@ pub(crate) fn decode_json_body(bytes: &[u8]) -> Result<Option<Map<String, Value>
 pub(crate) struct CreateBody {
     /// The session's mode (`None`: the engine's default).
     pub(crate) mode: Option<PermissionMode>,
-    /// Client-provided MCP servers.
-    pub(crate) mcp_servers: Vec<ClientServerSpec>,
+    /// Client-provided MCP servers, in their wire form (the host parses them).
+    pub(crate) mcp_servers: Option<Value>,
 }
 
 /// Parses a create body (empty means defaults).
@@ -88,8 +85,8 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
         }
     };
     let mcp_servers = match map.get("mcp_servers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(value) => parse_mcp_servers(value).map_err(|error| ApiError::bad_request(error.to_string()))?,
+        None | Some(Value::Null) => None,
+        Some(value) => Some(value.clone()),
     };
     Ok(CreateBody { mode, mcp_servers })
 }
@@ -243,7 +240,7 @@ mod tests {
     #[test]
     fn create_bodies_default_and_name_bad_fields() {
         let empty = create_body(None).unwrap();
-        assert!(empty.mode.is_none() && empty.mcp_servers.is_empty());
+        assert!(empty.mode.is_none() && empty.mcp_servers.is_none());
         assert_eq!(
             create_body(object(r#"{"mode":"plan"}"#)).unwrap().mode,
             Some(PermissionMode::Plan)

@@ -1,0 +1,179 @@
+//! The host port: what a driving adapter (a *face*: the ACP server, the HTTP API and
+//! its page, the MCP server face, the terminal client) needs from the composition root.
+//!
+//! A face never builds a catalog or connects a server itself. It asks its
+//! [`SessionHost`] for a session's engine ([`SessionHost::open`]: the shared engine, or
+//! a private one over the session's client MCP servers), reads the store, the
+//! workspace root, the command palette and the tool listing through it, and closes
+//! what it opened ([`HostedSession::close`]). The composition root (`app`) implements
+//! the trait; a face depends only on `engine-core` and `engine-ports`, so faces stay
+//! independent of each other and of every driven adapter.
+//!
+//! The vocabulary a listing needs lives here too: the tool [`Family`] taxonomy and one
+//! listed tool ([`ToolEntry`]).
+
+mod family;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine_ports::{CommandExpander, PermissionMode, SessionStore};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::Engine;
+
+pub use family::{FAMILY_ORDER, Family};
+
+/// What a face asks for when it opens a session.
+#[derive(Clone, Debug, Default)]
+pub struct OpenSession {
+    /// The session's client-provided MCP servers in their wire form (ACP's
+    /// `McpServer` list as JSON, or the HTTP create body's `mcp_servers`), `None`
+    /// when there are none. The host parses and validates them; every error names
+    /// its JSON path under `mcp_servers`.
+    pub client_servers: Option<Value>,
+    /// Whether stdio client servers are accepted: only when the request came over a
+    /// local stdio transport (ACP). A remote caller must never make the host spawn
+    /// processes.
+    pub allow_stdio: bool,
+}
+
+/// Why a session cannot be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The live per-session engine cap is reached.
+    #[error("too many sessions: {limit} per-session engines are live; close one first")]
+    TooManySessions {
+        /// The cap.
+        limit: usize,
+    },
+    /// The client servers' wire form does not parse (the message names the JSON
+    /// path and what is expected, never a header or environment value).
+    #[error("{0}")]
+    InvalidClientServers(String),
+    /// Client servers were refused before dialling (a bad name, a transport not
+    /// accepted here, a bad URL or header). The message names every failing
+    /// server, never a header or environment value.
+    #[error("{message}")]
+    ClientServersRejected {
+        /// What was wrong with each.
+        message: String,
+        /// The servers refused.
+        servers: Vec<String>,
+    },
+    /// Client servers did not connect (nothing stays connected or mounted).
+    #[error("{message}")]
+    ClientServersUnreachable {
+        /// What failed for each.
+        message: String,
+        /// The servers that did not connect.
+        servers: Vec<String>,
+    },
+    /// The host is shutting down.
+    #[error("the session factory is closed")]
+    Closed,
+    /// Anything else (the store cannot be opened, the engine refused its
+    /// dependencies): the message says what and where.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The engine of one open session, and how to end it.
+#[async_trait]
+pub trait HostedSession: Send + Sync + fmt::Debug {
+    /// The engine: `run`, `cancel`, `approve`, `set_mode`, `create_session`.
+    fn engine(&self) -> &Arc<Engine>;
+
+    /// Whether this is a private engine (its own catalog), not the shared one.
+    fn is_private(&self) -> bool;
+
+    /// The client MCP tools mounted for this session.
+    fn client_tool_names(&self) -> &[String];
+
+    /// The tools available in `mode` on this session's catalog, sorted by name.
+    fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry>;
+
+    /// Ends the session's engine: a private engine cancels its runs and closes its
+    /// client MCP servers; the shared engine is left alone.
+    ///
+    /// # Errors
+    /// Closing the client servers failed (it was still attempted in full).
+    async fn close(self: Box<Self>) -> Result<(), HostError>;
+}
+
+/// What the composition root offers faces.
+#[async_trait]
+pub trait SessionHost: Send + Sync {
+    /// The engine for a new session: the shared engine when `request` names no
+    /// client server, else a private one over a catalog with them.
+    ///
+    /// # Errors
+    /// [`HostError`]: the cap, bad or unreachable client servers, shutdown.
+    async fn open(&self, request: OpenSession) -> Result<Box<dyn HostedSession>, HostError>;
+
+    /// The engine of sessions without client servers.
+    fn shared_engine(&self) -> &Arc<Engine>;
+
+    /// Where sessions are stored.
+    fn session_store(&self) -> Arc<dyn SessionStore>;
+
+    /// The canonical workspace root (the only root a session's `cwd` may lie in).
+    fn workspace_root(&self) -> &Path;
+
+    /// The command palette of the shared catalog (slash commands, skills, prompts).
+    fn commands(&self) -> &Arc<dyn CommandExpander>;
+
+    /// The shared catalog's tools available in `mode`, sorted by name.
+    fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry>;
+
+    /// The cap on live per-session (private) engines.
+    fn max_sessions(&self) -> usize;
+
+    /// The model name the engines send.
+    fn model(&self) -> &str;
+}
+
+/// A fresh random session id: 32 lowercase hex digits (128 bits).
+pub fn new_session_id() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
+/// One tool of a listing.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolEntry {
+    /// The catalog name.
+    pub name: String,
+    /// Its family.
+    pub family: Family,
+    /// Whether it is read-only (kept in plan mode, run in parallel).
+    pub read_only: bool,
+    /// Whether it exists only in plan mode.
+    pub plan_only: bool,
+    /// Whether it is advertised light until `ToolSearch` hydrates it.
+    pub disclosable: bool,
+    /// The full description.
+    pub description: String,
+    /// The full argument schema (`null` when the tool has none).
+    pub schema: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_32_lowercase_hex_digits_and_distinct() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+    }
+}
