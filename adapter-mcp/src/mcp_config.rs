@@ -4,13 +4,21 @@
 //! ```json
 //! {"mcpServers": {
 //!   "files":  {"command": "npx-free-program", "args": ["--root", "${HOME}/src"], "env": {"K": "v"}},
-//!   "issues": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+//!   "issues": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+//!   "docs":   {"type": "http", "url": "https://docs.example/mcp",
+//!              "oauth": {"clientId": "mecatl", "clientSecret": "${DOCS_SECRET}", "scopes": ["read"]}}
 //! }}
 //! ```
 //!
+//! An HTTP server's `oauth` object says who this client is at the server's
+//! authorization server: `clientId` / `clientSecret` (pre-registered),
+//! `clientMetadataUrl` (an HTTPS client metadata document), `scopes`, and
+//! `clientCredentials: true` for the machine-to-machine grant; all optional.
+//!
 //! Pure: the text, the file name (for errors), an environment lookup and which
 //! variables the file may expand in, server configs out. `${VAR}` (and
-//! `${VAR:-default}`) expand in `command`, `args`, `env`, `url` and `headers`; an
+//! `${VAR:-default}`) expand in `command`, `args`, `env`, `url`, `headers` and the
+//! strings of `oauth`; an
 //! unset variable without a default is an error naming it. Every error names the file,
 //! the JSON path and what is expected; a bad file yields no server at all.
 //!
@@ -27,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::auth::OAuthClientSettings;
 use crate::client_servers::{http_headers, name_problem};
 use crate::config::ServerConfig;
 use crate::tool::json_type as kind;
@@ -127,7 +136,7 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
 }
 
 /// The first variable that `expansion` does not allow among the expanded fields of
-/// `entry` (`command`, `args`, `env`, `url`, `headers`), with its JSON path. Values
+/// `entry` (`command`, `args`, `env`, `url`, `headers`, `oauth`), with its JSON path. Values
 /// of the wrong type or malformed references are left to the parse that follows.
 fn disallowed_variable(
     entry: &Map<String, Value>,
@@ -147,7 +156,7 @@ fn disallowed_variable(
             }
         }
     }
-    for field in ["env", "headers"] {
+    for field in ["env", "headers", "oauth"] {
         if let Some(Value::Object(values)) = entry.get(field) {
             for (key, value) in values {
                 if let Value::String(text) = value {
@@ -399,7 +408,77 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
         }
         let mut config = ServerConfig::http(self.name, url, headers);
         config.expanded.endpoint = self.written("url");
+        if let Some(oauth) = self.oauth()? {
+            config = config.with_oauth_client(oauth);
+        }
         Ok(config)
+    }
+
+    /// The `oauth` object of an HTTP server, when present.
+    fn oauth(&self) -> Result<Option<OAuthClientSettings>, McpConfigError> {
+        let ctx = self.ctx;
+        let fields = match self.fields.get("oauth") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(fields)) => fields,
+            Some(other) => {
+                return Err(ctx.error(
+                    &self.at("oauth"),
+                    format!("expected an object {{\"clientId\", \"clientSecret\", \"clientMetadataUrl\", \"scopes\", \"clientCredentials\"}}, found {}", kind(other)),
+                ));
+            }
+        };
+        let mut settings = OAuthClientSettings::default();
+        for (key, value) in fields {
+            let path = format!("{}.oauth.{key}", self.path);
+            match key.as_str() {
+                "clientId" => settings.client_id = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty()),
+                "clientSecret" => settings.client_secret = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty()),
+                "clientMetadataUrl" => {
+                    let url = ctx.string(value, &path)?;
+                    let usable = url::Url::parse(&url)
+                        .is_ok_and(|u| u.scheme() == "https" && u.has_host() && u.path() != "/");
+                    if !usable {
+                        return Err(ctx.error(&path, "expected an https:// URL with a path (the client metadata document)"));
+                    }
+                    settings.client_metadata_url = Some(url);
+                }
+                "scopes" => {
+                    settings.scopes = match value {
+                        Value::String(text) => ctx.expand(text, &path)?.split_whitespace().map(str::to_owned).collect(),
+                        Value::Array(values) => values
+                            .iter()
+                            .enumerate()
+                            .map(|(i, v)| ctx.string(v, &format!("{path}[{i}]")))
+                            .collect::<Result<_, _>>()?,
+                        other => {
+                            return Err(ctx.error(
+                                &path,
+                                format!("expected an array of strings, found {}", kind(other)),
+                            ));
+                        }
+                    };
+                }
+                "clientCredentials" => match value {
+                    Value::Bool(on) => settings.client_credentials = *on,
+                    other => return Err(ctx.error(&path, format!("expected true or false, found {}", kind(other)))),
+                },
+                // Claude Code's loopback port choice: the redirect port is picked freely here.
+                "callbackPort" => {}
+                other => {
+                    return Err(ctx.error(
+                        &path,
+                        format!("unknown field {other:?}; expected clientId, clientSecret, clientMetadataUrl, scopes or clientCredentials"),
+                    ));
+                }
+            }
+        }
+        if settings.client_secret.is_some() && settings.client_id.is_none() {
+            return Err(ctx.error(&self.at("oauth"), "clientSecret is set without clientId"));
+        }
+        if settings.client_credentials && (settings.client_id.is_none() || settings.client_secret.is_none()) {
+            return Err(ctx.error(&self.at("oauth"), "clientCredentials needs clientId and clientSecret"));
+        }
+        Ok(Some(settings))
     }
 
     /// The text of `field` as written, when it holds a variable reference (what
