@@ -298,7 +298,11 @@ impl ServerConfig {
     /// authorization answered by `authorizer` (default: in memory, stored logins
     /// only). A server with a configured `Authorization` header never uses OAuth.
     #[must_use]
-    pub fn with_authorization(mut self, store: crate::auth::TokenStore, authorizer: crate::auth::Authorizer) -> Self {
+    pub fn with_authorization(
+        mut self,
+        store: crate::auth::TokenStore,
+        authorizer: crate::auth::Authorizer,
+    ) -> Self {
         self.auth.store = store;
         self.auth.authorizer = authorizer;
         self

@@ -81,7 +81,11 @@ struct Context {
 /// # Errors
 /// [`ConformanceError`]: an unsupported scenario, an unusable context, or what
 /// failed.
-pub async fn run_conformance_scenario(scenario: &str, url: &str, context: Option<&str>) -> Result<(), ConformanceError> {
+pub async fn run_conformance_scenario(
+    scenario: &str,
+    url: &str,
+    context: Option<&str>,
+) -> Result<(), ConformanceError> {
     if !CONFORMANCE_SCENARIOS.contains(&scenario) {
         return Err(ConformanceError::Unsupported(scenario.to_owned()));
     }

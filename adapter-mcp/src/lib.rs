@@ -84,12 +84,12 @@ pub use client_servers::{
 };
 pub use config::{ConfigError, Redirects, ServerConfig, ServerSource, TransportConfig, TransportKind};
 pub use conformance::{CONFORMANCE_SCENARIOS, ConformanceError, run_conformance_scenario};
-pub use login::{LoginOutcome, login};
 pub use error::{McpError, Operation};
 pub use flags::{
     FlagError, MCP_SERVER_HELP, MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags,
 };
 pub use listing::{McpPrompt, McpPromptArgument, McpResource};
+pub use login::{LoginOutcome, login};
 pub use manager::{ConnectOptions, Connected, McpManager, McpServerInfo, ServerStatus, ToolSnapshot};
 pub use mcp_config::{
     Expansion, MAX_MCP_CONFIG_BYTES, McpConfigError, McpConfigFile, is_variable_name, parse_mcp_config,

@@ -25,7 +25,11 @@ pub enum LoginOutcome {
 /// # Errors
 /// The connect failure (its text names the server and the cause), or a config that
 /// is not an HTTP server or sends its own `Authorization` header.
-pub async fn login(config: ServerConfig, store: TokenStore, browser: BrowserLogin) -> Result<LoginOutcome, String> {
+pub async fn login(
+    config: ServerConfig,
+    store: TokenStore,
+    browser: BrowserLogin,
+) -> Result<LoginOutcome, String> {
     let name = config.name.clone();
     if !matches!(config.transport, TransportConfig::Http { .. }) {
         return Err(format!(

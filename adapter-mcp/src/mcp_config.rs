@@ -432,19 +432,28 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             let path = format!("{}.oauth.{key}", self.path);
             match key.as_str() {
                 "clientId" => settings.client_id = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty()),
-                "clientSecret" => settings.client_secret = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty()),
+                "clientSecret" => {
+                    settings.client_secret = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty())
+                }
                 "clientMetadataUrl" => {
                     let url = ctx.string(value, &path)?;
                     let usable = url::Url::parse(&url)
                         .is_ok_and(|u| u.scheme() == "https" && u.has_host() && u.path() != "/");
                     if !usable {
-                        return Err(ctx.error(&path, "expected an https:// URL with a path (the client metadata document)"));
+                        return Err(ctx.error(
+                            &path,
+                            "expected an https:// URL with a path (the client metadata document)",
+                        ));
                     }
                     settings.client_metadata_url = Some(url);
                 }
                 "scopes" => {
                     settings.scopes = match value {
-                        Value::String(text) => ctx.expand(text, &path)?.split_whitespace().map(str::to_owned).collect(),
+                        Value::String(text) => ctx
+                            .expand(text, &path)?
+                            .split_whitespace()
+                            .map(str::to_owned)
+                            .collect(),
                         Value::Array(values) => values
                             .iter()
                             .enumerate()
@@ -460,7 +469,9 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 }
                 "clientCredentials" => match value {
                     Value::Bool(on) => settings.client_credentials = *on,
-                    other => return Err(ctx.error(&path, format!("expected true or false, found {}", kind(other)))),
+                    other => {
+                        return Err(ctx.error(&path, format!("expected true or false, found {}", kind(other))));
+                    }
                 },
                 // Claude Code's loopback port choice: the redirect port is picked freely here.
                 "callbackPort" => {}
@@ -476,7 +487,10 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             return Err(ctx.error(&self.at("oauth"), "clientSecret is set without clientId"));
         }
         if settings.client_credentials && (settings.client_id.is_none() || settings.client_secret.is_none()) {
-            return Err(ctx.error(&self.at("oauth"), "clientCredentials needs clientId and clientSecret"));
+            return Err(ctx.error(
+                &self.at("oauth"),
+                "clientCredentials needs clientId and clientSecret",
+            ));
         }
         Ok(Some(settings))
     }

@@ -170,7 +170,10 @@ impl ServerState {
         let (session, tools, resources, prompts) = match tokio::time::timeout(timeout, sequence).await {
             Ok(Ok(parts)) => parts,
             Ok(Err(_)) if ctx.auth.as_ref().is_some_and(|auth| auth.needs_login()) => {
-                return Err(failure(&config, crate::auth::ServerAuth::login_hint(&config.name)));
+                return Err(failure(
+                    &config,
+                    crate::auth::ServerAuth::login_hint(&config.name),
+                ));
             }
             Ok(Err(error)) => return Err(failure(&config, error)),
             Err(_) => {

@@ -331,12 +331,18 @@ pub(crate) async fn dial(
                 Some(auth) => {
                     let client = crate::auth::AuthorizedClient::new(client, Arc::clone(auth));
                     handler
-                        .serve(StreamableHttpClientTransport::with_client(client, transport_config))
+                        .serve(StreamableHttpClientTransport::with_client(
+                            client,
+                            transport_config,
+                        ))
                         .await
                 }
                 None => {
                     handler
-                        .serve(StreamableHttpClientTransport::with_client(client, transport_config))
+                        .serve(StreamableHttpClientTransport::with_client(
+                            client,
+                            transport_config,
+                        ))
                         .await
                 }
             };

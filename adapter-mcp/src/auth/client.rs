@@ -13,7 +13,8 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::AuthError;
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
@@ -51,7 +52,12 @@ impl<C> AuthorizedClient<C> {
                 Err(StreamableHttpError::InsufficientScope(challenge)) => challenge.www_authenticate_header,
                 other => return other,
             };
-            token = Some(self.auth.recover(&header, token.as_deref()).await.map_err(refused)?);
+            token = Some(
+                self.auth
+                    .recover(&header, token.as_deref())
+                    .await
+                    .map_err(refused)?,
+            );
         }
         call(token).await
     }
@@ -135,7 +141,9 @@ where
             Some(given) => Some(given),
             None => self.auth.token().await.ok().flatten(),
         };
-        self.inner.delete_session(uri, session_id, token, custom_headers).await
+        self.inner
+            .delete_session(uri, session_id, token, custom_headers)
+            .await
     }
 
     async fn get_stream(

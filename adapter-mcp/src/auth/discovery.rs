@@ -8,7 +8,7 @@
 //! server's); this module adds the checks the MCP rules make before any authorization
 //! request goes out.
 
-use rmcp::transport::auth::{AuthorizationManager, AuthorizationMetadata, WWWAuthenticateParams};
+use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata, WWWAuthenticateParams};
 
 use super::AuthFailure;
 
@@ -21,6 +21,8 @@ pub(crate) struct Challenge {
     pub(crate) scopes: Vec<String>,
     /// Whether it is a 403 `insufficient_scope` (step-up) challenge.
     pub(crate) insufficient_scope: bool,
+    /// Whether it names protected-resource metadata (`resource_metadata`).
+    pub(crate) names_metadata: bool,
 }
 
 impl Challenge {
@@ -37,6 +39,7 @@ impl Challenge {
                 .map(|s| s.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default(),
             insufficient_scope: params.is_insufficient_scope(),
+            names_metadata: params.resource_metadata_url.is_some(),
         }
     }
 }
@@ -53,21 +56,58 @@ pub(crate) struct Discovered {
 /// # Errors
 /// [`AuthFailure::Failed`]: nothing usable was found, the metadata names another
 /// resource, or the server does not offer PKCE with S256.
-pub(crate) async fn discover(server: &str, server_url: &str, challenge: &Challenge) -> Result<Discovered, AuthFailure> {
+pub(crate) async fn discover(
+    server: &str,
+    server_url: &str,
+    challenge: &Challenge,
+    http: &reqwest::Client,
+) -> Result<Discovered, AuthFailure> {
     let failed = |what: String| AuthFailure::Failed(format!("MCP server {server:?}: {what}"));
     let mut manager = AuthorizationManager::new(server_url)
         .await
         .map_err(|e| failed(format!("cannot start authorization: {e}")))?;
-    let resolution = manager
+    let (metadata, discovered) = match manager
         .resolve_metadata_from_challenge(Some(&challenge.header))
         .await
-        .map_err(|e| failed(format!("authorization server discovery failed: {e}")))?;
-    if resolution.source.is_discovered() {
-        require_s256(&resolution.metadata).map_err(failed)?;
+    {
+        Ok(resolution) => (resolution.metadata, resolution.source.is_discovered()),
+        Err(error @ AuthError::AuthorizationServerMismatch { .. }) if !challenge.names_metadata => {
+            match own_root_metadata(server_url, http).await {
+                Some(metadata) => (metadata, true),
+                None => return Err(failed(format!("authorization server discovery failed: {error}"))),
+            }
+        }
+        Err(error) => return Err(failed(format!("authorization server discovery failed: {error}"))),
+    };
+    if discovered {
+        require_s256(&metadata).map_err(failed)?;
     }
-    let metadata = resolution.metadata;
     manager.set_metadata(metadata.clone());
     Ok(Discovered { manager, metadata })
+}
+
+/// The 2025-03-26 layout: no protected-resource metadata, the MCP server's own origin
+/// publishing `/.well-known/oauth-authorization-server` for an issuer under that same
+/// origin (whose path RFC 8414's issuer check does not expect at the root). Accepted
+/// only when the issuer and every endpoint are on the MCP server's origin, so no
+/// other server can be mixed in.
+async fn own_root_metadata(server_url: &str, http: &reqwest::Client) -> Option<AuthorizationMetadata> {
+    let base = url::Url::parse(server_url).ok()?;
+    let root = base.join("/.well-known/oauth-authorization-server").ok()?;
+    let response = http.get(root).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let metadata: AuthorizationMetadata = response.json().await.ok()?;
+    let same_origin = |url: &str| url::Url::parse(url).is_ok_and(|u| u.origin() == base.origin());
+    let endpoints = [
+        Some(&metadata.authorization_endpoint),
+        Some(&metadata.token_endpoint),
+        metadata.registration_endpoint.as_ref(),
+    ];
+    let own = metadata.issuer.as_deref().is_some_and(same_origin)
+        && endpoints.into_iter().flatten().all(|e| same_origin(e));
+    own.then_some(metadata)
 }
 
 /// PKCE with S256 must be advertised: a server that lists other methods, or none,
@@ -95,12 +135,16 @@ pub(crate) fn require_s256(metadata: &AuthorizationMetadata) -> Result<(), Strin
 
 /// A list field of the metadata (`grant_types_supported`, …); `None` when absent.
 pub(crate) fn metadata_list(metadata: &AuthorizationMetadata, field: &str) -> Option<Vec<String>> {
-    metadata.additional_fields.get(field).and_then(|v| v.as_array()).map(|values| {
-        values
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_owned))
-            .collect()
-    })
+    metadata
+        .additional_fields
+        .get(field)
+        .and_then(|v| v.as_array())
+        .map(|values| {
+            values
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
 }
 
 #[cfg(test)]
@@ -111,7 +155,8 @@ mod tests {
         let mut metadata = AuthorizationMetadata::default();
         metadata.authorization_endpoint = "https://as.example/authorize".into();
         metadata.issuer = Some("https://as.example".into());
-        metadata.code_challenge_methods_supported = methods.map(|m| m.into_iter().map(String::from).collect());
+        metadata.code_challenge_methods_supported =
+            methods.map(|m| m.into_iter().map(String::from).collect());
         metadata
     }
 
@@ -119,7 +164,10 @@ mod tests {
     fn an_authorization_server_without_s256_is_refused_naming_what_it_advertises() {
         assert!(require_s256(&metadata(Some(vec!["plain", "S256"]))).is_ok());
         let plain = require_s256(&metadata(Some(vec!["plain"]))).unwrap_err();
-        assert!(plain.contains("https://as.example") && plain.contains("[\"plain\"]"), "{plain}");
+        assert!(
+            plain.contains("https://as.example") && plain.contains("[\"plain\"]"),
+            "{plain}"
+        );
         let absent = require_s256(&metadata(None)).unwrap_err();
         assert!(absent.contains("absent") && absent.contains("S256"), "{absent}");
     }

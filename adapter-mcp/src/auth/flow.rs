@@ -40,7 +40,7 @@ pub(crate) struct Request<'a> {
 pub(crate) async fn authorize(request: &Request<'_>, challenge: &Challenge) -> Result<Tokens, AuthFailure> {
     let server = request.server;
     let failed = |what: String| AuthFailure::Failed(format!("MCP server {server:?}: {what}"));
-    let discovered = discovery::discover(server, request.server_url, challenge).await?;
+    let discovered = discovery::discover(server, request.server_url, challenge, request.http).await?;
     let metadata = discovered.metadata;
     if registration::uses_client_credentials(&metadata, request.settings) {
         return client_credentials(request, &metadata).await;
@@ -54,7 +54,8 @@ pub(crate) async fn authorize(request: &Request<'_>, challenge: &Challenge) -> R
         request.http,
     )
     .await?;
-    let mut authorization = AuthorizationRequest::new(receiver.redirect_uri()).with_client_name(registration::CLIENT_NAME);
+    let mut authorization =
+        AuthorizationRequest::new(receiver.redirect_uri()).with_client_name(registration::CLIENT_NAME);
     let (client_secret, token_auth) = match &identity {
         Identity::Client {
             client_id,
@@ -82,9 +83,12 @@ pub(crate) async fn authorize(request: &Request<'_>, challenge: &Challenge) -> R
     } else {
         authorization.with_scopes(scopes)
     };
-    let session = AuthorizationSession::new(discovered.manager, authorization.with_challenge(&challenge.header))
-        .await
-        .map_err(|(_, e)| failed(format!("cannot start the authorization: {e}")))?;
+    let session = AuthorizationSession::new(
+        discovered.manager,
+        authorization.with_challenge(&challenge.header),
+    )
+    .await
+    .map_err(|(_, e)| failed(format!("cannot start the authorization: {e}")))?;
     let url = session.get_authorization_url().to_owned();
     let parsed = url::Url::parse(&url).map_err(|e| failed(format!("unusable authorization URL: {e}")))?;
     let param = |key: &str| {
@@ -94,7 +98,9 @@ pub(crate) async fn authorize(request: &Request<'_>, challenge: &Challenge) -> R
             .map(|(_, v)| v.into_owned())
     };
     let (Some(state), Some(client_id)) = (param("state"), param("client_id")) else {
-        return Err(failed("the authorization URL lacks its state or client id".to_owned()));
+        return Err(failed(
+            "the authorization URL lacks its state or client id".to_owned(),
+        ));
     };
     let resource = param("resource").unwrap_or_else(|| request.server_url.to_owned());
     let callback = match request.authorizer {
@@ -145,7 +151,8 @@ async fn client_credentials(
     metadata: &rmcp::transport::auth::AuthorizationMetadata,
 ) -> Result<Tokens, AuthFailure> {
     let server = request.server;
-    let (Some(client_id), Some(secret)) = (&request.settings.client_id, &request.settings.client_secret) else {
+    let (Some(client_id), Some(secret)) = (&request.settings.client_id, &request.settings.client_secret)
+    else {
         return Err(AuthFailure::Failed(format!(
             "MCP server {server:?}: the client-credentials grant needs a client id and secret"
         )));
@@ -168,9 +175,11 @@ async fn client_credentials(
             request.scopes.clone()
         },
     };
-    refresh::renew(request.http, &skeleton)
-        .await
-        .map_err(|e| AuthFailure::Failed(format!("MCP server {server:?}: the client-credentials grant failed: {e}")))
+    refresh::renew(request.http, &skeleton).await.map_err(|e| {
+        AuthFailure::Failed(format!(
+            "MCP server {server:?}: the client-credentials grant failed: {e}"
+        ))
+    })
 }
 
 /// Fetches the authorization URL without following redirects (a test authorization
@@ -189,7 +198,8 @@ async fn headless_visit(http: &reqwest::Client, url: &str, redirect_uri: &str) -
         .get(reqwest::header::LOCATION)
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| format!("the authorization URL answered HTTP {status} without a redirect"))?;
-    let target = url::Url::parse(location).map_err(|e| format!("the authorization redirect is not a URL: {e}"))?;
+    let target =
+        url::Url::parse(location).map_err(|e| format!("the authorization redirect is not a URL: {e}"))?;
     let expected = url::Url::parse(redirect_uri).map_err(|e| e.to_string())?;
     if target.origin() != expected.origin() || target.path() != expected.path() {
         return Err(format!(
@@ -201,6 +211,11 @@ async fn headless_visit(http: &reqwest::Client, url: &str, redirect_uri: &str) -
         .timeout(HEADLESS_TIMEOUT)
         .send()
         .await
-        .map_err(|e| format!("delivering the authorization redirect failed: {}", e.without_url()))?;
+        .map_err(|e| {
+            format!(
+                "delivering the authorization redirect failed: {}",
+                e.without_url()
+            )
+        })?;
     Ok(())
 }

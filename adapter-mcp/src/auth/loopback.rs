@@ -33,12 +33,14 @@ pub(crate) struct Receiver {
 impl Receiver {
     /// Binds 127.0.0.1 on a free port.
     pub(crate) async fn bind() -> Result<Self, AuthFailure> {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|e| AuthFailure::Failed(format!("cannot listen on 127.0.0.1 for the login redirect: {e}")))?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| {
+            AuthFailure::Failed(format!("cannot listen on 127.0.0.1 for the login redirect: {e}"))
+        })?;
         let port = listener
             .local_addr()
-            .map_err(|e| AuthFailure::Failed(format!("cannot listen on 127.0.0.1 for the login redirect: {e}")))?
+            .map_err(|e| {
+                AuthFailure::Failed(format!("cannot listen on 127.0.0.1 for the login redirect: {e}"))
+            })?
             .port();
         Ok(Self {
             listener,
@@ -56,7 +58,12 @@ impl Receiver {
     /// # Errors
     /// [`AuthFailure::Failed`]: the time ran out, or the server answered with an
     /// error (the user declined, …).
-    pub(crate) async fn wait(&self, state: &str, limit: Duration, server: &str) -> Result<Callback, AuthFailure> {
+    pub(crate) async fn wait(
+        &self,
+        state: &str,
+        limit: Duration,
+        server: &str,
+    ) -> Result<Callback, AuthFailure> {
         let waiting = async {
             loop {
                 let Ok((stream, _)) = self.listener.accept().await else {
@@ -68,7 +75,9 @@ impl Receiver {
             }
         };
         match tokio::time::timeout(limit, waiting).await {
-            Ok(outcome) => outcome.map_err(|why| AuthFailure::Failed(format!("MCP server {server:?}: the login failed: {why}"))),
+            Ok(outcome) => outcome.map_err(|why| {
+                AuthFailure::Failed(format!("MCP server {server:?}: the login failed: {why}"))
+            }),
             Err(_) => Err(AuthFailure::Failed(format!(
                 "MCP server {server:?}: no login arrived within {} s (the browser never came back to {}); run `mecated mcp login {server}` again",
                 limit.as_secs(),
@@ -81,7 +90,9 @@ impl Receiver {
 /// Reads one request and answers it: `Some` when it ends the wait (the code, or the
 /// server's error), `None` to keep waiting.
 async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Callback, String>> {
-    let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await.ok()??;
+    let head = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream))
+        .await
+        .ok()??;
     let target = head.lines().next()?.split(' ').nth(1)?.to_owned();
     let url = url::Url::parse(&format!("http://127.0.0.1{target}")).ok()?;
     if url.path() != "/callback" {
@@ -103,7 +114,12 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Callback, S
         return None;
     }
     if let Some(error) = get("error") {
-        respond(&mut stream, "400 Bad Request", "The login was not completed. You can close this tab.").await;
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "The login was not completed. You can close this tab.",
+        )
+        .await;
         let description = get("error_description").map(|d| format!(": {}", crate::redact::clamp(&d)));
         return Some(Err(format!(
             "the authorization server answered {error}{}",
@@ -111,10 +127,20 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<Callback, S
         )));
     }
     let Some(code) = get("code") else {
-        respond(&mut stream, "400 Bad Request", "The answer carries no authorization code.").await;
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "The answer carries no authorization code.",
+        )
+        .await;
         return None;
     };
-    respond(&mut stream, "200 OK", "Logged in. You can close this tab and return to the terminal.").await;
+    respond(
+        &mut stream,
+        "200 OK",
+        "Logged in. You can close this tab and return to the terminal.",
+    )
+    .await;
     Some(Ok(Callback {
         code,
         state: state.to_owned(),

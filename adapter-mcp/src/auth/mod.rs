@@ -71,7 +71,10 @@ impl fmt::Debug for OAuthClientSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OAuthClientSettings")
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("client_credentials", &self.client_credentials)
@@ -206,14 +209,22 @@ impl ServerAuth {
 
     fn failure_text(&self, failure: &AuthFailure) -> String {
         match failure {
-            AuthFailure::NeedsLogin => format!("MCP server {:?}: {}", &*self.server, Self::login_hint(&self.server)),
+            AuthFailure::NeedsLogin => format!(
+                "MCP server {:?}: {}",
+                &*self.server,
+                Self::login_hint(&self.server)
+            ),
             AuthFailure::Failed(text) => text.clone(),
         }
     }
 
     fn save(&self, tokens: Option<&Tokens>) {
         if let Err(error) = self.store.save(&self.url, tokens) {
-            tracing::warn!(server = &*self.server, "MCP server {:?}: the login could not be stored: {error}", &*self.server);
+            tracing::warn!(
+                server = &*self.server,
+                "MCP server {:?}: the login could not be stored: {error}",
+                &*self.server
+            );
         }
     }
 
@@ -246,7 +257,11 @@ impl ServerAuth {
                 Ok(Some(token))
             }
             Err(refresh::RenewError::Rejected(why)) => {
-                tracing::warn!(server = &*self.server, "MCP server {:?}: the stored login was refused ({why})", &*self.server);
+                tracing::warn!(
+                    server = &*self.server,
+                    "MCP server {:?}: the stored login was refused ({why})",
+                    &*self.server
+                );
                 state.tokens = None;
                 self.save(None);
                 Ok(None)
@@ -282,13 +297,21 @@ impl ServerAuth {
                     return Ok(token);
                 }
                 Err(why) => {
-                    tracing::info!(server = &*self.server, "MCP server {:?}: renewing the refused login failed ({why}); a new login is needed", &*self.server);
+                    tracing::info!(
+                        server = &*self.server,
+                        "MCP server {:?}: renewing the refused login failed ({why}); a new login is needed",
+                        &*self.server
+                    );
                 }
             }
         }
         // A step-up asks for what was granted plus what the operation needs.
         let scopes = if challenge.insufficient_scope {
-            let mut scopes = state.tokens.as_ref().map(|t| t.scopes.clone()).unwrap_or_default();
+            let mut scopes = state
+                .tokens
+                .as_ref()
+                .map(|t| t.scopes.clone())
+                .unwrap_or_default();
             for scope in &challenge.scopes {
                 if !scopes.contains(scope) {
                     scopes.push(scope.clone());

@@ -124,12 +124,13 @@ async fn token_request(
         .body(body)
         .send()
         .await
-        .map_err(|e| RenewError::Failed(format!("token request to {endpoint} failed: {}", e.without_url())))?;
+        .map_err(|e| {
+            RenewError::Failed(format!("token request to {endpoint} failed: {}", e.without_url()))
+        })?;
     let status = response.status();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| RenewError::Failed(format!("token request to {endpoint} failed: {}", e.without_url())))?;
+    let body = response.bytes().await.map_err(|e| {
+        RenewError::Failed(format!("token request to {endpoint} failed: {}", e.without_url()))
+    })?;
     if status.is_success() {
         return serde_json::from_slice(&body)
             .map_err(|e| RenewError::Failed(format!("unreadable token response from {endpoint}: {e}")));
@@ -141,13 +142,18 @@ async fn token_request(
                 error.error,
                 crate::redact::clamp(error.error_description.as_deref().unwrap_or("no description"))
             );
-            if matches!(error.error.as_str(), "invalid_grant" | "invalid_client" | "unauthorized_client") {
+            if matches!(
+                error.error.as_str(),
+                "invalid_grant" | "invalid_client" | "unauthorized_client"
+            ) {
                 Err(RenewError::Rejected(text))
             } else {
                 Err(RenewError::Failed(text))
             }
         }
-        Err(_) => Err(RenewError::Failed(format!("the token endpoint {endpoint} answered HTTP {status}"))),
+        Err(_) => Err(RenewError::Failed(format!(
+            "the token endpoint {endpoint} answered HTTP {status}"
+        ))),
     }
 }
 

@@ -50,7 +50,11 @@ fn supports_metadata_documents(metadata: &AuthorizationMetadata) -> bool {
 /// and not `client_secret_basic`, else `client_secret_basic` (the OAuth default).
 /// A registration response's own `token_endpoint_auth_method` wins when it names one
 /// of the three.
-pub(crate) fn token_auth(metadata: &AuthorizationMetadata, has_secret: bool, registered: Option<&str>) -> TokenAuth {
+pub(crate) fn token_auth(
+    metadata: &AuthorizationMetadata,
+    has_secret: bool,
+    registered: Option<&str>,
+) -> TokenAuth {
     if !has_secret {
         return TokenAuth::None;
     }
@@ -71,7 +75,10 @@ pub(crate) fn token_auth(metadata: &AuthorizationMetadata, has_secret: bool, reg
 /// Whether the client-credentials grant is used: the client has its own credentials
 /// and the server offers that grant but not the authorization-code grant (or the
 /// config asks for it).
-pub(crate) fn uses_client_credentials(metadata: &AuthorizationMetadata, settings: &OAuthClientSettings) -> bool {
+pub(crate) fn uses_client_credentials(
+    metadata: &AuthorizationMetadata,
+    settings: &OAuthClientSettings,
+) -> bool {
     if settings.client_id.is_none() || settings.client_secret.is_none() {
         return false;
     }
@@ -135,7 +142,11 @@ async fn register(
     redirect_uri: &str,
     http: &reqwest::Client,
 ) -> Result<Identity, AuthFailure> {
-    let failed = |what: String| AuthFailure::Failed(format!("MCP server {server:?}: client registration failed: {what}"));
+    let failed = |what: String| {
+        AuthFailure::Failed(format!(
+            "MCP server {server:?}: client registration failed: {what}"
+        ))
+    };
     let body = json!({
         "client_name": CLIENT_NAME,
         "redirect_uris": [redirect_uri],
@@ -153,7 +164,10 @@ async fn register(
         .map_err(|e| failed(crate::session::error_chain(&e.without_url())))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(failed(format!("HTTP {status} from {}", crate::redact::redact_url(endpoint))));
+        return Err(failed(format!(
+            "HTTP {status} from {}",
+            crate::redact::redact_url(endpoint)
+        )));
     }
     let registered: Registered = response
         .json()
@@ -161,7 +175,11 @@ async fn register(
         .map_err(|e| failed(format!("unreadable answer: {}", e.without_url())))?;
     let secret = registered.client_secret.filter(|s| !s.is_empty());
     Ok(Identity::Client {
-        token_auth: token_auth(metadata, secret.is_some(), registered.token_endpoint_auth_method.as_deref()),
+        token_auth: token_auth(
+            metadata,
+            secret.is_some(),
+            registered.token_endpoint_auth_method.as_deref(),
+        ),
         client_id: registered.client_id,
         client_secret: secret,
     })
@@ -176,7 +194,9 @@ mod tests {
         metadata
             .additional_fields
             .insert("token_endpoint_auth_methods_supported".into(), json!(methods));
-        metadata.additional_fields.insert("grant_types_supported".into(), json!(grants));
+        metadata
+            .additional_fields
+            .insert("grant_types_supported".into(), json!(grants));
         metadata
     }
 
@@ -200,7 +220,10 @@ mod tests {
             client_secret: Some("secret".into()),
             ..OAuthClientSettings::default()
         };
-        assert!(uses_client_credentials(&metadata(&[], &["client_credentials"]), &settings));
+        assert!(uses_client_credentials(
+            &metadata(&[], &["client_credentials"]),
+            &settings
+        ));
         assert!(!uses_client_credentials(
             &metadata(&[], &["client_credentials", "authorization_code"]),
             &settings
@@ -209,6 +232,9 @@ mod tests {
             client_secret: None,
             ..settings
         };
-        assert!(!uses_client_credentials(&metadata(&[], &["client_credentials"]), &public));
+        assert!(!uses_client_credentials(
+            &metadata(&[], &["client_credentials"]),
+            &public
+        ));
     }
 }

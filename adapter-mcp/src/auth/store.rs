@@ -71,11 +71,17 @@ impl fmt::Debug for Tokens {
             .field("issuer", &self.issuer)
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
             .field("token_auth", &self.token_auth)
             .field("grant", &self.grant)
             .field("access_token", &"[redacted]")
-            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "[redacted]"))
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "[redacted]"),
+            )
             .field("expires_at", &self.expires_at)
             .field("issued_at", &self.issued_at)
             .field("scopes", &self.scopes)
@@ -200,7 +206,8 @@ impl TokenStore {
     /// The default directory: `$XDG_STATE_HOME/mecatl/mcp-auth`, else
     /// `$HOME/.local/state/mecatl/mcp-auth`; `None` without either.
     pub fn default_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-        let absolute = |value: Option<String>| value.filter(|v| Path::new(v).is_absolute()).map(PathBuf::from);
+        let absolute =
+            |value: Option<String>| value.filter(|v| Path::new(v).is_absolute()).map(PathBuf::from);
         if let Some(state) = absolute(env("XDG_STATE_HOME")) {
             return Some(state.join(TOKEN_DIR));
         }
@@ -317,17 +324,22 @@ fn read_file(path: &Path) -> Result<Option<TokenFile>, TokenStoreError> {
     if meta.len() > MAX_FILE_BYTES {
         return Err(TokenStoreError {
             path: path.to_path_buf(),
-            reason: format!("it holds {} bytes (expected at most {MAX_FILE_BYTES})", meta.len()),
+            reason: format!(
+                "it holds {} bytes (expected at most {MAX_FILE_BYTES})",
+                meta.len()
+            ),
         });
     }
     let mut text = String::new();
     file.take(MAX_FILE_BYTES)
         .read_to_string(&mut text)
         .map_err(|e| error(path, &e))?;
-    serde_json::from_str(&text).map(Some).map_err(|e| TokenStoreError {
-        path: path.to_path_buf(),
-        reason: format!("it is not a login file ({e}); remove it with `mecated mcp logout`"),
-    })
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| TokenStoreError {
+            path: path.to_path_buf(),
+            reason: format!("it is not a login file ({e}); remove it with `mecated mcp logout`"),
+        })
 }
 
 /// Creates `dir` `0700` when missing; refuses a symbolic link or a directory others

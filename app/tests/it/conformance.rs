@@ -126,7 +126,11 @@ async fn an_unsupported_scenario_exits_2() {
     )
     .await;
     assert_eq!(output.code, 2, "{output:?}");
-    assert!(output.stderr.contains("auth/no-such-scenario"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("auth/no-such-scenario"),
+        "{}",
+        output.stderr
+    );
     let missing = crate::support::mecated(
         home.path(),
         &["mcp", "conformance-client", "http://127.0.0.1:1/"],

@@ -18,7 +18,10 @@ use crate::support::{Scratch, json_lines, mecated, mecated_run};
 /// A `$BROWSER` that fetches the URL and follows the authorization server's redirect
 /// to the loopback receiver, as a browser whose user approves at once would.
 fn browser(scratch: &Scratch) -> String {
-    let path = scratch.write("browser.sh", "#!/bin/sh\nexec curl -fsSL -o /dev/null --max-time 20 \"$1\"\n");
+    let path = scratch.write(
+        "browser.sh",
+        "#!/bin/sh\nexec curl -fsSL -o /dev/null --max-time 20 \"$1\"\n",
+    );
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
 }
@@ -54,7 +57,15 @@ async fn run_calling_whoami(scratch: &Scratch, fixture: &OAuthFixture) -> crate:
     mecated_run(
         scratch,
         CALL_WHOAMI,
-        &["--mcp-server", &server, "--approve", "all", "--output", "jsonl", "who am I?"],
+        &[
+            "--mcp-server",
+            &server,
+            "--approve",
+            "all",
+            "--output",
+            "jsonl",
+            "who am I?",
+        ],
     )
     .await
 }
@@ -63,7 +74,11 @@ fn tool_results(stdout: &str) -> Vec<String> {
     json_lines(stdout)
         .into_iter()
         .filter(|e| e["type"] == "tool.result")
-        .map(|e| e["content"].as_str().map_or_else(|| e["content"].to_string(), str::to_owned))
+        .map(|e| {
+            e["content"]
+                .as_str()
+                .map_or_else(|| e["content"].to_string(), str::to_owned)
+        })
         .collect()
 }
 
@@ -75,7 +90,10 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
 
     let login = mcp(&scratch, &fixture, &["login", "docs"]).await;
     assert_eq!(login.code, 0, "{login:?}");
-    assert!(login.stdout.contains("Logged in to MCP server \"docs\""), "{login:?}");
+    assert!(
+        login.stdout.contains("Logged in to MCP server \"docs\""),
+        "{login:?}"
+    );
 
     // The authorization request: PKCE S256, our state, the server as the resource,
     // a loopback redirect.
@@ -85,7 +103,12 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     assert_eq!(query["code_challenge_method"], "S256");
     assert!(query["code_challenge"].as_str().is_some_and(|c| c.len() >= 43));
     assert_eq!(query["resource"], fixture.url.as_str());
-    assert!(query["redirect_uri"].as_str().unwrap().starts_with("http://127.0.0.1:"));
+    assert!(
+        query["redirect_uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
     let token_requests = fixture.seen.token_requests.lock().unwrap().clone();
     assert_eq!(token_requests[0]["resource"], fixture.url.as_str());
 
@@ -93,8 +116,14 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     let dir = login_dir(&scratch);
     let files = login_files(&dir);
     assert_eq!(files.len(), 1, "{files:?}");
-    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
-    assert_eq!(std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     assert_eq!(stored["server_url"], fixture.url.as_str());
     assert_eq!(stored["login"]["access_token"], "at-1");
@@ -109,9 +138,15 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     assert_eq!(tool_results(&run.stdout), ["hello me"], "{run:?}");
     assert_eq!(fixture.refreshes(), 1, "the expired token was renewed once");
     let bearers = fixture.seen.bearers.lock().unwrap().clone();
-    assert!(bearers.iter().all(|b| b == "at-2"), "only the renewed token was sent: {bearers:?}");
+    assert!(
+        bearers.iter().all(|b| b == "at-2"),
+        "only the renewed token was sent: {bearers:?}"
+    );
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
-    assert_eq!(stored["login"]["access_token"], "at-2", "the renewed login is stored");
+    assert_eq!(
+        stored["login"]["access_token"], "at-2",
+        "the renewed login is stored"
+    );
 
     // The authorization server never sees an access token; no token reaches output.
     let headers = fixture.seen.authorization_headers.lock().unwrap().clone();
@@ -131,20 +166,31 @@ async fn logout_removes_the_login_and_a_run_then_fails_naming_the_login_command(
 
     let logout = mcp(&scratch, &fixture, &["logout", "docs"]).await;
     assert_eq!(logout.code, 0, "{logout:?}");
-    assert!(logout.stdout.contains("Logged out of MCP server \"docs\""), "{logout:?}");
+    assert!(
+        logout.stdout.contains("Logged out of MCP server \"docs\""),
+        "{logout:?}"
+    );
     assert!(login_files(&login_dir(&scratch)).is_empty());
     let again = mcp(&scratch, &fixture, &["logout", "docs"]).await;
     assert!(again.stdout.contains("No login was stored"), "{again:?}");
 
     let run = run_calling_whoami(&scratch, &fixture).await;
     assert!(
-        run.stderr.contains("MCP server \"docs\"") && run.stderr.contains("needs a login: run `mecated mcp login docs`"),
+        run.stderr.contains("MCP server \"docs\"")
+            && run.stderr.contains("needs a login: run `mecated mcp login docs`"),
         "{run:?}"
     );
-    assert_eq!(fixture.seen.authorizations.lock().unwrap().len(), 1, "a run never starts a login");
+    assert_eq!(
+        fixture.seen.authorizations.lock().unwrap().len(),
+        1,
+        "a run never starts a login"
+    );
 
     let list = mcp(&scratch, &fixture, &["list"]).await;
-    assert!(list.stdout.contains("needs login (mecated mcp login docs)"), "{list:?}");
+    assert!(
+        list.stdout.contains("needs login (mecated mcp login docs)"),
+        "{list:?}"
+    );
 }
 
 #[tokio::test]
@@ -177,7 +223,10 @@ async fn a_token_is_never_sent_to_another_origin_the_server_redirects_to() {
     *fixture.seen.redirect.lock().unwrap() = Some(format!("http://127.0.0.1:{port}/mcp"));
 
     let run = run_calling_whoami(&scratch, &fixture).await;
-    assert!(run.stderr.contains("MCP server \"docs\""), "the connect failed: {run:?}");
+    assert!(
+        run.stderr.contains("MCP server \"docs\""),
+        "the connect failed: {run:?}"
+    );
     assert!(
         fixture.seen.bearers.lock().unwrap().iter().any(|b| b == "at-1"),
         "the token went to the MCP server itself"

@@ -25,7 +25,8 @@ fn configured(args: &McpServerArgs) -> Result<(ServerConfig, TokenStore), ExitCo
             "NAME",
             &args.name,
             if names.is_empty() {
-                "no MCP server is configured (name one with --mcp-server NAME=URL or an --mcp-config file)".to_owned()
+                "no MCP server is configured (name one with --mcp-server NAME=URL or an --mcp-config file)"
+                    .to_owned()
             } else {
                 format!("expected a configured MCP server: {}", names.join(", "))
             },
@@ -63,11 +64,15 @@ pub(crate) async fn login(args: McpLoginArgs) -> ExitCode {
     };
     match adapter_mcp::login(server, store, browser).await {
         Ok(LoginOutcome::LoggedIn) => {
-            out::stdout(&format!("Logged in to MCP server {name:?}; the login is stored in {dir}."));
+            out::stdout(&format!(
+                "Logged in to MCP server {name:?}; the login is stored in {dir}."
+            ));
             ExitCode::SUCCESS
         }
         Ok(LoginOutcome::NotRequired) => {
-            out::stdout(&format!("MCP server {name:?} did not ask for a login; nothing was stored."));
+            out::stdout(&format!(
+                "MCP server {name:?} did not ask for a login; nothing was stored."
+            ));
             ExitCode::SUCCESS
         }
         Ok(_) => ExitCode::SUCCESS,
@@ -82,16 +87,22 @@ fn show(server: &str, url: &str, no_browser: bool) {
         out::stderr(&format!("Opened the browser to log in to MCP server {server:?}."));
         return;
     }
-    out::stderr(&format!("To log in to MCP server {server:?}, open this URL in a browser:\n\n  {url}\n"));
+    out::stderr(&format!(
+        "To log in to MCP server {server:?}, open this URL in a browser:\n\n  {url}\n"
+    ));
 }
 
 /// Starts `$BROWSER` (its first `:`-separated entry; `%s` stands for the URL, else
 /// the URL is the last argument) or `xdg-open`; whether it started. It is not waited
 /// for beyond a minute.
 fn open_browser(url: &str) -> bool {
-    let command = std::env::var("BROWSER")
-        .ok()
-        .and_then(|value| value.split(':').map(str::trim).find(|e| !e.is_empty()).map(str::to_owned));
+    let command = std::env::var("BROWSER").ok().and_then(|value| {
+        value
+            .split(':')
+            .map(str::trim)
+            .find(|e| !e.is_empty())
+            .map(str::to_owned)
+    });
     let mut words = match command {
         Some(command) => match shell_words::split(&command) {
             Ok(words) if !words.is_empty() => words,
@@ -132,12 +143,16 @@ pub(crate) fn logout(args: &McpServerArgs) -> ExitCode {
     };
     let name = &server.name;
     let Some(url) = server_url(&server) else {
-        out::stdout(&format!("MCP server {name:?} is a stdio server: it has no login."));
+        out::stdout(&format!(
+            "MCP server {name:?} is a stdio server: it has no login."
+        ));
         return ExitCode::SUCCESS;
     };
     match store.remove(url) {
         Ok(true) => {
-            out::stdout(&format!("Logged out of MCP server {name:?}: its stored login was removed."));
+            out::stdout(&format!(
+                "Logged out of MCP server {name:?}: its stored login was removed."
+            ));
             ExitCode::SUCCESS
         }
         Ok(false) => {
@@ -161,7 +176,10 @@ pub(crate) fn list(args: &McpListArgs) -> ExitCode {
             None => ("none".to_owned(), None),
             Some(_) if server.has_static_authorization() => ("token (configured header)".to_owned(), None),
             Some(url) => match store.status(url) {
-                Ok(AuthStatus::LoggedIn { expires_at, renewable }) => {
+                Ok(AuthStatus::LoggedIn {
+                    expires_at,
+                    renewable,
+                }) => {
                     let expiry = expires_at.map(|at| {
                         let time = engine_ports::format_rfc3339_micros(UNIX_EPOCH + Duration::from_secs(at));
                         let time = time.split('.').next().map_or(time.clone(), |t| format!("{t}Z"));
@@ -173,7 +191,9 @@ pub(crate) fn list(args: &McpListArgs) -> ExitCode {
                     });
                     (format!("logged in{}", expiry.unwrap_or_default()), expires_at)
                 }
-                Ok(AuthStatus::NeedsLogin) => (format!("needs login (mecated mcp login {})", server.name), None),
+                Ok(AuthStatus::NeedsLogin) => {
+                    (format!("needs login (mecated mcp login {})", server.name), None)
+                }
                 Ok(_) => ("none".to_owned(), None),
                 Err(error) => (format!("unreadable login: {error}"), None),
             },

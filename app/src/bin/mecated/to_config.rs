@@ -7,8 +7,8 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
-    Authorizer, Expansion, TokenStore, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, ToolhiveOptions, TransportKind,
-    is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
+    Authorizer, Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, TokenStore, ToolhiveOptions,
+    TransportKind, is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;

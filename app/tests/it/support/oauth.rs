@@ -86,7 +86,10 @@ impl OAuthFixture {
             .route("/register", post(register))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
-            .layer(middleware::from_fn_with_state(as_state.clone(), record_as_headers))
+            .layer(middleware::from_fn_with_state(
+                as_state.clone(),
+                record_as_headers,
+            ))
             .with_state(as_state);
 
         let (mcp, mcp_seen) = McpFixture::router(spec);
@@ -96,13 +99,15 @@ impl OAuthFixture {
         };
         let resource = url.clone();
         let authorization_servers = json!([issuer.clone()]);
-        let protected = mcp.layer(middleware::from_fn_with_state(rs_state, require_token)).route(
-            "/.well-known/oauth-protected-resource/mcp",
-            get(move || {
-                let body = json!({"resource": resource, "authorization_servers": authorization_servers});
-                async move { axum::Json(body) }
-            }),
-        );
+        let protected = mcp
+            .layer(middleware::from_fn_with_state(rs_state, require_token))
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(move || {
+                    let body = json!({"resource": resource, "authorization_servers": authorization_servers});
+                    async move { axum::Json(body) }
+                }),
+            );
         let tasks = vec![
             tokio::spawn(async move {
                 let _ = axum::serve(as_listener, authorization_server).await;
@@ -203,7 +208,12 @@ async fn authorize(State(state): State<AsState>, Query(query): Query<Vec<(String
         .iter()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    state.seen.authorizations.lock().unwrap().push(Value::Object(map.clone()));
+    state
+        .seen
+        .authorizations
+        .lock()
+        .unwrap()
+        .push(Value::Object(map.clone()));
     let redirect = map["redirect_uri"].as_str().unwrap_or_default();
     let state_param = map["state"].as_str().unwrap_or_default();
     Redirect::to(&format!("{redirect}?code=code-1&state={state_param}")).into_response()
@@ -222,21 +232,40 @@ async fn token(State(state): State<AsState>, _headers: HeaderMap, body: String) 
     // A form body decodes like a query string.
     let uri: axum::http::Uri = format!("/token?{body}").parse().unwrap();
     let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap();
-    let form: serde_json::Map<String, Value> = pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-    state.seen.token_requests.lock().unwrap().push(Value::Object(form.clone()));
+    let form: serde_json::Map<String, Value> =
+        pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+    state
+        .seen
+        .token_requests
+        .lock()
+        .unwrap()
+        .push(Value::Object(form.clone()));
     match form.get("grant_type").and_then(Value::as_str) {
-        Some("authorization_code") if form.get("code_verifier").is_some() => axum::Json(issue(&state)).into_response(),
+        Some("authorization_code") if form.get("code_verifier").is_some() => {
+            axum::Json(issue(&state)).into_response()
+        }
         Some("refresh_token") => {
-            let presented = form.get("refresh_token").and_then(Value::as_str).unwrap_or_default();
+            let presented = form
+                .get("refresh_token")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let known = state.seen.refresh.lock().unwrap().iter().any(|r| r == presented);
             if !known {
-                return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "invalid_grant"}))).into_response();
+                return (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"error": "invalid_grant"})),
+                )
+                    .into_response();
             }
             // The access token of the refreshed grant retires.
             let retired = format!("at-{}", presented.trim_start_matches("rt-"));
             state.seen.live.lock().unwrap().retain(|t| *t != retired);
             axum::Json(issue(&state)).into_response()
         }
-        _ => (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "invalid_request"}))).into_response(),
+        _ => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_request"})),
+        )
+            .into_response(),
     }
 }
