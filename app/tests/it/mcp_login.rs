@@ -84,8 +84,7 @@ fn tool_results(stdout: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expired() {
-    // Tokens that expire at once: the run must renew before its first request.
-    let fixture = OAuthFixture::start(FixtureSpec::tools("hello ", &["whoami"]), 0).await;
+    let fixture = OAuthFixture::start(FixtureSpec::tools("hello ", &["whoami"]), 3600).await;
     let scratch = Scratch::new();
 
     let login = mcp(&scratch, &fixture, &["login", "docs"]).await;
@@ -133,10 +132,15 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     assert!(list.stdout.contains("docs\tstreamable-http"), "{list:?}");
     assert!(list.stdout.contains("logged in"), "{list:?}");
 
+    // The access token's time runs out (its expiry moved to its issue time).
+    let mut expired = stored.clone();
+    expired["login"]["expires_at"] = expired["login"]["issued_at"].clone();
+    std::fs::write(&files[0], serde_json::to_vec(&expired).unwrap()).unwrap();
+    fixture.seen.bearers.lock().unwrap().clear();
     let run = run_calling_whoami(&scratch, &fixture).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(tool_results(&run.stdout), ["hello me"], "{run:?}");
-    assert_eq!(fixture.refreshes(), 1, "the expired token was renewed once");
+    assert_eq!(fixture.refreshes(), 1, "the expired token was renewed once, before use");
     let bearers = fixture.seen.bearers.lock().unwrap().clone();
     assert!(
         bearers.iter().all(|b| b == "at-2"),
@@ -154,6 +158,26 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     for text in [&login.stdout, &login.stderr, &run.stderr, &list.stdout] {
         assert!(!text.contains("at-1") && !text.contains("rt-1"), "{text}");
     }
+}
+
+#[tokio::test]
+async fn a_token_the_server_refuses_is_renewed_once_and_the_request_sent_again() {
+    let fixture = OAuthFixture::start(FixtureSpec::tools("hello ", &["whoami"]), 3600).await;
+    let scratch = Scratch::new();
+    let login = mcp(&scratch, &fixture, &["login", "docs"]).await;
+    assert_eq!(login.code, 0, "{login:?}");
+    // The server revokes the token before it expires.
+    fixture.seen.live.lock().unwrap().clear();
+    fixture.seen.bearers.lock().unwrap().clear();
+
+    let run = run_calling_whoami(&scratch, &fixture).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(tool_results(&run.stdout), ["hello me"], "{run:?}");
+    assert_eq!(fixture.refreshes(), 1);
+    let bearers = fixture.seen.bearers.lock().unwrap().clone();
+    assert_eq!(bearers.first().map(String::as_str), Some("at-1"), "{bearers:?}");
+    assert!(bearers[1..].iter().all(|b| b == "at-2"), "{bearers:?}");
+    assert_eq!(fixture.seen.authorizations.lock().unwrap().len(), 1, "no new login");
 }
 
 #[tokio::test]
