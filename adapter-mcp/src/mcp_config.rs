@@ -470,7 +470,9 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 "clientCredentials" => match value {
                     Value::Bool(on) => settings.client_credentials = *on,
                     other => {
-                        return Err(ctx.error(&path, format!("expected true or false, found {}", kind(other))));
+                        return Err(
+                            ctx.error(&path, format!("expected true or false, found {}", kind(other)))
+                        );
                     }
                 },
                 // Claude Code's loopback port choice: the redirect port is picked freely here.
@@ -799,6 +801,57 @@ mod tests {
             );
             assert!(message.contains(needle), "{text} → {message}");
         }
+    }
+
+    #[test]
+    fn an_oauth_object_gives_the_client_identity_and_its_secret_stays_secret() {
+        let servers = parse(
+            r#"{"mcpServers": {"docs": {"type": "http", "url": "https://docs.example/mcp",
+                "oauth": {"clientId": "mecatl", "clientSecret": "${TOKEN}", "scopes": ["read", "write"],
+                          "clientMetadataUrl": "https://mecatl.example/client.json"}}}}"#,
+        )
+        .unwrap();
+        let oauth = servers[0].oauth_client();
+        assert_eq!(oauth.client_id.as_deref(), Some("mecatl"));
+        assert_eq!(oauth.client_secret.as_deref(), Some("s3cr3t"));
+        assert_eq!(oauth.scopes, ["read", "write"]);
+        assert_eq!(
+            oauth.client_metadata_url.as_deref(),
+            Some("https://mecatl.example/client.json")
+        );
+        assert!(!format!("{:?}", servers[0]).contains("s3cr3t"));
+        for (text, path) in [
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientSecret": "x"}}}}"#,
+                "$.mcpServers.s.oauth",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "http://x/c.json"}}}}"#,
+                "$.mcpServers.s.oauth.clientMetadataUrl",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientIdd": "x"}}}}"#,
+                "$.mcpServers.s.oauth.clientIdd",
+            ),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.path, path, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_oauth_secret_expands_only_an_allowed_variable() {
+        let text = r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientId": "c", "clientSecret": "${TOKEN}"}}}}"#;
+        let parsed = parse_mcp_config(
+            text,
+            Path::new(".mcp.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Allowed(&[]),
+        )
+        .unwrap();
+        assert!(parsed.servers.is_empty());
+        assert_eq!(parsed.skipped[0].path, "$.mcpServers.s.oauth.clientSecret");
     }
 
     #[test]

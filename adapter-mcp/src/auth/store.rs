@@ -398,3 +398,130 @@ fn write_file(dir: &Path, path: &Path, file: &TokenFile) -> Result<(), TokenStor
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    fn tokens(access: &str, expires_at: Option<u64>, refresh: Option<&str>) -> Tokens {
+        Tokens {
+            resource: "https://mcp.example/mcp".into(),
+            issuer: Some("https://as.example".into()),
+            token_endpoint: "https://as.example/token".into(),
+            client_id: "client".into(),
+            client_secret: Some("client-secret-value".into()),
+            token_auth: TokenAuth::ClientSecretBasic,
+            grant: Grant::AuthorizationCode,
+            access_token: access.into(),
+            refresh_token: refresh.map(str::to_owned),
+            expires_at,
+            issued_at: 1_000,
+            scopes: vec!["read".into()],
+        }
+    }
+
+    const URL: &str = "https://mcp.example/mcp";
+
+    #[test]
+    fn a_login_is_written_whole_into_a_private_file_of_a_private_directory() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("state/mecatl/mcp-auth");
+        let store = TokenStore::dir(&dir);
+        store.save(URL, Some(&tokens("access-1", None, None))).unwrap();
+        store.save(URL, Some(&tokens("access-2", None, None))).unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "one file, no temporary file left: {files:?}");
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(
+            std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(store.load(URL).unwrap().unwrap().access_token, "access-2");
+        assert!(store.load("https://other.example/mcp").unwrap().is_none());
+        assert!(store.remove(URL).unwrap());
+        assert!(!store.remove(URL).unwrap());
+        assert_eq!(store.status(URL).unwrap(), AuthStatus::None);
+    }
+
+    #[test]
+    fn a_symlinked_login_file_or_a_loose_directory_is_refused() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("mcp-auth");
+        let store = TokenStore::dir(&dir);
+        store.save(URL, Some(&tokens("access", None, None))).unwrap();
+        let file = TokenStore::file(&dir, URL);
+        let elsewhere = home.path().join("elsewhere.json");
+        std::fs::rename(&file, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+        let read = store.load(URL).unwrap_err();
+        assert!(read.reason.contains("symbolic link"), "{read}");
+        let write = store.save(URL, Some(&tokens("other", None, None))).unwrap_err();
+        assert!(write.reason.contains("symbolic link"), "{write}");
+        assert!(
+            std::fs::read_to_string(&elsewhere)
+                .unwrap()
+                .contains("\"access\""),
+            "the target is untouched"
+        );
+
+        std::fs::remove_file(&file).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let loose = store.save(URL, Some(&tokens("access", None, None))).unwrap_err();
+        assert!(
+            loose.reason.contains("755") && loose.reason.contains("700"),
+            "{loose}"
+        );
+    }
+
+    #[test]
+    fn the_status_says_whether_a_login_is_usable() {
+        let store = TokenStore::memory();
+        assert_eq!(store.status(URL).unwrap(), AuthStatus::None);
+        store.save(URL, Some(&tokens("a", Some(1_001), None))).unwrap();
+        assert_eq!(
+            store.status(URL).unwrap(),
+            AuthStatus::NeedsLogin,
+            "expired, no refresh token"
+        );
+        store
+            .save(URL, Some(&tokens("a", Some(1_001), Some("r"))))
+            .unwrap();
+        assert_eq!(
+            store.status(URL).unwrap(),
+            AuthStatus::LoggedIn {
+                expires_at: Some(1_001),
+                renewable: true
+            }
+        );
+    }
+
+    #[test]
+    fn an_access_token_is_renewed_near_its_expiry_not_before() {
+        let login = tokens("a", Some(1_000 + 3_600), Some("r"));
+        assert!(!login.expiring(1_000 + 3_500));
+        assert!(login.expiring(1_000 + 3_571), "within 30 s of expiry");
+        let short = tokens("a", Some(1_000 + 10), Some("r"));
+        assert!(!short.expiring(1_004));
+        assert!(short.expiring(1_005), "within half a short lifetime");
+        assert!(!tokens("a", None, None).expiring(u64::MAX), "no expiry said");
+    }
+
+    #[test]
+    fn debug_output_shows_no_token_or_secret() {
+        let text = format!(
+            "{:?}",
+            tokens("access-token-value", Some(5), Some("refresh-token-value"))
+        );
+        for secret in ["access-token-value", "refresh-token-value", "client-secret-value"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+}

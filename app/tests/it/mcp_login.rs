@@ -140,7 +140,11 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
     let run = run_calling_whoami(&scratch, &fixture).await;
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(tool_results(&run.stdout), ["hello me"], "{run:?}");
-    assert_eq!(fixture.refreshes(), 1, "the expired token was renewed once, before use");
+    assert_eq!(
+        fixture.refreshes(),
+        1,
+        "the expired token was renewed once, before use"
+    );
     let bearers = fixture.seen.bearers.lock().unwrap().clone();
     assert!(
         bearers.iter().all(|b| b == "at-2"),
@@ -177,7 +181,11 @@ async fn a_token_the_server_refuses_is_renewed_once_and_the_request_sent_again()
     let bearers = fixture.seen.bearers.lock().unwrap().clone();
     assert_eq!(bearers.first().map(String::as_str), Some("at-1"), "{bearers:?}");
     assert!(bearers[1..].iter().all(|b| b == "at-2"), "{bearers:?}");
-    assert_eq!(fixture.seen.authorizations.lock().unwrap().len(), 1, "no new login");
+    assert_eq!(
+        fixture.seen.authorizations.lock().unwrap().len(),
+        1,
+        "no new login"
+    );
 }
 
 #[tokio::test]
