@@ -1,5 +1,6 @@
 //! `--mcp-config FILE`: the `mcpServers` JSON that Claude Code, Cursor and VS Code
-//! users already keep in `.mcp.json`.
+//! users already keep in `.mcp.json`, or VS Code's `{"servers": {…}}` form
+//! (`.vscode/mcp.json`), entries alike.
 //!
 //! ```json
 //! {"mcpServers": {
@@ -245,20 +246,31 @@ pub fn parse_mcp_config(
     let Value::Object(root) = root else {
         return Err(ctx.error("$", format!("expected an object, found {}", kind(&root))));
     };
-    let servers = match root.get("mcpServers") {
+    // Claude Code's and Cursor's `mcpServers`, or VS Code's `servers` (`.vscode/mcp.json`).
+    let key = match (root.contains_key("mcpServers"), root.contains_key("servers")) {
+        (true, true) => {
+            return Err(ctx.error(
+                "$",
+                "both \"mcpServers\" and \"servers\"; expected one object of servers",
+            ));
+        }
+        (false, true) => "servers",
+        _ => "mcpServers",
+    };
+    let servers = match root.get(key) {
         Some(Value::Object(servers)) => servers,
         Some(other) => {
             return Err(ctx.error(
-                "$.mcpServers",
+                &format!("$.{key}"),
                 format!("expected an object of servers, found {}", kind(other)),
             ));
         }
-        None => return Err(ctx.error("$", "no \"mcpServers\" object")),
+        None => return Err(ctx.error("$", "no \"mcpServers\" (or VS Code's \"servers\") object")),
     };
     let mut configs = Vec::with_capacity(servers.len());
     let mut skipped = Vec::new();
     for (name, entry) in servers {
-        let path = format!("$.mcpServers.{name}");
+        let path = format!("$.{key}.{name}");
         if let Some(problem) = name_problem(name) {
             return Err(ctx.error(&path, problem));
         }
@@ -801,6 +813,20 @@ mod tests {
             );
             assert!(message.contains(needle), "{text} → {message}");
         }
+    }
+
+    #[test]
+    fn vs_codes_servers_form_reads_like_mcp_servers() {
+        let servers = parse(
+            r#"{"servers": {"fs": {"type": "stdio", "command": "mcp-fs"}, "docs": {"type": "http", "url": "https://docs.example/mcp"}}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fs", "docs"]);
+        let error = parse(r#"{"servers": {"s": {"type": "http"}}}"#).unwrap_err();
+        assert_eq!(error.path, "$.servers.s.url", "{error}");
+        let both = parse(r#"{"servers": {}, "mcpServers": {}}"#).unwrap_err();
+        assert_eq!(both.path, "$", "{both}");
     }
 
     #[test]

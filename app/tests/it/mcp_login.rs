@@ -145,6 +145,7 @@ async fn a_browser_login_is_stored_privately_used_by_a_run_and_renewed_once_expi
         1,
         "the expired token was renewed once, before use"
     );
+    assert_eq!(fixture.mcp.calls.lock().unwrap().len(), 1, "the tool ran once");
     let bearers = fixture.seen.bearers.lock().unwrap().clone();
     assert!(
         bearers.iter().all(|b| b == "at-2"),

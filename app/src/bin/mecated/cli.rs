@@ -223,8 +223,10 @@ pub(crate) struct CommonArgs {
     pub(crate) mcp_stdio: Vec<String>,
     /// Read MCP servers from an `mcpServers` JSON file (the `.mcp.json` format:
     /// stdio `command`/`args`/`env`, or `"type": "http"` with `url`/`headers`;
-    /// `${VAR}` expands). Repeatable; servers from flags come first and win a name.
-    /// `<workspace>/.mcp.json` is read too with --trust-project.
+    /// `${VAR}` expands; VS Code's `{"servers": …}` form too; an HTTP entry's `oauth`
+    /// object names the OAuth client). Repeatable; servers from flags come first and
+    /// win a name. `<workspace>/.mcp.json` and `<workspace>/.vscode/mcp.json` are read
+    /// too with --trust-project.
     #[arg(long = "mcp-config", value_name = "FILE")]
     pub(crate) mcp_config: Vec<PathBuf>,
     /// Let the workspace's `.mcp.json` (--trust-project) expand `${VAR}`; repeatable.

@@ -183,20 +183,22 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     for file in &common.mcp_config {
         files.push((file.clone(), read_mcp_config(file)?, Expansion::Any));
     }
-    let project = workspace.join(".mcp.json");
     if common.trust_project {
-        match adapter_skillfs::read_repository_file(&project) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => files.push((
-                project.clone(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-                Expansion::Allowed(&common.mcp_env),
-            )),
-            Err(reason) => {
-                return Err(UsageError::new(format!(
-                    "{} (read with --trust-project) cannot be used: {reason}",
-                    project.display()
-                )));
+        // The workspace's `.mcp.json`, then VS Code's `.vscode/mcp.json`.
+        for project in [workspace.join(".mcp.json"), workspace.join(".vscode/mcp.json")] {
+            match adapter_skillfs::read_repository_file(&project) {
+                Ok(None) => {}
+                Ok(Some(bytes)) => files.push((
+                    project.clone(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    Expansion::Allowed(&common.mcp_env),
+                )),
+                Err(reason) => {
+                    return Err(UsageError::new(format!(
+                        "{} (read with --trust-project) cannot be used: {reason}",
+                        project.display()
+                    )));
+                }
             }
         }
     }

@@ -45,8 +45,6 @@ pub struct OAuthSeen {
 pub struct OAuthFixture {
     /// The MCP endpoint: `http://127.0.0.1:P/mcp`.
     pub url: String,
-    /// The authorization server's origin.
-    pub issuer: String,
     pub seen: Arc<OAuthSeen>,
     /// What the MCP endpoint's tools saw.
     pub mcp: Arc<super::mcp_fixture::Seen>,
@@ -118,7 +116,6 @@ impl OAuthFixture {
         ];
         Self {
             url,
-            issuer,
             seen,
             mcp: mcp_seen,
             tasks,
