@@ -21,10 +21,34 @@ async fn passes(test: &str, scenario: &str) {
         "the suite splits --command on spaces: {mecated}"
     );
     let _turn = ONE_AT_A_TIME.lock().await;
+    // The elicitation scenario's server sends its question on the standalone GET
+    // stream and, keeping no event store, drops it when the client has not opened
+    // that stream yet (it opens right after `initialize`, concurrently): one retry
+    // covers that race of the suite's server; a client that never answers fails both.
+    let attempts = if scenario == "elicitation-sep1034-client-defaults" {
+        2
+    } else {
+        1
+    };
+    for attempt in 1..=attempts {
+        if run_once(&node, &suite, mecated, scenario, attempt == attempts).await {
+            return;
+        }
+    }
+}
+
+/// One run of the suite; whether it passed (a failure panics when `last`).
+async fn run_once(
+    node: &std::path::Path,
+    suite: &std::path::Path,
+    mecated: &str,
+    scenario: &str,
+    last: bool,
+) -> bool {
     let out = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new(&node)
-        .arg(&suite)
+    let output = tokio::process::Command::new(node)
+        .arg(suite)
         .arg("client")
         .arg("--command")
         .arg(format!("{mecated} mcp conformance-client"))
@@ -42,6 +66,9 @@ async fn passes(test: &str, scenario: &str) {
         .unwrap();
     // The suite exits non-zero for any failed check, any warning, or a client that
     // failed where the scenario does not expect it to.
+    if !output.status.success() && !last {
+        return false;
+    }
     if !output.status.success() {
         let checks: Vec<String> = walk(out.path())
             .into_iter()
@@ -56,6 +83,7 @@ async fn passes(test: &str, scenario: &str) {
             checks.join("\n")
         );
     }
+    true
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
