@@ -296,7 +296,8 @@ impl ServerConfig {
 
     /// The same config with its logins kept in `store` and a request for
     /// authorization answered by `authorizer` (default: in memory, stored logins
-    /// only). A server with a configured `Authorization` header never uses OAuth.
+    /// only). A server with a configured `Authorization` header never uses OAuth, nor
+    /// one the operator did not configure (ToolHive, a session's client servers).
     #[must_use]
     pub fn with_authorization(
         mut self,

@@ -143,17 +143,19 @@ impl ServerState {
         };
         let name: Arc<str> = Arc::from(config.name.as_str());
         let auth = match &config.transport {
-            TransportConfig::Http { url, .. } if !config.has_static_authorization() => {
-                match crate::auth::ServerAuth::new(
+            // Configured servers only: a client's or a discovered server's login is not
+            // the user's to make (`mecated mcp login` names configured servers).
+            TransportConfig::Http { url, .. }
+                if config.source == crate::config::ServerSource::Static
+                    && !config.has_static_authorization() =>
+            {
+                Some(Arc::new(crate::auth::ServerAuth::new(
                     Arc::clone(&name),
                     url,
                     config.auth.client.clone(),
                     config.auth.store.clone(),
                     config.auth.authorizer.clone(),
-                ) {
-                    Ok(auth) => Some(Arc::new(auth)),
-                    Err(error) => return Err(failure(&config, redact::diagnostic(&error, &secrets))),
-                }
+                )))
             }
             _ => None,
         };

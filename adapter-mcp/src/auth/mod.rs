@@ -137,7 +137,9 @@ pub(crate) struct ServerAuth {
     settings: OAuthClientSettings,
     store: TokenStore,
     authorizer: Authorizer,
-    http: reqwest::Client,
+    /// The client of the authorization's own requests, built on first use (most
+    /// connects never need one).
+    http: std::sync::OnceLock<reqwest::Client>,
     state: tokio::sync::Mutex<State>,
     needs_login: AtomicBool,
     authorized: AtomicBool,
@@ -177,18 +179,31 @@ impl ServerAuth {
         settings: OAuthClientSettings,
         store: TokenStore,
         authorizer: Authorizer,
-    ) -> Result<Self, String> {
-        Ok(Self {
+    ) -> Self {
+        Self {
             server,
             url: url.to_owned(),
             settings,
             store,
             authorizer,
-            http: auth_http().map_err(|e| format!("cannot build the HTTP client: {e}"))?,
+            http: std::sync::OnceLock::new(),
             state: tokio::sync::Mutex::new(State::default()),
             needs_login: AtomicBool::new(false),
             authorized: AtomicBool::new(false),
-        })
+        }
+    }
+
+    fn http(&self) -> Result<reqwest::Client, String> {
+        if let Some(client) = self.http.get() {
+            return Ok(client.clone());
+        }
+        let client = auth_http().map_err(|e| {
+            format!(
+                "MCP server {:?}: cannot build the HTTP client: {e}",
+                &*self.server
+            )
+        })?;
+        Ok(self.http.get_or_init(|| client).clone())
     }
 
     /// Whether a request failed because a login is needed that this process may not
@@ -249,7 +264,7 @@ impl ServerAuth {
             // Expired for good: sent anyway, the server's challenge decides.
             return Ok(Some(tokens.access_token.clone()));
         }
-        match refresh::renew(&self.http, tokens).await {
+        match refresh::renew(&self.http()?, tokens).await {
             Ok(renewed) => {
                 self.save(Some(&renewed));
                 let token = renewed.access_token.clone();
@@ -277,6 +292,7 @@ impl ServerAuth {
     /// another request already renewed, a renewal, or a new authorization.
     pub(crate) async fn recover(&self, header: &str, sent: Option<&str>) -> Result<String, String> {
         let challenge = Challenge::parse(header, &self.url);
+        let http = self.http()?;
         let mut state = self.state.lock().await;
         if let Some(current) = &state.tokens
             && Some(current.access_token.as_str()) != sent
@@ -289,7 +305,7 @@ impl ServerAuth {
             && let Some(tokens) = &state.tokens
             && tokens.renewable()
         {
-            match refresh::renew(&self.http, tokens).await {
+            match refresh::renew(&http, tokens).await {
                 Ok(renewed) => {
                     self.save(Some(&renewed));
                     let token = renewed.access_token.clone();
@@ -326,7 +342,7 @@ impl ServerAuth {
             server_url: &self.url,
             settings: &self.settings,
             authorizer: &self.authorizer,
-            http: &self.http,
+            http: &http,
             scopes,
         };
         let outcome = match self.authorizer {
