@@ -4,8 +4,10 @@
 //! client ([`adapter_mcp::run_conformance_scenario`]). `app` exposes the same flow
 //! as `mecated mcp conformance-client URL`.
 //!
+//! The scenario's context comes from `MCP_CONFORMANCE_CONTEXT`.
+//!
 //! Exit status: 0 when the scenario completed, 1 when it failed, 2 for a scenario
-//! other than `initialize`, `tools_call` and `sse-retry` (saying so).
+//! not in `CONFORMANCE_SCENARIOS` or an unusable context (saying so).
 
 // A command-line program: it reports on stderr and exits with a status.
 #![allow(clippy::print_stderr)]
@@ -27,9 +29,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run_conformance_scenario(&scenario, &url)) {
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").ok();
+    match runtime.block_on(run_conformance_scenario(&scenario, &url, context.as_deref())) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error @ ConformanceError::Unsupported(_)) => {
+        Err(error @ (ConformanceError::Unsupported(_) | ConformanceError::Context(_))) => {
             eprintln!("conformance-client: {error}");
             ExitCode::from(2)
         }

@@ -238,6 +238,7 @@ pub fn validate_client_servers(
                 source: ServerSource::Client,
                 expanded: Expanded::default(),
                 sandbox: None,
+                auth: crate::config::AuthConfig::default(),
             });
         }
         problems.extend(reasons.into_iter().map(|reason| ClientServerProblem {

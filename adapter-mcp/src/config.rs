@@ -33,6 +33,17 @@ pub struct ServerConfig {
     /// workspace) and a private temporary directory; a refused one does not start.
     /// HTTP servers ignore it.
     pub sandbox: Option<sandbox::Confinement>,
+    /// How an HTTP server's request for OAuth authorization is answered: this
+    /// client's identity there, where logins live, and who may log in.
+    pub(crate) auth: AuthConfig,
+}
+
+/// The OAuth side of an HTTP server's config.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AuthConfig {
+    pub(crate) client: crate::auth::OAuthClientSettings,
+    pub(crate) store: crate::auth::TokenStore,
+    pub(crate) authorizer: crate::auth::Authorizer,
 }
 
 /// What `${VAR}` expansion put into a config: never shown in a diagnostic.
@@ -94,6 +105,7 @@ impl fmt::Debug for ServerConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("source", &self.source)
             .field("expanded", &self.expanded)
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -233,6 +245,7 @@ impl ServerConfig {
             source: ServerSource::Static,
             expanded: Expanded::default(),
             sandbox: None,
+            auth: AuthConfig::default(),
         }
     }
 
@@ -255,6 +268,7 @@ impl ServerConfig {
             source: ServerSource::Static,
             expanded: Expanded::default(),
             sandbox: None,
+            auth: AuthConfig::default(),
         }
     }
 
@@ -270,6 +284,40 @@ impl ServerConfig {
     pub fn with_sandbox(mut self, confinement: sandbox::Confinement) -> Self {
         self.sandbox = Some(confinement);
         self
+    }
+
+    /// The same config with this client's OAuth identity at the server's
+    /// authorization server (the `oauth` object of a config file entry).
+    #[must_use]
+    pub fn with_oauth_client(mut self, client: crate::auth::OAuthClientSettings) -> Self {
+        self.auth.client = client;
+        self
+    }
+
+    /// The same config with its logins kept in `store` and a request for
+    /// authorization answered by `authorizer` (default: in memory, stored logins
+    /// only). A server with a configured `Authorization` header never uses OAuth, nor
+    /// one the operator did not configure (ToolHive, a session's client servers).
+    #[must_use]
+    pub fn with_authorization(
+        mut self,
+        store: crate::auth::TokenStore,
+        authorizer: crate::auth::Authorizer,
+    ) -> Self {
+        self.auth.store = store;
+        self.auth.authorizer = authorizer;
+        self
+    }
+
+    /// This client's OAuth identity at the server's authorization server.
+    pub fn oauth_client(&self) -> &crate::auth::OAuthClientSettings {
+        &self.auth.client
+    }
+
+    /// Whether requests carry a configured `Authorization` header (a static token),
+    /// which replaces OAuth.
+    pub fn has_static_authorization(&self) -> bool {
+        matches!(&self.transport, TransportConfig::Http { headers: Some(headers), .. } if headers.contains_key(reqwest::header::AUTHORIZATION))
     }
 
     /// The same config with another source.
@@ -341,6 +389,7 @@ impl ServerConfig {
         if let TransportConfig::Stdio { env, .. } = &self.transport {
             out.extend(env.iter().map(|(_, v)| v.clone()));
         }
+        out.extend(self.auth.client.client_secret.clone());
         out.retain(|s| !s.is_empty());
         out
     }

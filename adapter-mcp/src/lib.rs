@@ -45,6 +45,7 @@
 // reachable from it is left unnamed (an `rmcp` type would be one).
 #![deny(unreachable_pub, unnameable_types)]
 
+mod auth;
 mod calls;
 mod client_servers;
 mod config;
@@ -57,6 +58,7 @@ mod flags;
 pub mod fuzzing;
 mod http;
 mod listing;
+mod login;
 mod manager;
 mod mcp_config;
 mod naming;
@@ -75,17 +77,19 @@ mod url_check;
 // The public surface, in one place: what `app` (the composition root, its tests and
 // benches) names, and the types those items carry. Everything else is crate-private;
 // no `rmcp` type crosses this line.
+pub use auth::{AuthStatus, Authorizer, BrowserLogin, OAuthClientSettings, TokenStore, TokenStoreError};
 pub use client_servers::{
     ClientServerContext, ClientServerKind, ClientServerProblem, ClientServerSpec, ClientServersError,
     connect_client_servers, validate_client_servers,
 };
 pub use config::{ConfigError, Redirects, ServerConfig, ServerSource, TransportConfig, TransportKind};
-pub use conformance::{ConformanceError, run_conformance_scenario};
+pub use conformance::{CONFORMANCE_SCENARIOS, ConformanceError, run_conformance_scenario};
 pub use error::{McpError, Operation};
 pub use flags::{
     FlagError, MCP_SERVER_HELP, MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags,
 };
 pub use listing::{McpPrompt, McpPromptArgument, McpResource};
+pub use login::{LoginOutcome, login};
 pub use manager::{ConnectOptions, Connected, McpManager, McpServerInfo, ServerStatus, ToolSnapshot};
 pub use mcp_config::{
     Expansion, MAX_MCP_CONFIG_BYTES, McpConfigError, McpConfigFile, is_variable_name, parse_mcp_config,

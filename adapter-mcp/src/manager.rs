@@ -435,10 +435,16 @@ impl McpManager {
         tool: &str,
         arguments: Option<JsonObject>,
         cancel: &CancellationToken,
+        elicitor: Option<Arc<dyn engine_core::Elicitor>>,
     ) -> Result<CallToolResult, McpError> {
-        call_tool_on(self.server(server)?, tool, arguments, cancel, None)
+        call_tool_on(self.server(server)?, tool, arguments, cancel, elicitor)
             .await
             .map(CallReply::into_typed)
+    }
+
+    /// Whether this manager ran an OAuth authorization for `server`.
+    pub(crate) fn authorized(&self, server: &str) -> bool {
+        self.server(server).is_ok_and(|state| state.authorized())
     }
 
     /// The pid of a stdio server's current child (diagnostics).

@@ -1,16 +1,25 @@
 //! `--mcp-config FILE`: the `mcpServers` JSON that Claude Code, Cursor and VS Code
-//! users already keep in `.mcp.json`.
+//! users already keep in `.mcp.json`, or VS Code's `{"servers": {…}}` form
+//! (`.vscode/mcp.json`), entries alike.
 //!
 //! ```json
 //! {"mcpServers": {
 //!   "files":  {"command": "npx-free-program", "args": ["--root", "${HOME}/src"], "env": {"K": "v"}},
-//!   "issues": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+//!   "issues": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+//!   "docs":   {"type": "http", "url": "https://docs.example/mcp",
+//!              "oauth": {"clientId": "mecatl", "clientSecret": "${DOCS_SECRET}", "scopes": ["read"]}}
 //! }}
 //! ```
 //!
+//! An HTTP server's `oauth` object says who this client is at the server's
+//! authorization server: `clientId` / `clientSecret` (pre-registered),
+//! `clientMetadataUrl` (an HTTPS client metadata document), `scopes`, and
+//! `clientCredentials: true` for the machine-to-machine grant; all optional.
+//!
 //! Pure: the text, the file name (for errors), an environment lookup and which
 //! variables the file may expand in, server configs out. `${VAR}` (and
-//! `${VAR:-default}`) expand in `command`, `args`, `env`, `url` and `headers`; an
+//! `${VAR:-default}`) expand in `command`, `args`, `env`, `url`, `headers` and the
+//! strings of `oauth`; an
 //! unset variable without a default is an error naming it. Every error names the file,
 //! the JSON path and what is expected; a bad file yields no server at all.
 //!
@@ -27,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::auth::OAuthClientSettings;
 use crate::client_servers::{http_headers, name_problem};
 use crate::config::ServerConfig;
 use crate::tool::json_type as kind;
@@ -127,7 +137,7 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
 }
 
 /// The first variable that `expansion` does not allow among the expanded fields of
-/// `entry` (`command`, `args`, `env`, `url`, `headers`), with its JSON path. Values
+/// `entry` (`command`, `args`, `env`, `url`, `headers`, `oauth`), with its JSON path. Values
 /// of the wrong type or malformed references are left to the parse that follows.
 fn disallowed_variable(
     entry: &Map<String, Value>,
@@ -147,7 +157,7 @@ fn disallowed_variable(
             }
         }
     }
-    for field in ["env", "headers"] {
+    for field in ["env", "headers", "oauth"] {
         if let Some(Value::Object(values)) = entry.get(field) {
             for (key, value) in values {
                 if let Value::String(text) = value {
@@ -236,20 +246,31 @@ pub fn parse_mcp_config(
     let Value::Object(root) = root else {
         return Err(ctx.error("$", format!("expected an object, found {}", kind(&root))));
     };
-    let servers = match root.get("mcpServers") {
+    // Claude Code's and Cursor's `mcpServers`, or VS Code's `servers` (`.vscode/mcp.json`).
+    let key = match (root.contains_key("mcpServers"), root.contains_key("servers")) {
+        (true, true) => {
+            return Err(ctx.error(
+                "$",
+                "both \"mcpServers\" and \"servers\"; expected one object of servers",
+            ));
+        }
+        (false, true) => "servers",
+        _ => "mcpServers",
+    };
+    let servers = match root.get(key) {
         Some(Value::Object(servers)) => servers,
         Some(other) => {
             return Err(ctx.error(
-                "$.mcpServers",
+                &format!("$.{key}"),
                 format!("expected an object of servers, found {}", kind(other)),
             ));
         }
-        None => return Err(ctx.error("$", "no \"mcpServers\" object")),
+        None => return Err(ctx.error("$", "no \"mcpServers\" (or VS Code's \"servers\") object")),
     };
     let mut configs = Vec::with_capacity(servers.len());
     let mut skipped = Vec::new();
     for (name, entry) in servers {
-        let path = format!("$.mcpServers.{name}");
+        let path = format!("$.{key}.{name}");
         if let Some(problem) = name_problem(name) {
             return Err(ctx.error(&path, problem));
         }
@@ -399,7 +420,93 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
         }
         let mut config = ServerConfig::http(self.name, url, headers);
         config.expanded.endpoint = self.written("url");
+        if let Some(oauth) = self.oauth()? {
+            config = config.with_oauth_client(oauth);
+        }
         Ok(config)
+    }
+
+    /// The `oauth` object of an HTTP server, when present.
+    fn oauth(&self) -> Result<Option<OAuthClientSettings>, McpConfigError> {
+        let ctx = self.ctx;
+        let fields = match self.fields.get("oauth") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(fields)) => fields,
+            Some(other) => {
+                return Err(ctx.error(
+                    &self.at("oauth"),
+                    format!("expected an object {{\"clientId\", \"clientSecret\", \"clientMetadataUrl\", \"scopes\", \"clientCredentials\"}}, found {}", kind(other)),
+                ));
+            }
+        };
+        let mut settings = OAuthClientSettings::default();
+        for (key, value) in fields {
+            let path = format!("{}.oauth.{key}", self.path);
+            match key.as_str() {
+                "clientId" => settings.client_id = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty()),
+                "clientSecret" => {
+                    settings.client_secret = Some(ctx.string(value, &path)?).filter(|s| !s.is_empty())
+                }
+                "clientMetadataUrl" => {
+                    let url = ctx.string(value, &path)?;
+                    let usable = url::Url::parse(&url)
+                        .is_ok_and(|u| u.scheme() == "https" && u.has_host() && u.path() != "/");
+                    if !usable {
+                        return Err(ctx.error(
+                            &path,
+                            "expected an https:// URL with a path (the client metadata document)",
+                        ));
+                    }
+                    settings.client_metadata_url = Some(url);
+                }
+                "scopes" => {
+                    settings.scopes = match value {
+                        Value::String(text) => ctx
+                            .expand(text, &path)?
+                            .split_whitespace()
+                            .map(str::to_owned)
+                            .collect(),
+                        Value::Array(values) => values
+                            .iter()
+                            .enumerate()
+                            .map(|(i, v)| ctx.string(v, &format!("{path}[{i}]")))
+                            .collect::<Result<_, _>>()?,
+                        other => {
+                            return Err(ctx.error(
+                                &path,
+                                format!("expected an array of strings, found {}", kind(other)),
+                            ));
+                        }
+                    };
+                }
+                "clientCredentials" => match value {
+                    Value::Bool(on) => settings.client_credentials = *on,
+                    other => {
+                        return Err(
+                            ctx.error(&path, format!("expected true or false, found {}", kind(other)))
+                        );
+                    }
+                },
+                // Claude Code's loopback port choice: the redirect port is picked freely here.
+                "callbackPort" => {}
+                other => {
+                    return Err(ctx.error(
+                        &path,
+                        format!("unknown field {other:?}; expected clientId, clientSecret, clientMetadataUrl, scopes or clientCredentials"),
+                    ));
+                }
+            }
+        }
+        if settings.client_secret.is_some() && settings.client_id.is_none() {
+            return Err(ctx.error(&self.at("oauth"), "clientSecret is set without clientId"));
+        }
+        if settings.client_credentials && (settings.client_id.is_none() || settings.client_secret.is_none()) {
+            return Err(ctx.error(
+                &self.at("oauth"),
+                "clientCredentials needs clientId and clientSecret",
+            ));
+        }
+        Ok(Some(settings))
     }
 
     /// The text of `field` as written, when it holds a variable reference (what
@@ -706,6 +813,71 @@ mod tests {
             );
             assert!(message.contains(needle), "{text} → {message}");
         }
+    }
+
+    #[test]
+    fn vs_codes_servers_form_reads_like_mcp_servers() {
+        let servers = parse(
+            r#"{"servers": {"fs": {"type": "stdio", "command": "mcp-fs"}, "docs": {"type": "http", "url": "https://docs.example/mcp"}}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["fs", "docs"]);
+        let error = parse(r#"{"servers": {"s": {"type": "http"}}}"#).unwrap_err();
+        assert_eq!(error.path, "$.servers.s.url", "{error}");
+        let both = parse(r#"{"servers": {}, "mcpServers": {}}"#).unwrap_err();
+        assert_eq!(both.path, "$", "{both}");
+    }
+
+    #[test]
+    fn an_oauth_object_gives_the_client_identity_and_its_secret_stays_secret() {
+        let servers = parse(
+            r#"{"mcpServers": {"docs": {"type": "http", "url": "https://docs.example/mcp",
+                "oauth": {"clientId": "mecatl", "clientSecret": "${TOKEN}", "scopes": ["read", "write"],
+                          "clientMetadataUrl": "https://mecatl.example/client.json"}}}}"#,
+        )
+        .unwrap();
+        let oauth = servers[0].oauth_client();
+        assert_eq!(oauth.client_id.as_deref(), Some("mecatl"));
+        assert_eq!(oauth.client_secret.as_deref(), Some("s3cr3t"));
+        assert_eq!(oauth.scopes, ["read", "write"]);
+        assert_eq!(
+            oauth.client_metadata_url.as_deref(),
+            Some("https://mecatl.example/client.json")
+        );
+        assert!(!format!("{:?}", servers[0]).contains("s3cr3t"));
+        for (text, path) in [
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientSecret": "x"}}}}"#,
+                "$.mcpServers.s.oauth",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "http://x/c.json"}}}}"#,
+                "$.mcpServers.s.oauth.clientMetadataUrl",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientIdd": "x"}}}}"#,
+                "$.mcpServers.s.oauth.clientIdd",
+            ),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.path, path, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_oauth_secret_expands_only_an_allowed_variable() {
+        let text = r#"{"mcpServers": {"s": {"url": "https://x/mcp", "oauth": {"clientId": "c", "clientSecret": "${TOKEN}"}}}}"#;
+        let parsed = parse_mcp_config(
+            text,
+            Path::new(".mcp.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Allowed(&[]),
+        )
+        .unwrap();
+        assert!(parsed.servers.is_empty());
+        assert_eq!(parsed.skipped[0].path, "$.mcpServers.s.oauth.clientSecret");
     }
 
     #[test]

@@ -142,17 +142,41 @@ impl ServerState {
             TransportConfig::Stdio { .. } => None,
         };
         let name: Arc<str> = Arc::from(config.name.as_str());
+        let auth = match &config.transport {
+            // Configured servers only: a client's or a discovered server's login is not
+            // the user's to make (`mecated mcp login` names configured servers).
+            TransportConfig::Http { url, .. }
+                if config.source == crate::config::ServerSource::Static
+                    && !config.has_static_authorization() =>
+            {
+                Some(Arc::new(crate::auth::ServerAuth::new(
+                    Arc::clone(&name),
+                    url,
+                    config.auth.client.clone(),
+                    config.auth.store.clone(),
+                    config.auth.authorizer.clone(),
+                )))
+            }
+            _ => None,
+        };
         let flags = Arc::new(DirtyFlags::default());
         let ctx = DialContext {
             server: Arc::clone(&name),
             http,
             flags: Arc::clone(&flags),
             limits,
+            auth,
         };
         let timeout = config.connect_timeout;
         let sequence = connect_sequence(&config, &ctx, &secrets);
         let (session, tools, resources, prompts) = match tokio::time::timeout(timeout, sequence).await {
             Ok(Ok(parts)) => parts,
+            Ok(Err(_)) if ctx.auth.as_ref().is_some_and(|auth| auth.needs_login()) => {
+                return Err(failure(
+                    &config,
+                    crate::auth::ServerAuth::login_hint(&config.name),
+                ));
+            }
             Ok(Err(error)) => return Err(failure(&config, error)),
             Err(_) => {
                 return Err(failure(
@@ -185,6 +209,11 @@ impl ServerState {
             tools_generation,
             config,
         }))
+    }
+
+    /// Whether an OAuth authorization ran for this server in this process.
+    pub(crate) fn authorized(&self) -> bool {
+        self.dial.auth.as_ref().is_some_and(|auth| auth.authorized())
     }
 
     pub(crate) fn is_closed(&self) -> bool {

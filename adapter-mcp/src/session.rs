@@ -292,6 +292,8 @@ pub(crate) struct DialContext {
     pub(crate) http: Option<reqwest::Client>,
     pub(crate) flags: Arc<DirtyFlags>,
     pub(crate) limits: RequestLimits,
+    /// The server's OAuth state (HTTP servers without a configured token).
+    pub(crate) auth: Option<Arc<crate::auth::ServerAuth>>,
 }
 
 /// A dial that failed: the cause (not yet redacted) and, for stdio, the stderr tail.
@@ -324,12 +326,31 @@ pub(crate) async fn dial(
             };
             let client = crate::http::SessionAwareClient::new(client);
             let lost = client.lost_flag();
-            let transport = StreamableHttpClientTransport::with_client(
-                client,
-                crate::http::transport_config(url, headers.as_ref()),
-            );
-            let service = handler.serve(transport).await.map_err(|e| DialError {
-                cause: format!("initialize failed: {}", init_error_text(&e)),
+            let transport_config = crate::http::transport_config(url, headers.as_ref());
+            let served = match &ctx.auth {
+                Some(auth) => {
+                    let client = crate::auth::AuthorizedClient::new(client, Arc::clone(auth));
+                    handler
+                        .serve(StreamableHttpClientTransport::with_client(
+                            client,
+                            transport_config,
+                        ))
+                        .await
+                }
+                None => {
+                    handler
+                        .serve(StreamableHttpClientTransport::with_client(
+                            client,
+                            transport_config,
+                        ))
+                        .await
+                }
+            };
+            let service = served.map_err(|e| DialError {
+                cause: match &ctx.auth {
+                    Some(auth) if auth.needs_login() => crate::auth::ServerAuth::login_hint(&ctx.server),
+                    _ => format!("initialize failed: {}", init_error_text(&e)),
+                },
                 stderr_tail: None,
             })?;
             Ok(finish(service, None, Some(lost), ctx.limits, generation, calls).await)

@@ -184,6 +184,7 @@ pub(crate) fn decode_workloads(
             },
             expanded: Expanded::default(),
             sandbox: None,
+            auth: crate::config::AuthConfig::default(),
         });
     }
     servers.sort_by(|a, b| a.name.cmp(&b.name));

@@ -21,6 +21,7 @@ mod fakellm;
 mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
+mod mcp_login;
 mod memory;
 mod model_limits;
 mod pg_store;

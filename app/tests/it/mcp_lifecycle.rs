@@ -457,6 +457,21 @@ async fn the_workspace_mcp_json_is_read_only_for_a_trusted_project() {
     assert_eq!(servers[0]["status"], "failed");
 }
 
+#[tokio::test]
+async fn vs_codes_workspace_mcp_json_is_read_only_for_a_trusted_project() {
+    let scratch = Scratch::new();
+    scratch.write(
+        "ws/.vscode/mcp.json",
+        r#"{"servers": {"editor": {"type": "stdio", "command": "/nonexistent/mcp-server"}}}"#,
+    );
+    let untrusted = tools_json(&scratch, &["--toolhive=false"]).await;
+    assert_eq!(untrusted["mcp_servers"], serde_json::json!([]), "{untrusted}");
+    let trusted = tools_json(&scratch, &["--toolhive=false", "--trust-project"]).await;
+    let servers = trusted["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{trusted}");
+    assert_eq!(servers[0]["name"], "editor");
+}
+
 /// A key that must never leave the harness: it stands for the user's OpenAI key.
 const HARNESS_SECRET: &str = "sk-harness-test-0a1b2c3d4e5f";
 

@@ -48,8 +48,8 @@ pub(crate) enum Command {
     /// Operator policy: what the settings files decide.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// MCP client utilities (for the MCP conformance suite).
-    #[command(subcommand, hide = true)]
+    /// Remote MCP servers: log in and out (OAuth), list the configured servers.
+    #[command(subcommand)]
     Mcp(McpCommand),
 }
 
@@ -137,11 +137,52 @@ pub(crate) struct MemoryKeyArgs {
 /// `mcp` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum McpCommand {
+    /// Log in to a configured HTTP server that asks for OAuth: opens the browser
+    /// ($BROWSER, else xdg-open) and stores the login for later runs.
+    Login(McpLoginArgs),
+    /// Forget the stored login of a configured server.
+    Logout(McpServerArgs),
+    /// List the configured servers with their transport and login state.
+    List(McpListArgs),
     /// Act out the scenario named by MCP_CONFORMANCE_SCENARIO against URL.
+    #[command(hide = true)]
     ConformanceClient {
         /// The conformance scenario server, used exactly as given.
         url: String,
     },
+}
+
+/// `mcp logout` flags.
+#[derive(Debug, Args)]
+pub(crate) struct McpServerArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// The server, as named by --mcp-server or an --mcp-config file.
+    #[arg(value_name = "NAME")]
+    pub(crate) name: String,
+}
+
+/// `mcp login` flags.
+#[derive(Debug, Args)]
+pub(crate) struct McpLoginArgs {
+    #[command(flatten)]
+    pub(crate) server: McpServerArgs,
+    /// Print the authorization URL instead of opening a browser.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
+    /// How long to wait for the browser to come back, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_seconds)]
+    pub(crate) login_timeout: u64,
+}
+
+/// `mcp list` flags.
+#[derive(Debug, Args)]
+pub(crate) struct McpListArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// Print one JSON object: {"servers":[{"name","transport","endpoint","auth","expires_at"}]}.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// The flags every catalog-building subcommand takes.
@@ -182,8 +223,10 @@ pub(crate) struct CommonArgs {
     pub(crate) mcp_stdio: Vec<String>,
     /// Read MCP servers from an `mcpServers` JSON file (the `.mcp.json` format:
     /// stdio `command`/`args`/`env`, or `"type": "http"` with `url`/`headers`;
-    /// `${VAR}` expands). Repeatable; servers from flags come first and win a name.
-    /// `<workspace>/.mcp.json` is read too with --trust-project.
+    /// `${VAR}` expands; VS Code's `{"servers": …}` form too; an HTTP entry's `oauth`
+    /// object names the OAuth client). Repeatable; servers from flags come first and
+    /// win a name. `<workspace>/.mcp.json` and `<workspace>/.vscode/mcp.json` are read
+    /// too with --trust-project.
     #[arg(long = "mcp-config", value_name = "FILE")]
     pub(crate) mcp_config: Vec<PathBuf>,
     /// Let the workspace's `.mcp.json` (--trust-project) expand `${VAR}`; repeatable.

@@ -6,6 +6,7 @@ mod acp;
 mod cli;
 mod conformance;
 mod demo;
+mod mcp;
 mod memory;
 mod out;
 mod policy;
@@ -66,6 +67,9 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Demo(args) => demo::demo(args).await,
         Command::Policy(PolicyCommand::Check(args)) => policy::check(args).await,
         Command::Mcp(McpCommand::ConformanceClient { url }) => conformance::conformance_client(&url).await,
+        Command::Mcp(McpCommand::Login(args)) => mcp::login(args).await,
+        Command::Mcp(McpCommand::Logout(args)) => mcp::logout(&args),
+        Command::Mcp(McpCommand::List(args)) => mcp::list(&args),
     }
 }
 

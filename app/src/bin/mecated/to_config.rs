@@ -7,8 +7,8 @@ use std::time::Duration;
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript};
 use adapter_mcp::{
-    Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, ToolhiveOptions, TransportKind,
-    is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
+    Authorizer, Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, TokenStore, ToolhiveOptions,
+    TransportKind, is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
@@ -84,6 +84,27 @@ pub(crate) fn store_url(raw: &str) -> Result<StoreUrl, UsageError> {
     let password = env_var("PGPASSWORD");
     StoreUrl::parse(raw, password.as_deref())
         .map_err(|error| UsageError::value("--store-url", &error.url, &error.reason))
+}
+
+/// Where MCP logins live: the user's state directory (`$XDG_STATE_HOME/mecatl/mcp-auth`,
+/// else `~/.local/state/mecatl/mcp-auth`), never inside the workspace: without a
+/// usable home, or when that directory lies in the workspace, logins are kept in
+/// memory only (with a warning for the latter).
+pub(crate) fn token_store(workspace: &Path) -> (TokenStore, Option<Diagnostic>) {
+    match TokenStore::default_dir(env_var) {
+        Some(dir) if dir.starts_with(workspace) => (
+            TokenStore::memory(),
+            Some(Diagnostic {
+                level: Level::Warn,
+                message: format!(
+                    "MCP logins are not stored: their directory {} lies inside the workspace (set XDG_STATE_HOME elsewhere)",
+                    dir.display()
+                ),
+            }),
+        ),
+        Some(dir) => (TokenStore::dir(dir), None),
+        None => (TokenStore::memory(), None),
+    }
 }
 
 /// Reads a process environment variable (empty counts as unset for keys).
@@ -162,20 +183,22 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
     for file in &common.mcp_config {
         files.push((file.clone(), read_mcp_config(file)?, Expansion::Any));
     }
-    let project = workspace.join(".mcp.json");
     if common.trust_project {
-        match adapter_skillfs::read_repository_file(&project) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => files.push((
-                project.clone(),
-                String::from_utf8_lossy(&bytes).into_owned(),
-                Expansion::Allowed(&common.mcp_env),
-            )),
-            Err(reason) => {
-                return Err(UsageError::new(format!(
-                    "{} (read with --trust-project) cannot be used: {reason}",
-                    project.display()
-                )));
+        // The workspace's `.mcp.json`, then VS Code's `.vscode/mcp.json`.
+        for project in [workspace.join(".mcp.json"), workspace.join(".vscode/mcp.json")] {
+            match adapter_skillfs::read_repository_file(&project) {
+                Ok(None) => {}
+                Ok(Some(bytes)) => files.push((
+                    project.clone(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    Expansion::Allowed(&common.mcp_env),
+                )),
+                Err(reason) => {
+                    return Err(UsageError::new(format!(
+                        "{} (read with --trust-project) cannot be used: {reason}",
+                        project.display()
+                    )));
+                }
             }
         }
     }
@@ -209,6 +232,13 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
             }
         }
     }
+    // HTTP servers answer a request for OAuth with the user's stored logins.
+    let (store, note) = token_store(&workspace);
+    cfg.mcp.notes.extend(note);
+    cfg.mcp.servers = std::mem::take(&mut cfg.mcp.servers)
+        .into_iter()
+        .map(|server| server.with_authorization(store.clone(), Authorizer::Stored))
+        .collect();
     cfg.mcp.resource_tools = common.mcp_resource_tools;
     cfg.mcp.prompts = common.mcp_prompts;
     if common.mcp_max_call < common.mcp_timeout {

@@ -127,6 +127,22 @@ impl McpFixture {
         }
     }
 
+    /// The fixture's MCP endpoint as a router (`/mcp`) to serve behind other layers,
+    /// and what it sees.
+    pub fn router(spec: FixtureSpec) -> (Router, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        let handler = Handler {
+            spec: Arc::new(spec),
+            seen: Arc::clone(&seen),
+        };
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+        );
+        (Router::new().nest_service("/mcp", service), seen)
+    }
+
     /// Session `DELETE`s seen so far.
     pub fn deletes(&self) -> usize {
         self.seen.deletes.load(Ordering::SeqCst)

@@ -5,6 +5,7 @@ pub mod acp_client;
 pub mod http;
 pub use test_peers::logs;
 pub mod mcp_fixture;
+pub mod oauth;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
