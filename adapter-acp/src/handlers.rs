@@ -370,9 +370,11 @@ async fn stream_run(
                 call_id,
                 name,
                 args,
+                suggested_rule,
                 ..
             } => {
-                let request = permission_request(id, call_id.as_str(), &name, &args);
+                let request =
+                    permission_request(id, call_id.as_str(), &name, &args, suggested_rule.as_deref());
                 let answer = cx.send_request(request);
                 let session = Arc::clone(session);
                 let spawned = cx.spawn(async move {

@@ -251,6 +251,7 @@ mod tests {
             ask_id: "ask-1-1".into(),
             call_id: ToolCallId::from("w1"),
             verdict: Verdict::AllowOnce,
+            saved_rule: None,
         })
         .unwrap();
         assert_eq!(
@@ -262,6 +263,7 @@ mod tests {
                 ask_id: "ask-1-1".into(),
                 call_id: ToolCallId::from("w1"),
                 verdict: Verdict::Deny,
+                saved_rule: None,
             })
             .is_none()
         );

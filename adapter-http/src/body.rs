@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use engine_core::ElicitationResponse;
+use engine_core::{AskAnswer, ElicitationResponse};
 use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
@@ -107,13 +107,26 @@ pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, Ap
     }
 }
 
-/// `POST /v1/sessions/{id}/approve`: `{ask_id, verdict}`.
-pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, Verdict), ApiError> {
+/// `POST /v1/sessions/{id}/approve`: `{ask_id, verdict, save_rule?}`; `save_rule:
+/// true` (only with `allow_always`) also saves the ask's `suggested_rule` in the
+/// project's settings.
+pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, AskAnswer), ApiError> {
     let map = body.unwrap_or_default();
-    only_fields(&map, &["ask_id", "verdict"])?;
+    only_fields(&map, &["ask_id", "verdict", "save_rule"])?;
     let ask_id = event_id(&map, "ask_id", "a permission.ask event")?;
     let verdict = one_of::<Verdict>(&map, "verdict")?;
-    Ok((ask_id, verdict))
+    let save_rule = match map.get("save_rule") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(save)) => *save,
+        Some(other) => return Err(invalid("save_rule", other, "expected true or false")),
+    };
+    if save_rule && verdict != Verdict::AllowAlways {
+        return Err(ApiError::bad_request(format!(
+            "field \"save_rule\" is true with verdict {:?}: a rule is saved only with \"allow_always\"",
+            verdict.as_str()
+        )));
+    }
+    Ok((ask_id, AskAnswer { verdict, save_rule }))
 }
 
 /// `POST /v1/sessions/{id}/elicit`: `{elicitation_id, action, content?}`; `content`
@@ -266,10 +279,41 @@ mod tests {
         );
         assert_eq!(
             approval(object(r#"{"ask_id":"a1","verdict":"allow_once"}"#)).unwrap(),
-            ("a1".to_owned(), Verdict::AllowOnce)
+            ("a1".to_owned(), AskAnswer::from(Verdict::AllowOnce))
         );
         let error = approval(object(r#"{"ask_id":"a1","verdict":"maybe"}"#)).unwrap_err();
         assert!(error.message().contains("maybe") && error.message().contains("verdict"));
+    }
+
+    #[test]
+    fn save_rule_asks_to_save_an_allow_always_and_nothing_else() {
+        assert_eq!(
+            approval(object(
+                r#"{"ask_id":"a1","verdict":"allow_always","save_rule":true}"#
+            ))
+            .unwrap(),
+            ("a1".to_owned(), AskAnswer::ALLOW_ALWAYS_AND_SAVE)
+        );
+        assert_eq!(
+            approval(object(r#"{"ask_id":"a1","verdict":"allow_always"}"#))
+                .unwrap()
+                .1,
+            AskAnswer::from(Verdict::AllowAlways)
+        );
+        let error = approval(object(
+            r#"{"ask_id":"a1","verdict":"allow_once","save_rule":true}"#,
+        ))
+        .unwrap_err();
+        assert!(
+            error.message().contains("save_rule") && error.message().contains("allow_always"),
+            "{}",
+            error.message()
+        );
+        let error = approval(object(
+            r#"{"ask_id":"a1","verdict":"allow_always","save_rule":"yes"}"#,
+        ))
+        .unwrap_err();
+        assert!(error.message().contains("save_rule"), "{}", error.message());
     }
 
     #[test]

@@ -146,15 +146,15 @@ pub(crate) async fn prompt(
     Ok(response)
 }
 
-/// `POST /v1/sessions/{id}/approve {ask_id, verdict}` → 204.
+/// `POST /v1/sessions/{id}/approve {ask_id, verdict, save_rule?}` → 204.
 pub(crate) async fn approve(
     State(state): AppState,
     SessionPath(id): SessionPath,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let (ask_id, verdict) = approval(body)?;
+    let (ask_id, answer) = approval(body)?;
     let session = running_session(&state, &id).await?;
-    if !session.engine().approve(&id, &ask_id, verdict) {
+    if !session.engine().approve(&id, &ask_id, answer) {
         return Err(ApiError::not_found(format!(
             "ask {ask_id:?} is not open in session {:?} (unknown or already answered)",
             id.as_str()

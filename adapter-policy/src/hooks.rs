@@ -1,17 +1,23 @@
 //! Operator hooks: commands run at engine events, in the shape of Claude Code's
 //! hooks. A hook gets a JSON object on stdin; exit 0 goes on (its stdout may be a
-//! JSON decision), exit 2 blocks with stderr as the reason, any other exit (or a
-//! timeout) is reported and the call goes on. Hooks run in the workspace, in a
-//! process group of their own (killed whole on timeout), with the harness's
-//! credentials stripped from their environment and their output capped.
+//! JSON decision, or context for the model), exit 2 blocks with stderr as the
+//! reason, any other exit (or a timeout) is reported and the event goes on. Hooks run
+//! in the workspace, in a process group of their own (killed whole on timeout), with
+//! the harness's credentials stripped from their environment, their output capped,
+//! and, when the sandbox is on, confined as `Shell` commands are.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_ports::{HookError, Keyword, Post, Pre, SessionId, ToolCall, ToolHooks, ToolResult};
+use engine_ports::{
+    EventAnswer, HookError, HookEvent, HookText, Post, Pre, SessionEvent, SessionId, ToolCall, ToolHooks,
+    ToolResult,
+};
+use sandbox::{Confinement, PrivateTemp};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -19,46 +25,6 @@ use crate::rules::canonical_tool;
 
 /// The most bytes of a hook's stdout or stderr kept (64 KiB).
 pub const MAX_HOOK_OUTPUT_BYTES: usize = 64 * 1024;
-
-/// When a hook runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HookEvent {
-    /// Before a tool call is decided by the rules' `ask`/`allow` and the approval level.
-    PreToolUse,
-    /// After a tool call ran, before its result is recorded.
-    PostToolUse,
-    /// Before a prompt is sent.
-    UserPromptSubmit,
-    /// When the model answers without tool calls.
-    Stop,
-    /// When a session starts.
-    SessionStart,
-    /// When a subagent finishes.
-    SubagentStop,
-    /// Before the conversation is compacted.
-    PreCompact,
-}
-
-engine_ports::keyword_words! {
-    HookEvent {
-        PreToolUse => "PreToolUse",
-        PostToolUse => "PostToolUse",
-        UserPromptSubmit => "UserPromptSubmit",
-        Stop => "Stop",
-        SessionStart => "SessionStart",
-        SubagentStop => "SubagentStop",
-        PreCompact => "PreCompact",
-    }
-    parse_error: ParseHookEventError { value }
-}
-
-/// A hook event name this harness does not know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown hook event {value:?}: expected one of {}", HookEvent::expected())]
-pub struct ParseHookEventError {
-    /// The rejected name.
-    pub value: String,
-}
 
 /// Which tools a hook applies to: names (`Write|Edit`, `Bash` read as `Shell`) or
 /// an anchored regular expression.
@@ -121,6 +87,10 @@ pub enum HookRun {
     /// Anything else (another exit code, a timeout, a failure to start): reported,
     /// and the event goes on.
     Failed(String),
+    /// Not run: the sandbox refused to run commands (or could not be set up). A
+    /// PreToolUse hook refused this way blocks its call; for other events it is
+    /// reported like a failure.
+    Refused(String),
 }
 
 /// The operator's hook commands, run where the engine has hook points.
@@ -129,6 +99,9 @@ pub struct CommandHooks {
     hooks: Vec<HookCommand>,
     workspace: PathBuf,
     stripped: fn(&OsStr) -> bool,
+    confinement: Confinement,
+    /// The private `TMPDIR` of confined hooks.
+    temp: Option<Arc<PrivateTemp>>,
 }
 
 impl std::fmt::Debug for CommandHooks {
@@ -136,6 +109,7 @@ impl std::fmt::Debug for CommandHooks {
         f.debug_struct("CommandHooks")
             .field("hooks", &self.hooks.len())
             .field("workspace", &self.workspace)
+            .field("confinement", &self.confinement)
             .finish_non_exhaustive()
     }
 }
@@ -148,7 +122,24 @@ impl CommandHooks {
             hooks,
             workspace,
             stripped,
+            confinement: Confinement::Unconfined,
+            temp: None,
         }
+    }
+
+    /// The same hooks confined as `confinement` says (the session's `Shell` rule:
+    /// writes only in the workspace and a private `TMPDIR`, the network as
+    /// configured); a refused confinement runs no hook.
+    ///
+    /// # Errors
+    /// The private temporary directory of a confined hook cannot be created.
+    pub fn with_confinement(mut self, confinement: Confinement) -> std::io::Result<Self> {
+        self.temp = match &confinement {
+            Confinement::Confined(_) => Some(Arc::new(PrivateTemp::create()?)),
+            Confinement::Unconfined | Confinement::Refused(_) => None,
+        };
+        self.confinement = confinement;
+        Ok(self)
     }
 
     /// Whether any hook listens to `event`.
@@ -184,8 +175,8 @@ impl CommandHooks {
         }
         let mut runs = Vec::new();
         for hook in self.matching(event, tool) {
-            let run = run_command(hook, &self.workspace, self.stripped, &input).await;
-            if let HookRun::Failed(why) = &run {
+            let run = self.run(hook, &input).await;
+            if let HookRun::Failed(why) | HookRun::Refused(why) = &run {
                 tracing::warn!(hook = %hook.command, source = %hook.source, event = event.as_str(), "hook failed and was ignored: {why}");
             }
             let blocked = matches!(run, HookRun::Block(_));
@@ -212,7 +203,8 @@ impl ToolHooks for CommandHooks {
                 "tool_name": call.name(),
                 "tool_input": args,
             });
-            match run_command(hook, &self.workspace, self.stripped, &input).await {
+            match self.run(hook, &input).await {
+                HookRun::Refused(why) => return Err(HookError::new(why)),
                 HookRun::Block(stderr) => {
                     return Ok(Pre::Block {
                         hook: hook.command.clone(),
@@ -296,9 +288,9 @@ impl ToolHooks for CommandHooks {
         });
         let mut feedback = Vec::new();
         for hook in self.matching(HookEvent::PostToolUse, Some(call.name())) {
-            match run_command(hook, &self.workspace, self.stripped, &input).await {
+            match self.run(hook, &input).await {
                 HookRun::Block(stderr) => feedback.push(non_empty(stderr, "a PostToolUse hook objected")),
-                HookRun::Failed(why) => {
+                HookRun::Failed(why) | HookRun::Refused(why) => {
                     tracing::warn!(hook = %hook.command, source = %hook.source, "PostToolUse hook failed and was ignored: {why}");
                 }
                 HookRun::Ok(stdout) => {
@@ -323,6 +315,79 @@ impl ToolHooks for CommandHooks {
             is_error: result.is_error(),
         })
     }
+
+    async fn session_event(&self, session: &SessionId, event: &SessionEvent) -> EventAnswer {
+        let name = event.name();
+        if !self.has(name) {
+            return EventAnswer::default();
+        }
+        let runs = self.fire(name, session, None, event_input(event)).await;
+        // Only the prompt's and the session's hooks add context (plain stdout, or
+        // `hookSpecificOutput.additionalContext`).
+        let gives_context = matches!(name, HookEvent::UserPromptSubmit | HookEvent::SessionStart);
+        let default_reason = format!("blocked by a {name} hook");
+        let mut answer = EventAnswer::default();
+        for (hook, run) in runs {
+            let said = |text: String| HookText {
+                hook: hook.command.clone(),
+                text: non_empty(text, &default_reason),
+            };
+            match run {
+                HookRun::Block(stderr) => {
+                    answer.block.get_or_insert_with(|| said(stderr));
+                }
+                HookRun::Ok(stdout) => {
+                    let stdout = stdout.trim();
+                    if stdout.is_empty() {
+                        continue;
+                    }
+                    let Ok(Value::Object(out)) = serde_json::from_str::<Value>(stdout) else {
+                        if gives_context {
+                            answer.context.push(said(stdout.to_owned()));
+                        }
+                        continue;
+                    };
+                    if out.get("decision").and_then(Value::as_str) == Some("block") {
+                        let reason = out.get("reason").and_then(Value::as_str).unwrap_or("");
+                        answer.block.get_or_insert_with(|| said(reason.to_owned()));
+                    }
+                    let context = out
+                        .get("hookSpecificOutput")
+                        .and_then(|specific| specific.get("additionalContext"))
+                        .and_then(Value::as_str)
+                        .filter(|text| !text.trim().is_empty());
+                    if let Some(context) = context
+                        && gives_context
+                    {
+                        answer.context.push(said(context.to_owned()));
+                    }
+                }
+                HookRun::Failed(_) | HookRun::Refused(_) => {}
+            }
+        }
+        answer
+    }
+}
+
+/// The fields of `event`'s hook input besides the common ones (`session_id`, `cwd`,
+/// `hook_event_name`).
+fn event_input(event: &SessionEvent) -> Value {
+    match event {
+        SessionEvent::SessionStart { source } => json!({"source": source.as_str()}),
+        SessionEvent::UserPromptSubmit { prompt } => json!({"prompt": prompt}),
+        SessionEvent::Stop {
+            stop_hook_active,
+            stop_reason,
+        }
+        | SessionEvent::SubagentStop {
+            stop_hook_active,
+            stop_reason,
+        } => json!({"stop_hook_active": stop_hook_active, "stop_reason": stop_reason.as_str()}),
+        SessionEvent::PreCompact {
+            trigger,
+            custom_instructions,
+        } => json!({"trigger": trigger.as_str(), "custom_instructions": custom_instructions}),
+    }
 }
 
 fn non_empty(text: String, default: &str) -> String {
@@ -334,27 +399,53 @@ fn non_empty(text: String, default: &str) -> String {
     }
 }
 
-/// Runs one hook command with `input` on stdin: `sh -c`, in `workspace`, in its own
-/// process group (killed whole at the timeout), without the stripped variables,
-/// stdout and stderr capped.
-pub(crate) async fn run_command(
-    hook: &HookCommand,
-    workspace: &std::path::Path,
-    stripped: fn(&OsStr) -> bool,
-    input: &Value,
-) -> HookRun {
-    let mut command = tokio::process::Command::new("/bin/sh");
-    command
-        .arg("-c")
-        .arg(&hook.command)
-        .current_dir(workspace)
-        .env_clear()
-        .envs(std::env::vars_os().filter(|(name, _)| !stripped(name)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+impl CommandHooks {
+    /// The sandbox of one hook run: nothing, a prepared one with its `TMPDIR`, or why
+    /// the hook may not run.
+    fn sandbox(&self, hook: &HookCommand) -> Result<Option<(sandbox::Prepared, &Path)>, String> {
+        let refused = |why: &str| format!("`{}` was not run: {why}", hook.command);
+        match (&self.confinement, &self.temp) {
+            (Confinement::Unconfined, _) => Ok(None),
+            (Confinement::Refused(reason), _) => Err(refused(reason)),
+            (Confinement::Confined(policy), Some(temp)) => policy
+                .prepare(&self.workspace, temp.path())
+                .map(|prepared| Some((prepared, temp.path())))
+                .map_err(|error| refused(&format!("the sandbox could not be set up: {error}"))),
+            (Confinement::Confined(_), None) => Err(refused("the sandbox has no temporary directory")),
+        }
+    }
+
+    /// Runs one hook command with `input` on stdin: `sh -c`, in the workspace, in its
+    /// own process group (killed whole at the timeout), without the stripped
+    /// variables, confined when the sandbox is on, stdout and stderr capped.
+    async fn run(&self, hook: &HookCommand, input: &Value) -> HookRun {
+        let sandbox = match self.sandbox(hook) {
+            Ok(sandbox) => sandbox,
+            Err(why) => return HookRun::Refused(why),
+        };
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg(&hook.command)
+            .current_dir(&self.workspace)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| !(self.stripped)(name)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some((prepared, temp)) = sandbox {
+            command.env("TMPDIR", temp);
+            prepared.apply_to(command.as_std_mut());
+        }
+        run_spawned(hook, command, input).await
+    }
+}
+
+/// Spawns a hook's prepared command, writes `input` to its stdin and waits (bounded
+/// by the hook's timeout, then the process group is killed).
+async fn run_spawned(hook: &HookCommand, mut command: tokio::process::Command, input: &Value) -> HookRun {
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return HookRun::Failed(format!("could not start `{}`: {e}", hook.command)),

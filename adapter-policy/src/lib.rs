@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use engine_ports::{PermissionMode, PermissionRules, RuleEffect, RuleMatch, ToolCall};
+use sandbox::Confinement;
 
-pub use hooks::{
-    CommandHooks, HookCommand, HookEvent, HookRun, MAX_HOOK_OUTPUT_BYTES, Matcher, ParseHookEventError,
-};
+pub use engine_ports::{HookEvent, ParseHookEventError};
+pub use hooks::{CommandHooks, HookCommand, HookRun, MAX_HOOK_OUTPUT_BYTES, Matcher};
 pub use persist::{PersistError, learned_rule, persist_allow};
 pub use rules::{FOREIGN_TOOLS, Roots, Rule, canonical_tool};
 pub use settings::{
@@ -235,6 +235,19 @@ impl Policy {
         CommandHooks::new(self.hooks.clone(), self.roots.workspace.clone(), stripped)
     }
 
+    /// The hooks, run in the workspace with `stripped` variables removed and
+    /// confined as `confinement` says (the session's `Shell` rule).
+    ///
+    /// # Errors
+    /// The private temporary directory of confined hooks cannot be created.
+    pub fn confined_hooks(
+        &self,
+        stripped: fn(&std::ffi::OsStr) -> bool,
+        confinement: Confinement,
+    ) -> std::io::Result<CommandHooks> {
+        self.command_hooks(stripped).with_confinement(confinement)
+    }
+
     /// The bare rule of the whole tool `name` (or its MCP server): a `deny` (the
     /// tool is hidden) before an `ask` (it always asks).
     pub fn whole_tool(&self, name: &str) -> Option<RuleMatch> {
@@ -309,7 +322,12 @@ impl PermissionRules for Policy {
             .map(matched)
     }
 
-    fn learn(&self, call: &ToolCall) -> Option<String> {
+    fn suggest(&self, call: &ToolCall) -> Option<String> {
+        self.persist_to.as_ref()?;
+        learned_rule(call)
+    }
+
+    fn learn(&self, call: &ToolCall) -> Option<RuleMatch> {
         let path = self.persist_to.as_ref()?;
         let text = learned_rule(call)?;
         match persist_allow(path, &text) {
@@ -321,7 +339,11 @@ impl PermissionRules for Policy {
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .push(rule);
                 }
-                Some(text)
+                Some(RuleMatch {
+                    effect: RuleEffect::Allow,
+                    rule: text,
+                    source,
+                })
             }
             Err(error) => {
                 tracing::warn!(%error, "the approval was not saved");

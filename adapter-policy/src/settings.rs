@@ -9,10 +9,10 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use engine_ports::{Keyword as _, PermissionMode, RuleEffect};
+use engine_ports::{HookEvent, Keyword as _, PermissionMode, RuleEffect};
 use serde_json::Value;
 
-use crate::hooks::{HookCommand, HookEvent};
+use crate::hooks::HookCommand;
 use crate::rules::{Roots, Rule, RuleError};
 
 /// The largest settings file read (1 MiB).

@@ -344,6 +344,8 @@ async fn compose(
         .shell
         .as_ref()
         .map(|_| confinements.session.status(&confinements.settings));
+    // Hook commands run under the session's `Shell` rule.
+    let hook_confinement = confinements.session.clone();
     let mut template = EngineTemplate::new(
         cfg,
         &resolved.root,
@@ -353,7 +355,7 @@ async fn compose(
         Arc::clone(&commands),
         confinements,
     )?;
-    template.set_policy(&policy);
+    template.set_policy(&policy, hook_confinement)?;
     // `permissions.defaultMode` of the settings, unless the configuration names another
     // mode (`run --mode` also sets the session's own mode, so it wins either way).
     if cfg.engine.mode == PermissionMode::Default

@@ -54,13 +54,6 @@ impl Built {
         &self.policy
     }
 
-    /// The operator's hook commands, run in the workspace without the harness's
-    /// credentials (the Shell tool's rule): for the events a host fires itself
-    /// (`UserPromptSubmit`, `SessionStart`); the engines run the tool hooks.
-    pub fn command_hooks(&self) -> adapter_policy::CommandHooks {
-        self.policy.command_hooks(adapter_fstools::is_stripped_variable)
-    }
-
     /// The shared engine.
     pub fn shared_engine(&self) -> &Arc<Engine> {
         &self.shared_engine

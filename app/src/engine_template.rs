@@ -177,13 +177,22 @@ impl EngineTemplate {
 
     /// Gives every engine (children included) the operator's rules and, when the
     /// settings have any, their hook commands (run without the harness's
-    /// credentials, the Shell tool's rule).
-    pub(crate) fn set_policy(&mut self, policy: &Arc<adapter_policy::Policy>) {
+    /// credentials and confined as `confinement` says: the Shell tool's rules).
+    pub(crate) fn set_policy(
+        &mut self,
+        policy: &Arc<adapter_policy::Policy>,
+        confinement: Confinement,
+    ) -> Result<(), BuildError> {
         self.deps.rules = Some(Arc::clone(policy) as Arc<dyn engine_ports::PermissionRules>);
         if !policy.hook_commands().is_empty() {
-            let hooks = policy.command_hooks(adapter_fstools::is_stripped_variable);
+            let hooks = policy
+                .confined_hooks(adapter_fstools::is_stripped_variable, confinement)
+                .map_err(|error| BuildError::Sandbox {
+                    reason: format!("cannot create the hooks' private temporary directory: {error}"),
+                })?;
             self.deps.hooks = Some(Arc::new(hooks));
         }
+        Ok(())
     }
 
     /// Sets the mode new sessions start in.
@@ -204,7 +213,7 @@ impl EngineTemplate {
 }
 
 /// The rules of a child on a workspace copy: they decide its calls like the parent's,
-/// but keep no "allow always" (the trait's default `learn`).
+/// but offer and keep no "allow always" (the trait's default `suggest` and `learn`).
 struct CheckOnly(Arc<dyn engine_ports::PermissionRules>);
 
 impl engine_ports::PermissionRules for CheckOnly {

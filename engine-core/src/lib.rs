@@ -104,8 +104,8 @@ pub use delegation::{
 };
 pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
 pub use dispatch::{
-    AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher, TurnContext,
-    TurnOutcome, normalize_call_ids,
+    AskAnswer, AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher,
+    TurnContext, TurnOutcome, normalize_call_ids,
 };
 pub use elicitation::{
     DEFAULT_ELICITATION_TIMEOUT, ElicitationAnswerError, ElicitationRequest, ElicitationResponse, Elicitor,
@@ -113,7 +113,10 @@ pub use elicitation::{
     MAX_ELICITATIONS_PER_CALL, check_content, check_form,
 };
 pub use emitter::EventEmitter;
-pub use engine::{DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, Run};
+pub use engine::{
+    DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, MAX_STOP_HOOK_CONTINUATIONS,
+    Run,
+};
 pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
 pub use memory::InMemoryStore;
 pub use memory_store::InMemoryMemory;

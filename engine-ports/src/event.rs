@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::content::ContentPart;
+use crate::hooks::HookEvent;
 use crate::ids::{SessionId, ToolCallId};
 use crate::mode::PermissionMode;
 use crate::sandbox::SandboxStatus;
@@ -152,6 +153,11 @@ pub enum EventKind {
         args: serde_json::Value,
         /// Why approval is needed.
         reason: String,
+        /// The `allow` rule an "allow always" would save for the project when the
+        /// person chooses to save it (`Shell(git commit:*)`); absent when nothing can
+        /// be saved (the project is not trusted, the command is compound).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        suggested_rule: Option<String>,
     },
     /// The operator answered an ask.
     #[serde(rename = "permission.verdict")]
@@ -162,6 +168,10 @@ pub enum EventKind {
         call_id: ToolCallId,
         /// The answer.
         verdict: Verdict,
+        /// The rule the answer saved in the project's settings, when the person chose
+        /// to save one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        saved_rule: Option<String>,
     },
     /// A tool's server asks the user for input during a call (MCP elicitation, form
     /// mode): the host shows the form and answers with the elicitation id.
@@ -204,6 +214,20 @@ pub enum EventKind {
         /// What it did.
         action: HookAction,
         /// Human-readable detail.
+        message: String,
+    },
+    /// An operator hook of a session event (not of a tool call) changed what
+    /// happens: it blocked the prompt, added context for the model, made the model go
+    /// on after it stopped, or asked for something its event cannot do (ignored).
+    #[serde(rename = "hook.session")]
+    SessionHook {
+        /// The hook event.
+        event: HookEvent,
+        /// The hook's command.
+        hook: String,
+        /// What it did.
+        action: SessionHookAction,
+        /// Its text: the reason of a block, the context added.
         message: String,
     },
     /// The final result of a call.
@@ -397,6 +421,7 @@ impl EventKind {
             Self::ElicitationRequest { .. } => "elicitation.request",
             Self::ElicitationResult { .. } => "elicitation.result",
             Self::Hook { .. } => "hook",
+            Self::SessionHook { .. } => "hook.session",
             Self::ToolResult { .. } => "tool.result",
             Self::SubagentStart { .. } => "subagent.start",
             Self::SubagentTool { .. } => "subagent.tool",
@@ -592,6 +617,22 @@ pub enum HookAction {
     Ignored,
     /// The hook failed.
     Error,
+}
+
+/// What a hook of a session event did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionHookAction {
+    /// The prompt was refused (`UserPromptSubmit`).
+    Block,
+    /// Its text was added to the model's context.
+    Context,
+    /// The model (or the child) goes on with the hook's reason (`Stop`,
+    /// `SubagentStop`).
+    Continue,
+    /// It asked to block where it cannot (a block of `SessionStart` or `PreCompact`,
+    /// or a `Stop` block past the limit of continuations).
+    Ignored,
 }
 
 /// Live fan-out of events (terminal, ACP, SSE).

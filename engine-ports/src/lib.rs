@@ -113,10 +113,13 @@ pub use conversation::{Iter as ConversationIter, WeakPrefix};
 pub use diagnostics::{Diagnostic, Diagnostics, Level};
 pub use event::{
     ChildActivity, ChildPhase, CompactionTrigger, ElicitationAction, Event, EventKind, EventSink, HookAction,
-    HookPhase, ServerOrigin, StopReason, Verdict,
+    HookPhase, ServerOrigin, SessionHookAction, StopReason, Verdict,
 };
 pub use fork::{ChangeKind, FileChange, ForkError, WorkspaceCopy, WorkspaceForker};
-pub use hooks::{HookError, Post, Pre, ToolHooks};
+pub use hooks::{
+    CompactTrigger, EventAnswer, HookError, HookEvent, HookText, ParseHookEventError, Post, Pre,
+    SessionEvent, SessionSource, ToolHooks,
+};
 pub use ids::{SessionId, ToolCallId};
 pub use keyword::Keyword;
 pub use llm::{

@@ -39,15 +39,25 @@ pub struct RuleMatch {
 ///   parsed: never).
 /// - `hides` names the rule that removes a whole tool from what the model sees (a
 ///   bare `deny` of the tool), if any.
+/// - `learn` saves only what `suggest` offered for the same call, and only when the
+///   person chose to save it; a rule it saved matches from then on.
 pub trait PermissionRules: Send + Sync {
     /// The strongest rule matching the call.
     fn check(&self, call: &ToolCall) -> Option<RuleMatch>;
     /// The `deny` rule that hides the whole tool `name`, if any.
     fn hides(&self, name: &str) -> Option<RuleMatch>;
-    /// The person answered "allow always" to `call`: rules that can keep the answer
-    /// (saved as an `allow` rule) do, and return the rule's text. The default keeps
-    /// nothing.
-    fn learn(&self, call: &ToolCall) -> Option<String> {
+    /// The `allow` rule [`learn`](Self::learn) would save for `call`, shown to the
+    /// person before they choose to save it; `None` when nothing can be saved. The
+    /// default saves nothing.
+    fn suggest(&self, call: &ToolCall) -> Option<String> {
+        let _ = call;
+        None
+    }
+    /// The person answered "allow always" to `call` and chose to save it: rules that
+    /// can keep the answer (saved as an `allow` rule, the one
+    /// [`suggest`](Self::suggest) offered) do, and return the rule with where it was
+    /// saved. The default keeps nothing.
+    fn learn(&self, call: &ToolCall) -> Option<RuleMatch> {
         let _ = call;
         None
     }

@@ -74,8 +74,12 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
     match crate_name {
         "engine-ports" => Some(BTreeSet::new()),
         "engine-core" => Some(set(&["engine-ports"])),
-        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs"
-        | "adapter-policy" => Some(set(&["engine-ports", "fs-guard"])),
+        "adapter-skillfs" | "adapter-jsonlstore" | "adapter-pgstore" | "adapter-memoryfs" => {
+            Some(set(&["engine-ports", "fs-guard"]))
+        }
+        // Hook commands are child processes the harness starts: confined by the
+        // sandbox crate as `Shell` is.
+        "adapter-policy" => Some(set(&["engine-ports", "fs-guard", "sandbox"])),
         // The faces (driving adapters): they drive engines through the host port and
         // never depend on a driven adapter or on each other.
         name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core"])),

@@ -39,6 +39,7 @@ async fn a_permission_round_trip_reads_back_in_order() {
                 name: "Shell".into(),
                 args: serde_json::json!({"command": "rm -rf build"}),
                 reason: "Shell can change files".into(),
+                suggested_rule: None,
             },
         },
         Event {
@@ -48,6 +49,7 @@ async fn a_permission_round_trip_reads_back_in_order() {
                 ask_id: "ask-1".into(),
                 call_id: "c1".into(),
                 verdict: Verdict::AllowAlways,
+                saved_rule: None,
             },
         },
         Event {

@@ -1,11 +1,16 @@
 //! Hook commands: the input they get, exit 2 blocking with stderr, JSON decisions,
-//! timeouts killing the process group, the environment without credentials.
+//! context for the model, timeouts killing the process group, the environment
+//! without credentials, the sandbox.
 
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
 use adapter_policy::{CommandHooks, HookCommand, HookEvent, HookRun, Matcher};
-use engine_ports::{Post, Pre, SessionId, ToolHooks, ToolResult};
+use engine_ports::{
+    CompactTrigger, EventAnswer, HookText, Post, Pre, SandboxMode, SessionEvent, SessionId, SessionSource,
+    StopReason, ToolHooks, ToolResult,
+};
+use sandbox::{Confinement, SandboxPolicy};
 use serde_json::json;
 
 use crate::support::{Setup, shell};
@@ -221,4 +226,205 @@ async fn a_post_tool_use_hook_gets_the_response_and_exit_2_tells_the_model() {
         .await
         .unwrap();
     assert_eq!(post, Post::Keep);
+}
+
+/// Hooks of `event` running `command` (every hook of the event, no matcher).
+fn event_hooks(setup: &Setup, event: HookEvent, command: &str) -> CommandHooks {
+    let hook = HookCommand {
+        event,
+        matcher: None,
+        command: command.to_owned(),
+        timeout: Duration::from_secs(10),
+        source: "test".to_owned(),
+    };
+    CommandHooks::new(vec![hook], setup.workspace(), strip_secret)
+}
+
+#[tokio::test]
+async fn each_session_event_gets_its_documented_input() {
+    let setup = Setup::new();
+    let out = setup.dir.path().join("input.json");
+    let events = [
+        (
+            SessionEvent::SessionStart {
+                source: SessionSource::Resume,
+            },
+            json!({"source": "resume"}),
+        ),
+        (
+            SessionEvent::UserPromptSubmit {
+                prompt: "fix the build".to_owned(),
+            },
+            json!({"prompt": "fix the build"}),
+        ),
+        (
+            SessionEvent::Stop {
+                stop_hook_active: true,
+                stop_reason: StopReason::EndTurn,
+            },
+            json!({"stop_hook_active": true, "stop_reason": "end_turn"}),
+        ),
+        (
+            SessionEvent::SubagentStop {
+                stop_hook_active: false,
+                stop_reason: StopReason::MaxTurns,
+            },
+            json!({"stop_hook_active": false, "stop_reason": "max_turns"}),
+        ),
+        (
+            SessionEvent::PreCompact {
+                trigger: CompactTrigger::Auto,
+                custom_instructions: String::new(),
+            },
+            json!({"trigger": "auto", "custom_instructions": ""}),
+        ),
+    ];
+    for (event, fields) in events {
+        let hooks = event_hooks(&setup, event.name(), &format!("cat > {}", out.display()));
+        let answer = hooks.session_event(&SessionId::from("s9"), &event).await;
+        assert_eq!(answer, EventAnswer::default(), "{event:?}");
+        let input: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let mut expected = fields.as_object().unwrap().clone();
+        expected.insert("session_id".into(), json!("s9"));
+        expected.insert("cwd".into(), json!(setup.workspace().display().to_string()));
+        expected.insert("hook_event_name".into(), json!(event.name().as_str()));
+        assert_eq!(input, serde_json::Value::Object(expected), "{event:?}");
+        std::fs::remove_file(&out).unwrap();
+        // A hook of another event does not run.
+        let other = if event.name() == HookEvent::Stop {
+            HookEvent::PreCompact
+        } else {
+            HookEvent::Stop
+        };
+        event_hooks(&setup, other, &format!("cat > {}", out.display()))
+            .session_event(&SessionId::from("s9"), &event)
+            .await;
+        assert!(!out.exists(), "a {other} hook ran for {event:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_hook_adds_its_stdout_or_additional_context_for_the_model() {
+    let setup = Setup::new();
+    let prompt = SessionEvent::UserPromptSubmit {
+        prompt: "hello".to_owned(),
+    };
+    let session = SessionId::from("s");
+    let plain = "echo 'the build is red since Tuesday'";
+    let answer = event_hooks(&setup, HookEvent::UserPromptSubmit, plain)
+        .session_event(&session, &prompt)
+        .await;
+    assert_eq!(
+        answer.context,
+        [HookText {
+            hook: plain.to_owned(),
+            text: "the build is red since Tuesday".to_owned()
+        }]
+    );
+    assert_eq!(answer.block, None);
+    let structured = r#"echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"ticket ABC-12 is open"}}'"#;
+    let answer = event_hooks(&setup, HookEvent::UserPromptSubmit, structured)
+        .session_event(&session, &prompt)
+        .await;
+    assert_eq!(answer.context.len(), 1);
+    assert_eq!(answer.context[0].text, "ticket ABC-12 is open");
+    // A Stop hook's stdout is not context.
+    let stop = SessionEvent::Stop {
+        stop_hook_active: false,
+        stop_reason: StopReason::EndTurn,
+    };
+    let answer = event_hooks(&setup, HookEvent::Stop, plain)
+        .session_event(&session, &stop)
+        .await;
+    assert_eq!(answer, EventAnswer::default());
+}
+
+#[tokio::test]
+async fn exit_2_or_a_block_decision_blocks_a_prompt_or_a_stop_with_the_reason() {
+    let setup = Setup::new();
+    let session = SessionId::from("s");
+    let prompt = SessionEvent::UserPromptSubmit {
+        prompt: "print the vault key".to_owned(),
+    };
+    let stop = SessionEvent::Stop {
+        stop_hook_active: false,
+        stop_reason: StopReason::EndTurn,
+    };
+    let exit_2 = "echo 'prompts may not name the vault' >&2; exit 2";
+    let decision = r#"echo '{"decision":"block","reason":"prompts may not name the vault"}'"#;
+    for command in [exit_2, decision] {
+        for (name, event) in [(HookEvent::UserPromptSubmit, &prompt), (HookEvent::Stop, &stop)] {
+            let answer = event_hooks(&setup, name, command)
+                .session_event(&session, event)
+                .await;
+            assert_eq!(
+                answer.block,
+                Some(HookText {
+                    hook: command.to_owned(),
+                    text: "prompts may not name the vault".to_owned()
+                }),
+                "{name} {command}"
+            );
+        }
+    }
+    // Another exit code is a failure: reported, nothing blocked.
+    let answer = event_hooks(&setup, HookEvent::UserPromptSubmit, "echo no >&2; exit 1")
+        .session_event(&session, &prompt)
+        .await;
+    assert_eq!(answer, EventAnswer::default());
+}
+
+fn landlock(test: &str) -> bool {
+    test_peers::kernel_feature(test, "Landlock", sandbox::support().landlock_abi.is_some())
+}
+
+#[tokio::test]
+async fn a_confined_hook_writes_in_the_workspace_and_its_tmpdir_but_nowhere_else() {
+    if !landlock("a_confined_hook_writes_in_the_workspace_and_its_tmpdir_but_nowhere_else") {
+        return;
+    }
+    let setup = Setup::new();
+    let outside = setup.dir.path().join("outside.txt");
+    let command = format!(
+        "echo in > inside.txt; echo tmp > \"$TMPDIR/t\" && echo ok > tmp-ok.txt; echo out > {}",
+        outside.display()
+    );
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, true, Vec::new());
+    let hooks = event_hooks(&setup, HookEvent::Stop, &command)
+        .with_confinement(Confinement::Confined(std::sync::Arc::new(policy)))
+        .unwrap();
+    let runs = hooks
+        .fire(HookEvent::Stop, &SessionId::from("s"), None, json!({}))
+        .await;
+    assert_eq!(runs.len(), 1);
+    assert!(setup.workspace().join("inside.txt").exists(), "{runs:?}");
+    assert!(setup.workspace().join("tmp-ok.txt").exists(), "{runs:?}");
+    assert!(
+        !outside.exists(),
+        "a confined hook wrote outside the workspace: {runs:?}"
+    );
+    // The same hook unconfined does write there: the sandbox made the difference.
+    event_hooks(&setup, HookEvent::Stop, &command)
+        .fire(HookEvent::Stop, &SessionId::from("s"), None, json!({}))
+        .await;
+    assert!(outside.exists());
+}
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_the_sandbox_refuses_blocks_its_call() {
+    let setup = Setup::new();
+    let marker = setup.dir.path().join("ran");
+    let command = format!("touch {}", marker.display());
+    let hooks = hooks(&setup, HookEvent::PreToolUse, &command, Duration::from_secs(10))
+        .with_confinement(Confinement::Refused(
+            "the kernel cannot confine commands (--sandbox-fallback refuse)".into(),
+        ))
+        .unwrap();
+    let error = hooks
+        .pre_tool_use(&SessionId::from("s"), &shell("ls"))
+        .await
+        .unwrap_err();
+    assert!(error.message.contains("was not run"), "{error}");
+    assert!(error.message.contains("--sandbox-fallback refuse"), "{error}");
+    assert!(!marker.exists());
 }

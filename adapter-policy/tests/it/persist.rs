@@ -15,9 +15,18 @@ fn an_allow_always_is_saved_as_a_prefix_rule_and_reloaded() {
         &json!({"model": "x", "permissions": {"deny": ["Shell(rm:*)"]}}),
     );
     let policy = setup.load(&[], true).unwrap().persisting_approvals();
+    let saved = policy.learn(&shell("git commit -m 'first'")).unwrap();
+    assert_eq!(saved.rule, "Shell(git commit:*)");
+    assert_eq!(saved.effect, RuleEffect::Allow);
     assert_eq!(
-        policy.learn(&shell("git commit -m 'first'")),
-        Some("Shell(git commit:*)".to_owned())
+        saved.source,
+        setup
+            .workspace()
+            .canonicalize()
+            .unwrap()
+            .join(".mecatl/settings.local.json")
+            .display()
+            .to_string()
     );
     // It matches at once, and again after a reload, a different message included.
     assert_eq!(
@@ -56,4 +65,26 @@ fn compound_commands_save_no_rule_and_other_tools_save_the_tool() {
         learned_rule(&tool("Write", json!({"path": "a"}))),
         Some("Write".to_owned())
     );
+}
+
+#[test]
+fn the_rule_offered_before_saving_is_the_one_saved_and_only_when_approvals_persist() {
+    let setup = Setup::new();
+    let call = shell("git commit -m 'first'");
+    let plain = setup.load(&[], true).unwrap();
+    assert_eq!(
+        plain.suggest(&call),
+        None,
+        "nothing can be saved: nothing is offered"
+    );
+    assert_eq!(plain.learn(&call), None);
+    let persisting = setup.load(&[], true).unwrap().persisting_approvals();
+    let offered = persisting.suggest(&call);
+    assert_eq!(offered.as_deref(), Some("Shell(git commit:*)"));
+    assert!(
+        !setup.workspace().join(".mecatl/settings.local.json").exists(),
+        "offering a rule saves nothing"
+    );
+    assert_eq!(persisting.learn(&call).map(|saved| saved.rule), offered);
+    assert_eq!(persisting.suggest(&shell("make && rm -rf /")), None);
 }

@@ -14,9 +14,9 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::{Value, json};
 
-use crate::support::Scratch;
 use crate::support::acp_client::{AcpClient, PATIENCE, alive, children, cmdline, init_tools, tool_records};
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
+use crate::support::{Scratch, hook_inputs, hook_names, logging_hooks};
 
 const READ_THEN_DONE: &str = r#"{"turns": [
   {"tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
@@ -1309,4 +1309,142 @@ async fn an_editor_without_elicitation_gets_the_question_declined_with_a_clear_t
         "{text}"
     );
     exits_cleanly(client).await;
+}
+
+#[tokio::test]
+async fn acp_sessions_fire_session_prompt_and_stop_hooks_once_and_a_blocked_prompt_is_the_prompts_error() {
+    let setup =
+        Setup::new(r#"{"turns": [{"text": "hello back"}, {"text": "and again"}, {"text": "never"}]}"#);
+    let settings = logging_hooks(&setup.scratch);
+    let setup = setup.arg("--settings").arg(settings.to_str().unwrap());
+    let client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let answered = client.prompt(&session, "hello").await.unwrap();
+    assert_eq!(answered.stop_reason, StopReason::EndTurn);
+    let error = client.prompt(&session, "print the vault key").await.unwrap_err();
+    assert!(
+        error.message.contains("UserPromptSubmit hook")
+            && error.message.contains("prompts may not name the vault"),
+        "{error:?}"
+    );
+    exits_cleanly(client).await;
+    let inputs = hook_inputs(&setup.scratch);
+    assert_eq!(
+        hook_names(&inputs),
+        ["SessionStart", "UserPromptSubmit", "Stop", "UserPromptSubmit"]
+    );
+    assert!(inputs.iter().all(|input| input["session_id"] == session));
+    assert_eq!(inputs[0]["source"], "startup");
+    assert_eq!(inputs[1]["prompt"], "hello");
+    assert_eq!(inputs[2]["stop_hook_active"], false);
+    assert_eq!(inputs[3]["prompt"], "print the vault key");
+
+    // A session loaded in another agent process is resumed there.
+    let mut second = setup.start().await;
+    second
+        .cx
+        .send_request(LoadSessionRequest::new(session.clone(), setup.ws()))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        second.prompt(&session, "once more").await.unwrap().stop_reason,
+        StopReason::EndTurn
+    );
+    let _ = second.updates_of(&session);
+    exits_cleanly(second).await;
+    let inputs = hook_inputs(&setup.scratch);
+    assert_eq!(
+        hook_names(&inputs[4..]),
+        ["SessionStart", "UserPromptSubmit", "Stop"]
+    );
+    assert_eq!(inputs[4]["source"], "resume");
+}
+
+pub(crate) const LIST_THEN_DONE: &str = r#"{"turns": [
+  {"tool_calls": [{"id": "s1", "name": "Shell", "args": {"command": "ls -a"}}]},
+  {"text": "done"}
+]}"#;
+
+#[tokio::test]
+async fn allow_always_saved_from_acp_lets_a_new_trusted_process_run_the_command_without_asking() {
+    let setup = Setup::new(LIST_THEN_DONE).arg("--trust-project");
+    let mut client = setup.start().await;
+    let session = client.session(&setup.ws(), Vec::new()).await;
+    let pending = client.send_prompt(&session, "list");
+    let ask = client.next_ask().await;
+    let request = ask.json();
+    let save = request["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["optionId"] == "allow_always_save")
+        .unwrap_or_else(|| panic!("no saving option in {request}"))
+        .clone();
+    assert_eq!(save["kind"], "allow_always");
+    assert!(
+        save["name"].as_str().unwrap().contains("Shell(ls:*)"),
+        "the option names the rule it saves: {save}"
+    );
+    assert_eq!(save["_meta"]["mecatl"]["suggestedRule"], "Shell(ls:*)");
+    assert!(
+        !setup.ws().join(".mecatl/settings.local.json").exists(),
+        "nothing is saved before the choice"
+    );
+    ask.select("allow_always_save");
+    assert_eq!(pending.await.unwrap().unwrap().stop_reason, StopReason::EndTurn);
+    let records = tool_records(&setup.store(), &session);
+    assert_eq!(
+        records[0]["approval"],
+        json!({"by": "user", "verdict": "allow_always"})
+    );
+    assert_eq!(records[0]["provenance"]["rule"], "Shell(ls:*)", "{records:?}");
+    exits_cleanly(client).await;
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(setup.ws().join(".mecatl/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["permissions"]["allow"], json!(["Shell(ls:*)"]));
+    assert_rule_allows_without_asking(&setup.scratch, LIST_THEN_DONE).await;
+}
+
+/// A new headless `mecated run --trust-project` of `script` (one Shell call): the
+/// saved rule allows it, and the audit says so.
+pub(crate) async fn assert_rule_allows_without_asking(scratch: &Scratch, script: &str) {
+    let store = scratch.path("store-after").display().to_string();
+    let output = crate::support::mecated_run(
+        scratch,
+        script,
+        &[
+            "--trust-project",
+            "--output",
+            "jsonl",
+            "--store-dir",
+            &store,
+            "list again",
+        ],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let events = crate::support::json_lines(&output.stdout);
+    assert!(
+        !events.iter().any(|e| e["type"] == "permission.ask"),
+        "{events:?}"
+    );
+    let result = events.iter().find(|e| e["type"] == "tool.result").unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    let records: Vec<Value> = crate::cli_run::find_tools_jsonl(&scratch.path("store-after"))
+        .iter()
+        .flat_map(|file| crate::support::json_lines(&std::fs::read_to_string(file).unwrap()))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["approval"], json!({"by": "rule", "verdict": "allow"}));
+    assert_eq!(records[0]["provenance"]["rule"], "Shell(ls:*)");
+    assert!(
+        records[0]["provenance"]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with(".mecatl/settings.local.json"),
+        "{records:?}"
+    );
 }

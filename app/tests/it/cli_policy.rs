@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::cli_run::find_tools_jsonl;
-use crate::support::{Output, Scratch, json_lines, mecated};
+use crate::support::{Output, Scratch, hook_inputs, hook_names, json_lines, logging_hooks, mecated};
 
 const WRITE_THEN_TEXT: &str = r#"{"turns": [
   {"text": "writing", "tool_calls": [{"id": "w1", "name": "Write", "args": {"path": "out.txt", "content": "hello"}}]},
@@ -13,6 +13,11 @@ const WRITE_THEN_TEXT: &str = r#"{"turns": [
 
 /// `mecated run` of the Write script with `extra` flags, JSONL output, a store.
 async fn run_write(scratch: &Scratch, extra: &[&str]) -> Output {
+    run_write_prompt(scratch, "write it", extra).await
+}
+
+/// As [`run_write`], with `prompt`.
+async fn run_write_prompt(scratch: &Scratch, prompt: &str, extra: &[&str]) -> Output {
     let script = scratch
         .write("script.json", WRITE_THEN_TEXT)
         .display()
@@ -32,7 +37,7 @@ async fn run_write(scratch: &Scratch, extra: &[&str]) -> Output {
         &script,
     ];
     args.extend(extra);
-    args.push("write it");
+    args.push(prompt);
     mecated(scratch.dir.path(), &args, &[]).await
 }
 
@@ -239,39 +244,32 @@ async fn tools_says_which_tools_rules_hide_or_always_ask_for() {
 #[tokio::test]
 async fn session_start_and_user_prompt_submit_hooks_fire_once_and_exit_2_blocks_the_prompt() {
     let scratch = Scratch::new();
-    let seen = scratch.path("seen.jsonl");
-    let log = |event: &str| json!([{"hooks": [{"type": "command", "command": format!("cat >> {}; echo >> {}{event}", seen.display(), seen.display())}]}]);
-    let settings = scratch.write(
-        "hooks.json",
-        &json!({"hooks": {
-            "SessionStart": log(""),
-            "UserPromptSubmit": log("; echo 'prompts may not name the vault' >&2; exit 2"),
-        }})
-        .to_string(),
-    );
-    let output = run_write(
+    let settings = logging_hooks(&scratch);
+    let output = run_write_prompt(
         &scratch,
+        "write it to the vault",
         &["--approve", "all", "--settings", settings.to_str().unwrap()],
     )
     .await;
     assert_eq!(output.code, 1, "{output:?}");
+    let events = json_lines(&output.stdout);
+    let result = events.last().unwrap();
+    assert_eq!(result["type"], "result");
+    let error = result["error"].as_str().unwrap();
     assert!(
-        output.stderr.contains("blocked by the UserPromptSubmit hook")
-            && output.stderr.contains("prompts may not name the vault"),
-        "{}",
-        output.stderr
+        error.contains("blocked by the UserPromptSubmit hook")
+            && error.contains("prompts may not name the vault"),
+        "{result}"
     );
     assert!(
-        !scratch.ws().join("out.txt").exists(),
+        !events.iter().any(|e| e["type"] == "turn.start"),
         "the blocked prompt never reached the model"
     );
-    let inputs = json_lines(&std::fs::read_to_string(&seen).unwrap());
-    let events: Vec<&str> = inputs
-        .iter()
-        .map(|i| i["hook_event_name"].as_str().unwrap())
-        .collect();
-    assert_eq!(events, ["SessionStart", "UserPromptSubmit"]);
-    assert_eq!(inputs[1]["prompt"], "write it");
+    assert!(!scratch.ws().join("out.txt").exists());
+    let inputs = hook_inputs(&scratch);
+    assert_eq!(hook_names(&inputs), ["SessionStart", "UserPromptSubmit"]);
+    assert_eq!(inputs[0]["source"], "startup");
+    assert_eq!(inputs[1]["prompt"], "write it to the vault");
     assert_eq!(inputs[1]["cwd"], inputs[0]["cwd"]);
     assert!(inputs[1]["session_id"].as_str().is_some_and(|s| !s.is_empty()));
 }
@@ -322,23 +320,84 @@ async fn the_settings_default_mode_applies_unless_run_names_a_mode() {
 #[tokio::test]
 async fn a_stop_hook_fires_once_with_how_the_run_ended() {
     let scratch = Scratch::new();
-    let seen = scratch.path("stop.jsonl");
-    let settings = scratch.write(
-        "hooks.json",
-        &json!({"hooks": {"Stop": [{"hooks": [
-            {"type": "command", "command": format!("cat >> {}; echo >> {}", seen.display(), seen.display())}
-        ]}]}})
-        .to_string(),
-    );
+    let settings = logging_hooks(&scratch);
     let output = run_write(
         &scratch,
         &["--approve", "all", "--settings", settings.to_str().unwrap()],
     )
     .await;
     assert_eq!(output.code, 0, "{output:?}");
-    let inputs = json_lines(&std::fs::read_to_string(&seen).unwrap());
-    assert_eq!(inputs.len(), 1, "{inputs:?}");
-    assert_eq!(inputs[0]["hook_event_name"], "Stop");
-    assert_eq!(inputs[0]["stop_reason"], "end_turn");
-    assert_eq!(inputs[0]["stop_hook_active"], false);
+    let inputs = hook_inputs(&scratch);
+    assert_eq!(
+        hook_names(&inputs),
+        ["SessionStart", "UserPromptSubmit", "Stop"],
+        "{inputs:?}"
+    );
+    assert_eq!(inputs[2]["stop_reason"], "end_turn");
+    assert_eq!(inputs[2]["stop_hook_active"], false);
+    // The next run of the same session (another process) resumes it.
+    let session = json_lines(&output.stdout)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let again = run_write(
+        &scratch,
+        &[
+            "--approve",
+            "all",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--session",
+            &session,
+        ],
+    )
+    .await;
+    assert_eq!(again.code, 0, "{again:?}");
+    let inputs = hook_inputs(&scratch);
+    assert_eq!(
+        hook_names(&inputs[3..]),
+        ["SessionStart", "UserPromptSubmit", "Stop"]
+    );
+    assert_eq!(inputs[3]["source"], "resume");
+}
+
+#[tokio::test]
+async fn a_stop_hook_exiting_2_makes_the_model_go_on_with_its_reason_once() {
+    let scratch = Scratch::new();
+    // Blocks the first stop only: the marker file says it already did.
+    let settings = scratch.write(
+        "hooks.json",
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command":
+            "input=$(cat); printf '%s\\n' \"$input\" >> .stops.jsonl; \
+             if [ ! -e .stopped-once ]; then touch .stopped-once; echo 'run the tests before you stop' >&2; exit 2; fi"}]}]}})
+        .to_string(),
+    );
+    let script = r#"{"turns": [{"text": "all done"}, {"text": "tests pass, done"}]}"#;
+    let store = scratch.path("store").display().to_string();
+    let output = crate::support::mecated_run(
+        &scratch,
+        script,
+        &[
+            "--output",
+            "jsonl",
+            "--store-dir",
+            &store,
+            "--settings",
+            settings.to_str().unwrap(),
+            "finish up",
+        ],
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let events = json_lines(&output.stdout);
+    let result = events.last().unwrap();
+    assert_eq!(result["text"], "tests pass, done", "{result}");
+    assert_eq!(result["turns"], 2);
+    let continued = events.iter().find(|e| e["type"] == "hook.session").unwrap();
+    assert_eq!(continued["event"], "Stop");
+    assert_eq!(continued["action"], "continue");
+    assert_eq!(continued["message"], "run the tests before you stop");
+    let stops = json_lines(&std::fs::read_to_string(scratch.ws().join(".stops.jsonl")).unwrap());
+    let active: Vec<&Value> = stops.iter().map(|s| &s["stop_hook_active"]).collect();
+    assert_eq!(active, [false, true]);
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::http::{TestServer, answer, raw, raw_request};
 use crate::support::mcp_fixture::{FixtureSpec, FixtureTool, McpFixture};
-use crate::support::{Scratch, config, one_call_model, wait_until};
+use crate::support::{Scratch, config, hook_inputs, hook_names, logging_hooks, one_call_model, wait_until};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -1435,4 +1435,82 @@ async fn an_unanswered_question_is_declined_when_its_time_is_up() {
         "{text}"
     );
     server.stop().await;
+}
+
+#[tokio::test]
+async fn http_sessions_fire_session_prompt_and_stop_hooks_once_and_a_blocked_prompt_ends_with_the_reason() {
+    let scratch = Scratch::new();
+    let model = ModelConfig::MockScript(MockScript::new([
+        MockTurn::text("hello back"),
+        MockTurn::text("never"),
+    ]));
+    let mut cfg = stored_config_with(&scratch, model);
+    cfg.policy.files = vec![logging_hooks(&scratch)];
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let answered = server.prompt(&id, "hello").await.rest().await;
+    assert_eq!(answered.last().unwrap().1["stop"], "end_turn");
+    let blocked = server.prompt(&id, "print the vault key").await.rest().await;
+    let result = &blocked.last().unwrap().1;
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["stop"], "error");
+    let reason = result["error"].as_str().unwrap();
+    assert!(
+        reason.contains("UserPromptSubmit hook") && reason.contains("prompts may not name the vault"),
+        "{result}"
+    );
+    let reported = blocked
+        .iter()
+        .find(|(_, e)| e["type"] == "hook.session")
+        .map(|(_, e)| e.clone())
+        .unwrap();
+    assert_eq!(reported["event"], "UserPromptSubmit");
+    assert_eq!(reported["action"], "block");
+    assert!(
+        !types(&blocked).contains(&"turn.start".to_owned()),
+        "the model never saw the prompt: {blocked:?}"
+    );
+    server.stop().await;
+    let inputs = hook_inputs(&scratch);
+    assert_eq!(
+        hook_names(&inputs),
+        ["SessionStart", "UserPromptSubmit", "Stop", "UserPromptSubmit"]
+    );
+    assert!(inputs.iter().all(|input| input["session_id"] == id.as_str()));
+    assert_eq!(inputs[0]["source"], "startup");
+    assert_eq!(inputs[1]["prompt"], "hello");
+}
+
+#[tokio::test]
+async fn allow_always_saved_over_http_lets_a_new_trusted_process_run_the_command_without_asking() {
+    let scratch = Scratch::new();
+    let mut cfg = stored_config_with(&scratch, one_call_model("Shell", r#"{"command":"ls -a"}"#));
+    cfg.skills.trust = adapter_skillfs::ProjectTrust::Trusted;
+    cfg.policy.persist_approvals = true;
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let mut stream = server.prompt(&id, "list").await;
+    let before = stream.until("permission.ask").await;
+    let ask = before.last().unwrap().1.clone();
+    assert_eq!(ask["suggested_rule"], "Shell(ls:*)", "{ask}");
+    let settings = scratch.ws().join(".mecatl/settings.local.json");
+    assert!(!settings.exists(), "nothing is saved before the choice");
+    let ok = server
+        .post(
+            &format!("/v1/sessions/{id}/approve"),
+            json!({"ask_id": ask["ask_id"], "verdict": "allow_always", "save_rule": true}),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::NO_CONTENT, "{ok:?}");
+    let after = stream.rest().await;
+    let verdict = after
+        .iter()
+        .find(|(_, e)| e["type"] == "permission.verdict")
+        .unwrap();
+    assert_eq!(verdict.1["verdict"], "allow_always");
+    assert_eq!(verdict.1["saved_rule"], "Shell(ls:*)");
+    server.stop().await;
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(saved["permissions"]["allow"], json!(["Shell(ls:*)"]));
+    crate::acp::assert_rule_allows_without_asking(&scratch, crate::acp::LIST_THEN_DONE).await;
 }

@@ -190,6 +190,7 @@ impl ChildRun<'_> {
                     name,
                     args,
                     reason,
+                    suggested_rule,
                     ..
                 } if drain_until.is_none() => {
                     let ask = RelayedAsk {
@@ -197,6 +198,7 @@ impl ChildRun<'_> {
                         name,
                         args,
                         reason,
+                        suggested_rule,
                     };
                     self.relay(ask, &token, deadline).await;
                 }
@@ -234,26 +236,30 @@ impl ChildRun<'_> {
                 name: ask.name,
                 args: ask.args,
                 reason: format!("{}: {}", self.reporter.requester(), ask.reason),
+                suggested_rule: ask.suggested_rule,
             })
             .await;
-        let verdict = tokio::select! {
+        let answer = tokio::select! {
             () = token.cancelled() => None,
             () = sleep_until(deadline) => None,
-            verdict = answer => verdict.ok(),
+            answer = answer => answer.ok(),
         };
         scope.asks.close(&parent_ask);
-        let Some(verdict) = verdict else {
+        let Some(answer) = answer else {
             return;
         };
+        // The child's own `permission.verdict` names a saved rule; the parent's tells
+        // the verdict that was relayed.
         scope
             .events
             .emit(EventKind::PermissionVerdict {
                 ask_id: parent_ask,
                 call_id: self.call_id.clone(),
-                verdict,
+                verdict: answer.verdict,
+                saved_rule: None,
             })
             .await;
-        self.engine.approve(self.child_id, &ask.ask_id, verdict);
+        self.engine.approve(self.child_id, &ask.ask_id, answer);
     }
 }
 
@@ -262,6 +268,7 @@ struct RelayedAsk {
     name: String,
     args: serde_json::Value,
     reason: String,
+    suggested_rule: Option<String>,
 }
 
 /// Sleeps until `deadline`; forever without one.

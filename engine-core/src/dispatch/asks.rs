@@ -16,8 +16,37 @@ use crate::elicitation::{ElicitationAnswerError, ElicitationResponse, check_cont
 /// [`AskRegistry::answer`] or [`AskRegistry::answer_elicitation`].
 #[derive(Debug, Default)]
 pub struct AskRegistry {
-    open: Mutex<HashMap<String, oneshot::Sender<Verdict>>>,
+    open: Mutex<HashMap<String, oneshot::Sender<AskAnswer>>>,
     elicitations: Mutex<HashMap<String, OpenElicitation>>,
+}
+
+/// The person's answer to a permission ask: the verdict and, with
+/// [`Verdict::AllowAlways`], whether to save the rule the ask suggested in the
+/// project's settings (only on this explicit choice is anything saved).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AskAnswer {
+    /// Run the call, and later ones, or not.
+    pub verdict: Verdict,
+    /// Save the ask's suggested rule (meaningful with `AllowAlways` only).
+    pub save_rule: bool,
+}
+
+impl AskAnswer {
+    /// "Allow always" and save the suggested rule for the project.
+    pub const ALLOW_ALWAYS_AND_SAVE: Self = Self {
+        verdict: Verdict::AllowAlways,
+        save_rule: true,
+    };
+}
+
+impl From<Verdict> for AskAnswer {
+    /// The verdict alone: nothing is saved.
+    fn from(verdict: Verdict) -> Self {
+        Self {
+            verdict,
+            save_rule: false,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -32,17 +61,17 @@ impl AskRegistry {
         Self::default()
     }
 
-    /// Opens an ask and returns where its verdict arrives.
-    pub fn open(&self, ask_id: &str) -> oneshot::Receiver<Verdict> {
+    /// Opens an ask and returns where its answer arrives.
+    pub fn open(&self, ask_id: &str) -> oneshot::Receiver<AskAnswer> {
         let (tx, rx) = oneshot::channel();
         lock(&self.open).insert(ask_id.to_owned(), tx);
         rx
     }
 
     /// Answers an open ask; `false` for an unknown or already answered ask.
-    pub fn answer(&self, ask_id: &str, verdict: Verdict) -> bool {
+    pub fn answer(&self, ask_id: &str, answer: impl Into<AskAnswer>) -> bool {
         match lock(&self.open).remove(ask_id) {
-            Some(tx) => tx.send(verdict).is_ok(),
+            Some(tx) => tx.send(answer.into()).is_ok(),
             None => false,
         }
     }

@@ -153,8 +153,9 @@ pub(super) enum DecidedBy {
     /// A PreToolUse hook (its command, when it has one, and its reason): it allowed
     /// or blocked the call, or failed (which blocks it).
     Hook { hook: Option<String>, reason: String },
-    /// The person who answered the ask, with the answer.
-    Person(Verdict),
+    /// The person who answered the ask, with the answer and the rule it saved in
+    /// the project's settings, if the person chose to save one.
+    Person(Verdict, Option<RuleMatch>),
     /// Nothing: the turn was cancelled before the call was decided (an open ask
     /// included). The call is not recorded.
     Cancellation,
@@ -213,7 +214,9 @@ impl GateDecision {
         };
         let (by, provenance) = match &self.by {
             DecidedBy::Cancellation => return None,
-            DecidedBy::Person(verdict) => return Some((Approval::user(*verdict), None)),
+            DecidedBy::Person(verdict, saved) => {
+                return Some((Approval::user(*verdict), saved.as_ref().map(Provenance::rule)));
+            }
             DecidedBy::Mode(reason) => (Decider::Mode, Some(Provenance::reason(*reason))),
             DecidedBy::Rule(matched) => (Decider::Rule, Some(Provenance::rule(matched))),
             DecidedBy::Policy => (Decider::Policy, None),
@@ -365,16 +368,8 @@ pub(super) async fn decide(
     };
     match ask_person(ctx, asks, index, effective, reason).await {
         None => GateDecision::cancelled(call),
-        Some(Verdict::Deny) => refuse(call, Refusal::Person),
-        Some(verdict) => {
-            if verdict == Verdict::AllowAlways {
-                ctx.policy.learn(&ctx.session_id, effective.call());
-                if let Some(rules) = &ctx.rules {
-                    rules.learn(effective.call());
-                }
-            }
-            GateDecision::run(DecidedBy::Person(verdict), tool, rewritten)
-        }
+        Some((Verdict::Deny, _)) => refuse(call, Refusal::Person),
+        Some((verdict, saved)) => GateDecision::run(DecidedBy::Person(verdict, saved), tool, rewritten),
     }
 }
 
@@ -388,18 +383,21 @@ fn request(ctx: &TurnContext, call: ToolCall, read_only: bool) -> PermissionRequ
     }
 }
 
-/// Asks the person answering the session's asks (`permission.ask`, then
-/// `permission.verdict`); `None` when the turn was cancelled first.
+/// Asks the person answering the session's asks (`permission.ask`, offering the
+/// rule an "allow always" could save, then `permission.verdict`); `None` when the
+/// turn was cancelled first. An "allow always" is learned for the session; the rule
+/// is saved only when the person chose to save it, and returned.
 async fn ask_person(
     ctx: &TurnContext,
     asks: &super::AskRegistry,
     index: usize,
     parsed: &ParsedCall<'_>,
     reason: String,
-) -> Option<Verdict> {
+) -> Option<(Verdict, Option<RuleMatch>)> {
     let call = parsed.call();
     let ask_id = format!("ask-{}-{}", ctx.turn, index + 1);
     let answer = asks.open(&ask_id);
+    let suggested_rule = ctx.rules.as_ref().and_then(|rules| rules.suggest(call));
     ctx.events
         .emit(EventKind::PermissionAsk {
             ask_id: ask_id.clone(),
@@ -407,6 +405,7 @@ async fn ask_person(
             name: call.name().to_owned(),
             args: parsed.value(),
             reason,
+            suggested_rule,
         })
         .await;
     // An answer that arrived wins over a cancellation right behind it (a host that
@@ -417,15 +416,31 @@ async fn ask_person(
         () = ctx.cancel.cancelled() => None,
     };
     asks.close(&ask_id);
-    let verdict = verdict?;
+    let answer = verdict?;
+    let verdict = answer.verdict;
+    let mut saved = None;
+    if verdict == Verdict::AllowAlways {
+        ctx.policy.learn(&ctx.session_id, call);
+        if answer.save_rule {
+            saved = ctx.rules.as_ref().and_then(|rules| rules.learn(call));
+            if saved.is_none() {
+                tracing::warn!(
+                    session_id = %ctx.session_id,
+                    tool = call.name(),
+                    "the answer asked to save a rule, but no rule can be saved for this call"
+                );
+            }
+        }
+    }
     ctx.events
         .emit(EventKind::PermissionVerdict {
             ask_id,
             call_id: call.id().clone(),
             verdict,
+            saved_rule: saved.as_ref().map(|rule| rule.rule.clone()),
         })
         .await;
-    Some(verdict)
+    Some((verdict, saved))
 }
 
 /// A hook's rewrite of the arguments: ignored (`None`: the call goes on as the
@@ -516,7 +531,7 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
             (DecidedBy::Rule(matched), text)
         }
         Refusal::Person => (
-            DecidedBy::Person(Verdict::Deny),
+            DecidedBy::Person(Verdict::Deny, None),
             permission_denied("the operator denied it"),
         ),
         Refusal::Hook { hook, message } => {
@@ -601,7 +616,7 @@ mod tests {
         assert_eq!(ran(DecidedBy::Policy), Some(Approval::POLICY_ALLOW));
         assert_eq!(ran(DecidedBy::Rule(rule)), Some(Approval::RULE_ALLOW));
         assert_eq!(
-            ran(DecidedBy::Person(Verdict::AllowAlways)),
+            ran(DecidedBy::Person(Verdict::AllowAlways, None)),
             Some(Approval::user(Verdict::AllowAlways))
         );
     }

@@ -1,6 +1,7 @@
-//! Compaction inside a run: one tool-less summary request on the session's model
-//! replaces the older messages, the `context.compacted` event reports it, and the
-//! compacted conversation is saved before the run goes on.
+//! Compaction inside a run: the `PreCompact` hooks are told, one tool-less summary
+//! request on the session's model replaces the older messages, the
+//! `context.compacted` event reports it, the `SessionStart` hooks are told (`source:
+//! compact`), and the compacted conversation is saved before the run goes on.
 //!
 //! A failure changes nothing: the conversation stays as it was (and is saved so by
 //! the run's end), and the run ends with an error saying so.
@@ -46,6 +47,7 @@ impl RunTask {
         let Some(cut) = context::choose_cut(&messages, window) else {
             return Ok(Compacted::NothingToCompact);
         };
+        self.pre_compact(emitter).await;
         let replaced = &messages[..cut];
         let request = LlmRequest {
             model: self.inner.config.model.clone(),
@@ -88,6 +90,7 @@ impl RunTask {
                 usage,
             })
             .await;
+        self.after_compact(emitter, snapshot).await;
         snapshot.next_seq = emitter.next_seq();
         if let Err(error) = self.inner.store.save(snapshot).await {
             return Err(Ending::error(format!("saving the session failed: {error}")));

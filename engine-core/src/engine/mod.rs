@@ -3,28 +3,29 @@
 
 mod compaction;
 mod config;
+mod hook_points;
 mod live;
 mod run;
 mod turn_loop;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use engine_ports::{
     Clock, CommandExpander, EventLog, EventSink, LlmProvider, PermissionMode, PermissionPolicy,
     PermissionRules, SessionId, SessionSnapshot, SessionStore, StoreError, ToolCallRecorder, ToolHooks,
-    Verdict,
 };
 use tokio::sync::{mpsc, oneshot};
 
 pub use config::{DEFAULT_COMMAND_TIMEOUT, EngineConfig, Limits};
+pub use hook_points::MAX_STOP_HOOK_CONTINUATIONS;
 pub use run::Run;
 
 use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
 use crate::context::ConversationSizes;
 use crate::delegation::ChildEngines;
-use crate::dispatch::{DispatchConfig, Dispatcher};
+use crate::dispatch::{AskAnswer, DispatchConfig, Dispatcher};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
 use crate::environment::Environment;
 use crate::memory::InMemoryStore;
@@ -162,12 +163,19 @@ struct Inner {
     /// The message sizes of sessions' conversations, kept between runs (a run takes
     /// its session's and puts it back), so a turn's estimate counts only new messages.
     sizes: Mutex<HashMap<SessionId, ConversationSizes>>,
+    /// The sessions whose first run on this engine fired `SessionStart` (at most
+    /// [`KEPT_STARTED`], then forgotten).
+    started: Mutex<HashSet<SessionId>>,
     closed: std::sync::atomic::AtomicBool,
 }
 
 /// Sessions whose message sizes the engine keeps between runs; past it the kept
 /// sizes are dropped (they only spare recounting a conversation).
 const KEPT_SIZES: usize = 256;
+
+/// Sessions the engine remembers having started; past it the set is forgotten and a
+/// forgotten session's next run counts as a resume.
+const KEPT_STARTED: usize = 16_384;
 
 impl Inner {
     /// The specs a turn advertises without the tools a bare `deny` rule hides:
@@ -177,6 +185,20 @@ impl Inner {
             specs.retain(|spec| rules.hides(spec.name()).is_none());
         }
         specs
+    }
+
+    /// Whether this is `session`'s first run on this engine (remembering that it
+    /// ran).
+    fn first_run_here(&self, session: &SessionId) -> bool {
+        let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+        if started.contains(session) {
+            return false;
+        }
+        if started.len() >= KEPT_STARTED {
+            started.clear();
+        }
+        started.insert(session.clone());
+        true
     }
 
     /// The kept message sizes of `session`'s conversation (empty when none are kept).
@@ -301,6 +323,7 @@ impl Engine {
                 dispatcher,
                 live: Mutex::default(),
                 sizes: Mutex::default(),
+                started: Mutex::default(),
                 closed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
@@ -427,10 +450,11 @@ impl Engine {
             .is_some_and(|delegation| delegation.cancel_child(child_id))
     }
 
-    /// Answers a permission ask; `false` for an unknown or already answered ask.
-    pub fn approve(&self, session: &SessionId, ask_id: &str, verdict: Verdict) -> bool {
+    /// Answers a permission ask (a [`Verdict`](engine_ports::Verdict), or an [`AskAnswer`] that may save
+    /// the ask's suggested rule); `false` for an unknown or already answered ask.
+    pub fn approve(&self, session: &SessionId, ask_id: &str, answer: impl Into<AskAnswer>) -> bool {
         let live = self.inner.lock_live().get(session).cloned();
-        live.is_some_and(|live| live.asks.answer(ask_id, verdict))
+        live.is_some_and(|live| live.asks.answer(ask_id, answer))
     }
 
     /// The open asks of the session's run, sorted.

@@ -40,6 +40,12 @@ pub(super) struct RunCounters {
     tool_calls: u64,
     consecutive_failures: u64,
     pub(super) usage: Usage,
+    /// The prompt passed its hooks (the run's `Stop` hooks fire only then).
+    pub(super) prompt_accepted: bool,
+    /// The `Stop` hooks fired for the run's current ending.
+    pub(super) stop_fired: bool,
+    /// How many times a `Stop` hook made the model go on.
+    pub(super) stop_continuations: u32,
 }
 
 /// How the loop ended.
@@ -190,6 +196,7 @@ impl RunTask {
         if let Some(delegation) = &self.live.delegation {
             delegation.shutdown().await;
         }
+        self.final_stop_hooks(&emitter, &mut counters, ending.stop).await;
         if inner.config.audit_required {
             self.flush_audit(&emitter).await;
         }
@@ -221,6 +228,10 @@ impl RunTask {
     ) -> Ending {
         let inner = &self.inner;
         let cancel = &self.live.cancel;
+        let context = match self.before_prompt(emitter, snapshot, counters).await {
+            Ok(context) => context,
+            Err(refused) => return refused,
+        };
         let prompt = match &inner.commands {
             None => self.prompt.clone(),
             Some(commands) => {
@@ -244,6 +255,9 @@ impl RunTask {
             }
         };
         snapshot.conversation.push(Message::User { text: prompt });
+        if let Some(context) = context {
+            snapshot.conversation.push(context);
+        }
         let limits = inner.config.limits;
         loop {
             if cancel.is_cancelled() {
@@ -406,11 +420,21 @@ impl RunTask {
             });
             *final_text = streamed.text;
             if answered {
-                return Ending::stop(if streamed.truncated {
-                    StopReason::MaxTokens
-                } else {
-                    StopReason::EndTurn
-                });
+                if streamed.truncated {
+                    return Ending::stop(StopReason::MaxTokens);
+                }
+                let Some(go_on) = self
+                    .stop_hooks(emitter, counters, StopReason::EndTurn, true)
+                    .await
+                else {
+                    return Ending::stop(StopReason::EndTurn);
+                };
+                snapshot.conversation.push(go_on);
+                snapshot.next_seq = emitter.next_seq();
+                if let Err(error) = inner.store.save(snapshot).await {
+                    return Ending::error(format!("saving the session failed: {error}"));
+                }
+                continue;
             }
             if streamed.truncated {
                 self.refuse_cut_off_calls(emitter, snapshot, counters, max_tokens)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_core::{Approve, Deps, Engine, EngineConfig, Limits};
+use engine_core::{Approve, AskAnswer, Deps, Engine, EngineConfig, Limits};
 use engine_ports::testkit::ScriptedTurn;
 use engine_ports::{
     Approval, CommandError, CommandExpander, CommandInfo, Event, EventKind, EventLog, EventSink, Expansion,
@@ -204,14 +204,15 @@ async fn limits_stop_the_run_at_turn_boundaries() {
 }
 
 /// Runs `session` answering every ask with `verdict`; returns the events.
-pub(crate) async fn run_answering(h: &Harness, session: &str, verdict: Verdict) -> Vec<Event> {
+pub(crate) async fn run_answering(h: &Harness, session: &str, answer: impl Into<AskAnswer>) -> Vec<Event> {
+    let answer = answer.into();
     let id = SessionId::from(session);
     let mut run = h.engine.run(&id, "go").unwrap();
     let mut events = Vec::new();
     while let Some(event) = run.next().await {
         if let EventKind::PermissionAsk { ask_id, .. } = &event.kind {
-            assert!(h.engine.approve(&id, ask_id, verdict));
-            assert!(!h.engine.approve(&id, ask_id, verdict), "an answered ask is gone");
+            assert!(h.engine.approve(&id, ask_id, answer));
+            assert!(!h.engine.approve(&id, ask_id, answer), "an answered ask is gone");
         }
         events.push(event);
     }

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use engine_core::{Approve, DefaultPolicy, Dispatcher};
+use engine_core::{Approve, AskAnswer, DefaultPolicy, Dispatcher};
 use engine_ports::testkit::MemoryRecorder;
 use engine_ports::{
-    Approval, HookError, PermissionMode, PermissionRules, Post, Pre, Provenance, RuleEffect, RuleMatch,
-    SessionId, ToolCall, ToolCallRecord, ToolHooks, ToolResult,
+    Approval, EventKind, HookError, PermissionMode, PermissionRules, Post, Pre, Provenance, RuleEffect,
+    RuleMatch, SessionId, ToolCall, ToolCallRecord, ToolHooks, ToolResult,
 };
 
 use crate::support::{FakeTool, Probe, catalog_of, config, context, harness_with, run_to_end};
@@ -288,14 +288,82 @@ impl PermissionRules for LearningRules {
         None
     }
 
-    fn learn(&self, call: &ToolCall) -> Option<String> {
-        self.learned.lock().unwrap().push(call.name().to_owned());
+    fn suggest(&self, call: &ToolCall) -> Option<String> {
         Some(call.name().to_owned())
+    }
+
+    fn learn(&self, call: &ToolCall) -> Option<RuleMatch> {
+        self.learned.lock().unwrap().push(call.name().to_owned());
+        Some(RuleMatch {
+            effect: RuleEffect::Allow,
+            rule: call.name().to_owned(),
+            source: ".mecatl/settings.local.json".to_owned(),
+        })
     }
 }
 
 #[tokio::test]
-async fn an_ask_rule_asks_the_person_and_allow_always_is_kept_by_the_rules() {
+async fn an_ask_rule_asks_the_person_and_allow_always_saved_is_kept_by_the_rules() {
+    let probe = Probe::new();
+    let catalog = catalog_of(vec![FakeTool::new("Write", false, &probe).arc()]);
+    let turns = vec![
+        engine_ports::testkit::ScriptedTurn::call("w1", "Write", "{}"),
+        engine_ports::testkit::ScriptedTurn::call("w2", "Write", "{}"),
+        engine_ports::testkit::ScriptedTurn::text("done"),
+    ];
+    let rules = Arc::new(LearningRules::default());
+    let kept = Arc::clone(&rules);
+    let h = harness_with(
+        catalog,
+        turns,
+        crate::engine_loop::interactive(),
+        move |mut deps| {
+            deps.rules = Some(kept);
+            deps
+        },
+    );
+    let events = crate::engine_loop::run_answering(&h, "s", AskAnswer::ALLOW_ALWAYS_AND_SAVE).await;
+    let asks: Vec<&EventKind> = events
+        .iter()
+        .map(|e| &e.kind)
+        .filter(|kind| matches!(kind, EventKind::PermissionAsk { .. }))
+        .collect();
+    assert_eq!(asks.len(), 1, "the second Write is allowed by the kept rule");
+    let EventKind::PermissionAsk { suggested_rule, .. } = asks[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        suggested_rule.as_deref(),
+        Some("Write"),
+        "the ask offers the rule"
+    );
+    let saved: Vec<Option<String>> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PermissionVerdict { saved_rule, .. } => Some(saved_rule.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(saved, [Some("Write".to_owned())]);
+    assert_eq!(probe.executions("Write"), 2);
+    assert_eq!(*rules.learned.lock().unwrap(), ["Write"]);
+    let records = h.recorder.records();
+    let approvals: Vec<Option<Approval>> = records.iter().map(|r| r.approval).collect();
+    assert_eq!(
+        approvals,
+        [
+            Some(Approval::user(engine_ports::Verdict::AllowAlways)),
+            Some(Approval::RULE_ALLOW)
+        ]
+    );
+    // The audit names the rule the answer saved, and its file.
+    let provenance = records[0].provenance.clone().unwrap();
+    assert_eq!(provenance.rule.as_deref(), Some("Write"));
+    assert_eq!(provenance.source.as_deref(), Some(".mecatl/settings.local.json"));
+}
+
+#[tokio::test]
+async fn allow_always_without_the_choice_to_save_keeps_no_rule() {
     let probe = Probe::new();
     let catalog = catalog_of(vec![FakeTool::new("Write", false, &probe).arc()]);
     let turns = vec![
@@ -315,19 +383,19 @@ async fn an_ask_rule_asks_the_person_and_allow_always_is_kept_by_the_rules() {
         },
     );
     let events = crate::engine_loop::run_answering(&h, "s", engine_ports::Verdict::AllowAlways).await;
-    let asks = events
+    assert!(rules.learned.lock().unwrap().is_empty(), "nothing was saved");
+    let saved: Vec<Option<String>> = events
         .iter()
-        .filter(|e| matches!(e.kind, engine_ports::EventKind::PermissionAsk { .. }))
-        .count();
-    assert_eq!(asks, 1, "the second Write is allowed by the kept rule");
-    assert_eq!(probe.executions("Write"), 2);
-    assert_eq!(*rules.learned.lock().unwrap(), ["Write"]);
-    let approvals: Vec<Option<Approval>> = h.recorder.records().iter().map(|r| r.approval).collect();
+        .filter_map(|e| match &e.kind {
+            EventKind::PermissionVerdict { saved_rule, .. } => Some(saved_rule.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
-        approvals,
-        [
-            Some(Approval::user(engine_ports::Verdict::AllowAlways)),
-            Some(Approval::RULE_ALLOW)
-        ]
+        saved,
+        [None, None],
+        "the ask rule asked again, and nothing was saved"
     );
+    assert_eq!(probe.executions("Write"), 2);
+    assert!(h.recorder.records().iter().all(|r| r.provenance.is_none()));
 }

@@ -72,11 +72,13 @@ pub fn one_of_each_kind() -> Vec<Event> {
             name: "Shell".into(),
             args: serde_json::json!({"command": "ls"}),
             reason: "Shell mutates".into(),
+            suggested_rule: None,
         },
         EventKind::PermissionVerdict {
             ask_id: "ask-1".into(),
             call_id: "call-1".into(),
             verdict: Verdict::AllowAlways,
+            saved_rule: None,
         },
         EventKind::Hook {
             phase: HookPhase::PostToolUse,
@@ -84,6 +86,12 @@ pub fn one_of_each_kind() -> Vec<Event> {
             name: "Shell".into(),
             action: HookAction::RewriteResult,
             message: "redacted".into(),
+        },
+        EventKind::SessionHook {
+            event: crate::HookEvent::Stop,
+            hook: "./more-tests.sh".into(),
+            action: crate::SessionHookAction::Continue,
+            message: "the tests did not run".into(),
         },
         EventKind::ToolResult {
             call_id: "call-1".into(),

@@ -3,8 +3,9 @@
 use std::time::{Duration, SystemTime};
 
 use engine_ports::{
-    Approval, ContentPart, ElicitationAction, Event, EventKind, HookAction, HookPhase, PermissionMode,
-    SessionId, StopReason, ToolCall, ToolCallRecord, ToolResult, Usage, Verdict,
+    Approval, ContentPart, ElicitationAction, Event, EventKind, HookAction, HookEvent, HookPhase,
+    PermissionMode, SessionHookAction, SessionId, StopReason, ToolCall, ToolCallRecord, ToolResult, Usage,
+    Verdict,
 };
 
 fn json(event: &Event) -> String {
@@ -49,6 +50,7 @@ fn events_are_flat_json_tagged_by_type() {
             ask_id: "ask-1-1".to_owned(),
             call_id: "c1".into(),
             verdict: Verdict::AllowAlways,
+            saved_rule: None,
         },
     };
     assert_eq!(
@@ -90,11 +92,13 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             name: "Write".to_owned(),
             args: serde_json::json!("{raw"),
             reason: "mutates".to_owned(),
+            suggested_rule: Some("Write".to_owned()),
         },
         EventKind::PermissionVerdict {
             ask_id: "a".to_owned(),
             call_id: "c".into(),
             verdict: Verdict::Deny,
+            saved_rule: None,
         },
         EventKind::ElicitationRequest {
             elicitation_id: "elicit-1-1-1".to_owned(),
@@ -115,6 +119,12 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             name: "Write".to_owned(),
             action: HookAction::RewriteArgs,
             message: "rewrote".to_owned(),
+        },
+        EventKind::SessionHook {
+            event: HookEvent::UserPromptSubmit,
+            hook: "./check-prompt.sh".to_owned(),
+            action: SessionHookAction::Block,
+            message: "no secrets in prompts".to_owned(),
         },
         EventKind::ToolResult {
             call_id: "c".into(),

@@ -771,3 +771,32 @@ async fn cancelling_the_parent_run_cancels_its_foreground_child_which_is_saved()
     assert_eq!(user_texts(&h.snapshot("subagent-p1-c1").await), ["NEVER-ENDS"]);
     h.built.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_subagent_finishing_fires_subagent_stop_once_with_its_session_and_the_parent_fires_stop() {
+    let h = Harness::new(FOREGROUND, |cfg, scratch| {
+        cfg.policy.files = vec![scratch.write(
+            "hooks.json",
+            &serde_json::json!({"hooks": {
+                "SubagentStop": [{"hooks": [{"type": "command", "command": "cat >> .subagent-stops.jsonl; echo >> .subagent-stops.jsonl"}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "cat >> .stops.jsonl; echo >> .stops.jsonl"}]}],
+            }})
+            .to_string(),
+        )];
+    })
+    .await;
+    let events = h.run("p1", "go").await;
+    assert_eq!(outcome(&events), (StopReason::EndTurn, "parent done".to_owned()));
+    h.built.close().await.unwrap();
+    let read =
+        |name: &str| crate::support::json_lines(&std::fs::read_to_string(h.scratch.ws().join(name)).unwrap());
+    let child = read(".subagent-stops.jsonl");
+    assert_eq!(child.len(), 1, "{child:?}");
+    assert_eq!(child[0]["hook_event_name"], "SubagentStop");
+    assert_eq!(child[0]["session_id"], "subagent-p1-c1");
+    assert_eq!(child[0]["stop_hook_active"], false);
+    assert_eq!(child[0]["stop_reason"], "end_turn");
+    let parent = read(".stops.jsonl");
+    assert_eq!(parent.len(), 1, "{parent:?}");
+    assert_eq!(parent[0]["session_id"], "p1");
+}

@@ -183,3 +183,39 @@ pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
+
+/// Where the hooks of [`logging_hooks`] append their inputs: inside the workspace,
+/// the only place a sandboxed hook may write.
+pub const HOOK_LOG: &str = ".hooks.jsonl";
+
+/// A settings file whose `SessionStart`, `UserPromptSubmit` and `Stop` hooks each
+/// append their JSON input to [`HOOK_LOG`] in the workspace; the `UserPromptSubmit`
+/// hook blocks (exit 2) a prompt naming the vault, with the reason `prompts may not
+/// name the vault`.
+pub fn logging_hooks(scratch: &Scratch) -> PathBuf {
+    let log = |extra: &str| {
+        serde_json::json!([{"hooks": [{"type": "command", "command":
+            format!("input=$(cat); printf '%s\\n' \"$input\" >> {HOOK_LOG}{extra}")}]}])
+    };
+    let settings = serde_json::json!({"hooks": {
+        "SessionStart": log(""),
+        "UserPromptSubmit": log("; case \"$input\" in *vault*) echo 'prompts may not name the vault' >&2; exit 2;; esac"),
+        "Stop": log(""),
+    }});
+    scratch.write("hooks.json", &settings.to_string())
+}
+
+/// The inputs the hooks of [`logging_hooks`] got, in order.
+pub fn hook_inputs(scratch: &Scratch) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(scratch.ws().join(HOOK_LOG))
+        .map(|text| json_lines(&text))
+        .unwrap_or_default()
+}
+
+/// The `hook_event_name` of each input.
+pub fn hook_names(inputs: &[serde_json::Value]) -> Vec<String> {
+    inputs
+        .iter()
+        .map(|input| input["hook_event_name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
