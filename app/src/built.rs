@@ -113,7 +113,7 @@ impl Built {
             &self.shared_catalog,
             &self.shared_families,
             mode,
-            self.assets.disclosure(),
+            self.shared_engine.disclosure_for(&self.shared_catalog),
         )
     }
 
@@ -128,7 +128,6 @@ impl Built {
             shared_engine: Arc::clone(&self.shared_engine),
             shared_catalog: Arc::clone(&self.shared_catalog),
             shared_families: Arc::clone(&self.shared_families),
-            disclosure: self.assets.disclosure(),
             model: self.model.clone(),
         })
     }

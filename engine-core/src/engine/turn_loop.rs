@@ -155,7 +155,7 @@ impl RunTask {
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
-            inner.config.disclosure,
+            inner.config.disclosure.resolve(&catalog.1, inner.context_window),
         ));
         emitter
             .emit(EventKind::SessionInit {
@@ -269,7 +269,7 @@ impl RunTask {
                 &catalog.1,
                 snapshot.mode,
                 &snapshot.hydrated,
-                inner.config.disclosure,
+                inner.config.disclosure.resolve(&catalog.1, inner.context_window),
             ));
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);
