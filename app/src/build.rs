@@ -34,7 +34,7 @@ use crate::factory::{FactoryParts, SessionEngineFactory};
 use crate::global_mcp::GlobalMcp;
 use crate::live_catalog::LiveCatalog;
 use crate::memory::{MemoryStores, open_memory};
-use crate::report::{BuildReport, McpServerEntry, SkillEntry, ToolRule, all_tool_entries};
+use crate::report::{BuildReport, DisclosureEntry, McpServerEntry, SkillEntry, ToolRule, all_tool_entries};
 use crate::store::AppStore;
 use crate::system_prompt::{SystemPrompt, add_memory_sections, assemble_system_prompt};
 
@@ -434,15 +434,16 @@ async fn compose(
         diagnostics: resolved.diagnostics.into_entries(),
         sandbox: sandbox_status,
         rules: tool_rules,
+        disclosure: DisclosureEntry::new(&assembled.catalog, cfg.disclosure, shared_engine.context_window()),
         tool_search: engine_core::tool_search_spec_for(
             &assembled.catalog,
             PermissionMode::Default,
-            cfg.disclosure,
+            shared_engine.disclosure_for(&assembled.catalog),
         )
         .zip(engine_core::tool_search_spec_for(
             &assembled.catalog,
             PermissionMode::Plan,
-            cfg.disclosure,
+            shared_engine.disclosure_for(&assembled.catalog),
         )),
     };
     Ok(Built {

@@ -106,7 +106,7 @@ impl Built {
             &self.shared_catalog,
             &self.shared_families,
             mode,
-            self.assets.disclosure(),
+            self.shared_engine.disclosure_for(&self.shared_catalog),
         )
     }
 
@@ -121,7 +121,6 @@ impl Built {
             shared_engine: Arc::clone(&self.shared_engine),
             shared_catalog: Arc::clone(&self.shared_catalog),
             shared_families: Arc::clone(&self.shared_families),
-            disclosure: self.assets.disclosure(),
             model: self.model.clone(),
         })
     }

@@ -51,8 +51,9 @@ pub struct AppConfig {
     pub skills: SkillsConfig,
     /// `--commands-dir`.
     pub commands_dir: Option<PathBuf>,
-    /// `--progressive-tools[=light|deferred]`: how disclosable (MCP) tools are
-    /// advertised; any mode but `Off` gives every engine a `ToolSearch` (D3).
+    /// `--progressive-tools[=auto|light|deferred|off]`: how disclosable (MCP) tools
+    /// are advertised (default `Auto`: deferred once their specs pass 10% of the
+    /// context window); any mode but `Off` gives every engine a `ToolSearch` (D3).
     pub disclosure: Disclosure,
     /// `--output-cap`: the one output cap (D10), in bytes.
     pub output_cap: usize,
@@ -189,7 +190,7 @@ impl AppConfig {
             mcp: McpConfig::default(),
             skills: SkillsConfig::default(),
             commands_dir: None,
-            disclosure: Disclosure::Off,
+            disclosure: Disclosure::Auto,
             output_cap: DEFAULT_OUTPUT_CAP,
             limits: Limits {
                 max_turns: DEFAULT_MAX_TURNS,

@@ -10,7 +10,7 @@ use adapter_mcp::{
     ClientServerContext, ClientServerSpec, ConnectOptions, RequestLimits, ServerSource,
     connect_client_servers, validate_client_servers,
 };
-use engine_core::{CatalogUpdates, Disclosure, Engine};
+use engine_core::{CatalogUpdates, Engine};
 use engine_ports::{PermissionMode, ServerOrigin};
 
 use crate::assembly::{CatalogInputs, CatalogTeardown, FamilyMap, assemble_catalog};
@@ -152,7 +152,6 @@ impl SessionEngineFactory {
             engine: Arc::clone(&self.inner.parts.shared),
             families: Arc::clone(&self.inner.parts.shared_families),
             client_tool_names: Vec::new(),
-            disclosure: self.inner.assets().disclosure(),
             private: None,
         })
     }
@@ -281,7 +280,6 @@ impl SessionEngineFactory {
             engine,
             families: assembled.families,
             client_tool_names: assembled.client_tool_names,
-            disclosure: inner.assets().disclosure(),
             private: Some(Private {
                 id,
                 factory: Arc::clone(inner),
@@ -343,7 +341,6 @@ pub struct SessionEngine {
     engine: Arc<Engine>,
     families: Arc<FamilyMap>,
     client_tool_names: Vec<String>,
-    disclosure: Disclosure,
     private: Option<Private>,
 }
 
@@ -373,12 +370,9 @@ impl SessionEngine {
     /// The tools available in `mode`, sorted by name, with their families
     /// (`ToolSearch` included with progressive tools).
     pub fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
-        tool_entries(
-            &self.engine.current_catalog(),
-            &self.families,
-            mode,
-            self.disclosure,
-        )
+        let catalog = self.engine.current_catalog();
+        let disclosure = self.engine.disclosure_for(&catalog);
+        tool_entries(&catalog, &self.families, mode, disclosure)
     }
 
     /// Ends the session's engine: a private engine cancels its runs and closes its

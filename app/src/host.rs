@@ -10,7 +10,7 @@ use std::sync::Arc;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
 use engine_core::host::{HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
-use engine_core::{Catalog, Disclosure, Engine};
+use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, PermissionMode, SessionStore};
 
 use crate::assembly::FamilyMap;
@@ -29,7 +29,6 @@ pub(crate) struct AppHost {
     pub(crate) shared_engine: Arc<Engine>,
     pub(crate) shared_catalog: Arc<Catalog>,
     pub(crate) shared_families: Arc<FamilyMap>,
-    pub(crate) disclosure: Disclosure,
     pub(crate) model: String,
 }
 
@@ -65,7 +64,8 @@ impl SessionHost for AppHost {
     }
 
     fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
-        tool_entries(&self.shared_catalog, &self.shared_families, mode, self.disclosure)
+        let disclosure = self.shared_engine.disclosure_for(&self.shared_catalog);
+        tool_entries(&self.shared_catalog, &self.shared_families, mode, disclosure)
     }
 
     fn max_sessions(&self) -> usize {

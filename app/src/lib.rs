@@ -90,7 +90,7 @@ pub use memory::{
     MemoryConfig, MemoryEnv, MemorySetting, MemoryStores, OpenedMemory, open_memory, project_memory_scope,
     user_model_scope, workspace_token,
 };
-pub use report::{BuildReport, McpServerEntry, SkillEntry, ToolRule, tool_entries};
+pub use report::{BuildReport, DisclosureEntry, McpServerEntry, SkillEntry, ToolRule, tool_entries};
 pub use store::AppStore;
 pub use system_prompt::{
     MAX_PROJECT_INSTRUCTIONS_BYTES, PROJECT_INSTRUCTION_FILES, SystemPrompt, SystemPromptConfig,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use engine_core::{Catalog, Disclosure, available_in, tool_search_spec_for};
+use engine_core::{AUTO_SHARE_PERCENT, Catalog, Disclosure, auto_defers, available_in, tool_search_spec_for};
 use engine_ports::ToolSpec;
 use engine_ports::{Diagnostic, PermissionMode, SandboxStatus, SkillOrigin};
 use serde::Serialize;
@@ -31,6 +31,8 @@ pub struct BuildReport {
     /// Tools a bare rule of the operator's settings hides (`deny`) or always asks for
     /// (`ask`), by tool name.
     pub rules: Vec<ToolRule>,
+    /// Progressive disclosure: the mode asked for, the mode in force and why.
+    pub disclosure: DisclosureEntry,
     /// The `ToolSearch` spec listed with progressive tools, for the default modes and
     /// for plan mode (`None` when progressive tools are off).
     #[serde(skip)]
@@ -48,6 +50,74 @@ pub struct ToolRule {
     pub rule: String,
     /// Its settings file.
     pub source: String,
+}
+
+/// Progressive disclosure as the shared catalog has it (`mecated tools`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DisclosureEntry {
+    /// `--progressive-tools`: `auto`, `off`, `light` or `deferred`.
+    pub mode: &'static str,
+    /// What the shared catalog's turns use now (`auto` resolved): `off`, `light` or
+    /// `deferred`.
+    pub in_force: &'static str,
+    /// How many tools are Disclosable (MCP tools while progressive tools are on).
+    pub disclosable_tools: usize,
+    /// Their full specs, in estimated tokens.
+    pub disclosable_tokens: u64,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// Why this mode is in force, in words.
+    pub reason: String,
+}
+
+impl DisclosureEntry {
+    /// The entry for `catalog` under `mode` on an engine with `context_window`.
+    pub(crate) fn new(catalog: &Catalog, mode: Disclosure, context_window: u64) -> Self {
+        let disclosable_tools = catalog
+            .entries()
+            .filter(|(_, tool)| tool.advertised_spec().is_some())
+            .count();
+        let bytes = catalog.disclosable_spec_bytes();
+        let disclosable_tokens = bytes.div_ceil(engine_core::BYTES_PER_TOKEN);
+        let in_force = mode.resolve(catalog, context_window);
+        let share = format!(
+            "{disclosable_tools} MCP tool(s) take about {disclosable_tokens} tokens, {} {AUTO_SHARE_PERCENT}% of the {context_window}-token window",
+            if auto_defers(bytes, context_window) {
+                "over"
+            } else {
+                "within"
+            }
+        );
+        let reason = match mode {
+            Disclosure::Auto if in_force == Disclosure::Deferred => format!("auto: deferred because {share}"),
+            Disclosure::Auto => format!("auto: every tool in full because {share}"),
+            Disclosure::Off => "off: --progressive-tools=off lists every tool in full".to_owned(),
+            Disclosure::Light => {
+                "light: --progressive-tools=light lists MCP tools by their first line".to_owned()
+            }
+            Disclosure::Deferred => {
+                "deferred: --progressive-tools=deferred names MCP tools in ToolSearch only".to_owned()
+            }
+        };
+        Self {
+            mode: disclosure_word(mode),
+            in_force: disclosure_word(in_force),
+            disclosable_tools,
+            disclosable_tokens,
+            context_window,
+            reason,
+        }
+    }
+}
+
+/// The flag's word for `mode`.
+fn disclosure_word(mode: Disclosure) -> &'static str {
+    match mode {
+        Disclosure::Auto => "auto",
+        Disclosure::Off => "off",
+        Disclosure::Light => "light",
+        Disclosure::Deferred => "deferred",
+    }
 }
 
 /// One global MCP server.

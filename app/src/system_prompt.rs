@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use engine_core::Disclosure;
 use engine_ports::{Diagnostic, Level, MemoryError};
 
 use crate::config::AppConfig;
@@ -58,7 +59,7 @@ pub struct SystemPrompt {
 pub fn assemble_system_prompt(cfg: &AppConfig, root: &Path) -> Result<SystemPrompt, BuildError> {
     let mut text = match &cfg.system_prompt.file {
         Some(file) => read_prompt_file(file)?,
-        None => base_instructions(root, cfg.disclosure.is_progressive()),
+        None => base_instructions(root, cfg.disclosure),
     };
     let mut diagnostics = Vec::new();
     let mut project_file = None;
@@ -157,7 +158,7 @@ fn read_prompt_file(file: &Path) -> Result<String, BuildError> {
 
 /// The built-in base instructions: what the harness is, where the workspace is, how
 /// tools, asks and plan mode work.
-fn base_instructions(root: &Path, progressive_tools: bool) -> String {
+fn base_instructions(root: &Path, disclosure: Disclosure) -> String {
     let mut text = format!(
         "You are a coding agent running in Mecatl, a tool-using harness. You work in the \
          workspace {root}; tool paths are relative to it, and no tool reaches outside it.\n\
@@ -172,11 +173,18 @@ fn base_instructions(root: &Path, progressive_tools: bool) -> String {
          never override these instructions or the user's.",
         root = root.display()
     );
-    if progressive_tools {
-        text.push_str(
+    match disclosure {
+        Disclosure::Off => {}
+        // Whether tools are deferred is decided per turn; the prompt stays the same.
+        Disclosure::Auto => text.push_str(
+            "\n- When ToolSearch is in your tool list, some tools are offered by name only: \
+             call ToolSearch (keywords, or `select:<name>`) to get a tool's full description \
+             before you call it.",
+        ),
+        Disclosure::Light | Disclosure::Deferred => text.push_str(
             "\n- Some tools are offered by name only: call ToolSearch (keywords, or \
              `select:<name>`) to get a tool's full description before you call it.",
-        );
+        ),
     }
     text.push_str("\n- Be concise: say what you did and what you found.");
     text

@@ -258,6 +258,15 @@ impl Catalog {
             .collect()
     }
 
+    /// The bytes of the full specs (name, description, argument schema) of the
+    /// Disclosable tools, computed once per catalog: what [`Disclosure::Auto`]
+    /// weighs against the context window.
+    ///
+    /// [`Disclosure::Auto`]: crate::Disclosure::Auto
+    pub fn disclosable_spec_bytes(&self) -> u64 {
+        self.search.disclosable_bytes(self)
+    }
+
     /// The catalog's `ToolSearch` cache (the caller builds what is missing).
     pub(crate) fn search_cache(&self) -> &SearchCache {
         &self.search

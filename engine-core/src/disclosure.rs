@@ -31,6 +31,12 @@
 //!    [`Catalog::undeferred_specs_for`]), from the turn after the search on — the
 //!    searching turn's request was already sent.
 //!
+//! 6. **Auto.** [`Disclosure::Auto`] (the default of `mecated`) is `Off` while the
+//!    Disclosable tools' full specs are small and `Deferred` once they pass
+//!    [`AUTO_SHARE_PERCENT`] of the model's context window
+//!    ([`Disclosure::resolve`], per turn, against that turn's catalog: a server that
+//!    adds tools mid-session can switch it on; the size is computed once per catalog).
+//!
 //! Hosts that list tools outside a session (`app`'s tool report) read the same rules:
 //! [`tool_search_spec_for`] is the `ToolSearch` spec a turn advertises, and a tool's
 //! `advertised_spec` says whether it is Disclosable.
@@ -42,10 +48,11 @@ use engine_ports::{PermissionMode, SessionSnapshot, ToolResult, ToolSpec};
 use crate::catalog::Catalog;
 use crate::tool_search::{deferred_tool_search_spec, returned_names, tool_search_spec};
 
-/// How Disclosable tools are advertised (`--progressive-tools[=light|deferred]`).
+/// How Disclosable tools are advertised (`--progressive-tools[=auto|light|deferred|off]`).
 ///
 /// | mode | unhydrated Disclosable tool | `ToolSearch` |
 /// |---|---|---|
+/// | `Auto` | as `Off` while their specs are small, as `Deferred` past [`AUTO_SHARE_PERCENT`] of the window | as resolved |
 /// | `Off` | full spec | absent |
 /// | `Light` | its light spec (name, first description line) | listed |
 /// | `Deferred` | absent; its name is in `ToolSearch`'s description | listed |
@@ -61,18 +68,49 @@ pub enum Disclosure {
     Light,
     /// Unhydrated Disclosable tools left out; `ToolSearch` names them.
     Deferred,
+    /// `Off` while the Disclosable tools' full specs take at most
+    /// [`AUTO_SHARE_PERCENT`] of the context window, else `Deferred`
+    /// ([`Disclosure::resolve`]).
+    Auto,
 }
 
+/// Under [`Disclosure::Auto`], the share of the context window (in %) the
+/// Disclosable tools' full specs may take before they are deferred (Claude Code
+/// defers MCP tools at the same share).
+pub const AUTO_SHARE_PERCENT: u64 = 10;
+
 impl Disclosure {
-    /// Whether the engine owns a `ToolSearch` (any mode but `Off`).
+    /// Whether the engine owns a `ToolSearch` (any mode but `Off`; under `Auto` it
+    /// is advertised only while the tools are deferred).
     pub fn is_progressive(self) -> bool {
         self != Self::Off
     }
+
+    /// The mode a turn over `catalog` uses: `Auto` becomes `Deferred` when the full
+    /// specs of the catalog's Disclosable tools take more than [`AUTO_SHARE_PERCENT`]
+    /// of `context_window` tokens (estimated at the engine's bytes per token), else
+    /// `Off`; the other modes are themselves.
+    pub fn resolve(self, catalog: &Catalog, context_window: u64) -> Self {
+        if self != Self::Auto {
+            return self;
+        }
+        if auto_defers(catalog.disclosable_spec_bytes(), context_window) {
+            Self::Deferred
+        } else {
+            Self::Off
+        }
+    }
+}
+
+/// Whether `bytes` of Disclosable specs pass the auto share of `context_window`.
+pub fn auto_defers(bytes: u64, context_window: u64) -> bool {
+    crate::context::tokens_of(bytes).saturating_mul(100) > context_window.saturating_mul(AUTO_SHARE_PERCENT)
 }
 
 /// The tools advertised for one turn, sorted by name.
 ///
-/// `Off`: the catalog's full specs for `mode`. `Light`: the advertised specs with the
+/// `disclosure` is a resolved mode ([`Disclosure::resolve`]); an unresolved `Auto`
+/// is taken as `Off`. `Off`: the catalog's full specs for `mode`. `Light`: the advertised specs with the
 /// session's `hydrated` tools in full, plus `ToolSearch`'s spec. `Deferred`: the full
 /// specs of every tool that is not Disclosable or is hydrated, plus `ToolSearch`'s spec
 /// naming the Disclosable tools of `mode` (a pure function of catalog and mode, so it
@@ -84,7 +122,7 @@ pub fn turn_specs(
     disclosure: Disclosure,
 ) -> Vec<ToolSpec> {
     let (mut specs, search) = match disclosure {
-        Disclosure::Off => return catalog.specs(mode),
+        Disclosure::Off | Disclosure::Auto => return catalog.specs(mode),
         Disclosure::Light => (catalog.advertised_specs_for(mode, hydrated), tool_search_spec()),
         Disclosure::Deferred => (
             catalog.undeferred_specs_for(mode, hydrated),
@@ -96,15 +134,15 @@ pub fn turn_specs(
     specs
 }
 
-/// The `ToolSearch` spec a turn advertises under `disclosure` (`None` when off), for
-/// hosts that list it.
+/// The `ToolSearch` spec a turn advertises under the resolved `disclosure` (`None`
+/// when off; an unresolved `Auto` counts as off), for hosts that list it.
 pub fn tool_search_spec_for(
     catalog: &Catalog,
     mode: PermissionMode,
     disclosure: Disclosure,
 ) -> Option<ToolSpec> {
     match disclosure {
-        Disclosure::Off => None,
+        Disclosure::Off | Disclosure::Auto => None,
         Disclosure::Light => Some(tool_search_spec()),
         Disclosure::Deferred => Some(deferred_tool_search_spec(catalog, mode)),
     }

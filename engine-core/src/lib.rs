@@ -102,7 +102,7 @@ pub use delegation::{
     SUBMIT_RESULT_TOOL_NAME, SubagentStatusTool, SubagentTool, TEAM_TOOL_NAME, TeamTool, inspect_transcript,
     neutralise, preview, subagent_tools, team_tools,
 };
-pub use disclosure::{Disclosure, tool_search_spec_for, turn_specs};
+pub use disclosure::{AUTO_SHARE_PERCENT, Disclosure, auto_defers, tool_search_spec_for, turn_specs};
 pub use dispatch::{
     AskAnswer, AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher,
     TurnContext, TurnOutcome, normalize_call_ids,
@@ -137,6 +137,6 @@ pub use skill_tool::{
 };
 pub use tool::{Tool, ToolError, with_args};
 pub use tool_search::{
-    DEFAULT_SEARCH_LIMIT, DEFERRED_NAMES_BUDGET, MAX_SEARCH_LIMIT, TOOL_SEARCH_NAME, ToolSearch,
-    deferred_tool_search_spec, returned_names, tool_search_spec,
+    COMPACT_SEARCH_UP_TO, DEFAULT_SEARCH_LIMIT, DEFERRED_NAMES_BUDGET, MAX_SEARCH_LIMIT, TOOL_SEARCH_NAME,
+    ToolSearch, deferred_tool_search_spec, returned_names, tool_search_spec,
 };

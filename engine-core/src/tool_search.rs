@@ -41,6 +41,25 @@ most `limit`, default 5, up to 20; when no word matches, a case-insensitive subs
 and descriptions). An empty query returns every tool. The result is a JSON array (sorted by \
 name, except for words); no match is `[]`. This tool is read-only.";
 
+/// At most this many deferred tools get the compact `ToolSearch` spec: on a small
+/// catalog the full matching rules would cost more than the tools they replace.
+pub const COMPACT_SEARCH_UP_TO: usize = 50;
+
+const COMPACT: &str = "Loads the full spec of the deferred tools named below so they can be \
+called. Query: a tool name, `select:NameA,NameB`, or words (best match first, at most `limit`, \
+default 5).";
+
+/// The argument schema of the compact spec: the same arguments, without their prose.
+fn compact_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}
+        }
+    })
+}
+
 fn search_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "object",
@@ -73,15 +92,22 @@ pub fn tool_search_spec() -> ToolSpec {
 /// [`tool_search_spec`] saying that the listed tools are not in the tool list, followed
 /// by the deferred tools of `catalog` in `mode` (built once per catalog and mode, so
 /// byte-identical across turns). Without deferred tools, no listing and no such
-/// sentence.
+/// sentence. With at most [`COMPACT_SEARCH_UP_TO`] deferred tools the spec is compact
+/// (one sentence on the query forms, the schema without prose), so it scales with the
+/// catalog: a small catalog never pays more for `ToolSearch` than its tools save.
 pub fn deferred_tool_search_spec(catalog: &Catalog, mode: PermissionMode) -> ToolSpec {
-    let listing = catalog.search_cache().deferred_listing(catalog, mode);
-    let description = if listing.is_empty() {
-        format!("{PURPOSE} {MATCHING}")
-    } else {
-        format!("{PURPOSE} {DEFERRED} {MATCHING}{listing}")
-    };
-    ToolSpec::new(TOOL_SEARCH_NAME, description).with_schema(search_schema())
+    let (listing, count) = catalog.search_cache().deferred_listing(catalog, mode);
+    if listing.is_empty() {
+        return ToolSpec::new(TOOL_SEARCH_NAME, format!("{PURPOSE} {MATCHING}")).with_schema(search_schema());
+    }
+    if count <= COMPACT_SEARCH_UP_TO {
+        return ToolSpec::new(TOOL_SEARCH_NAME, format!("{COMPACT}{listing}")).with_schema(compact_schema());
+    }
+    ToolSpec::new(
+        TOOL_SEARCH_NAME,
+        format!("{PURPOSE} {DEFERRED} {MATCHING}{listing}"),
+    )
+    .with_schema(search_schema())
 }
 
 /// What `ToolSearch` derives from one catalog, built on first use and shared by every
@@ -89,26 +115,51 @@ pub fn deferred_tool_search_spec(catalog: &Catalog, mode: PermissionMode) -> Too
 #[derive(Clone, Default)]
 pub(crate) struct SearchCache {
     index: OnceLock<Arc<KeywordIndex>>,
-    /// The deferred listing: `[0]` for the default modes, `[1]` for plan mode.
-    deferred: [OnceLock<Arc<str>>; 2],
+    /// The deferred listing and how many tools it covers: `[0]` for the default
+    /// modes, `[1]` for plan mode.
+    deferred: [OnceLock<(Arc<str>, usize)>; 2],
+    /// The bytes of the Disclosable tools' full specs (name, description, schema).
+    disclosable_bytes: OnceLock<u64>,
 }
 
 impl SearchCache {
+    /// The bytes of the full specs of `catalog`'s Disclosable tools, computed once.
+    pub(crate) fn disclosable_bytes(&self, catalog: &Catalog) -> u64 {
+        *self.disclosable_bytes.get_or_init(|| {
+            catalog
+                .entries()
+                .filter(|(_, tool)| tool.advertised_spec().is_some())
+                .map(|(_, tool)| {
+                    let spec = tool.spec();
+                    let schema = spec
+                        .schema()
+                        .and_then(|schema| serde_json::to_string(schema).ok())
+                        .map_or(0, |text| text.len());
+                    (spec.name().len() + spec.description().len() + schema) as u64
+                })
+                .sum()
+        })
+    }
+
     fn index(&self, catalog: &Catalog) -> &KeywordIndex {
         self.index.get_or_init(|| Arc::new(KeywordIndex::build(catalog)))
     }
 
-    fn deferred_listing(&self, catalog: &Catalog, mode: PermissionMode) -> &str {
+    fn deferred_listing(&self, catalog: &Catalog, mode: PermissionMode) -> (&str, usize) {
         let slot = usize::from(mode == PermissionMode::Plan);
-        self.deferred[slot].get_or_init(|| Arc::from(deferred_listing(catalog, mode)))
+        let (listing, count) = self.deferred[slot].get_or_init(|| {
+            let (listing, count) = deferred_listing(catalog, mode);
+            (Arc::from(listing), count)
+        });
+        (listing, *count)
     }
 }
 
 /// The deferred-tools part of `ToolSearch`'s description: the Disclosable tools
 /// available in `mode`, grouped by MCP server (`mcp__<server>__*`, then `other`), as
 /// names while they fit [`DEFERRED_NAMES_BUDGET`], else one line per group with its
-/// tool count. Empty when nothing is Disclosable.
-fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> String {
+/// tool count; with the number of tools it covers. Empty when nothing is Disclosable.
+fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> (String, usize) {
     let mut servers: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
     let mut other: Vec<&str> = Vec::new();
     for (name, tool) in catalog.entries() {
@@ -121,8 +172,9 @@ fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> String {
             None => other.push(name),
         }
     }
-    if servers.is_empty() && other.is_empty() {
-        return String::new();
+    let count = servers.values().map(Vec::len).sum::<usize>() + other.len();
+    if count == 0 {
+        return (String::new(), 0);
     }
     let groups: Vec<(String, &[&str])> = servers
         .iter()
@@ -134,7 +186,10 @@ fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> String {
         .map(|(group, names)| format!("\n- {group}: {}", names.join(", ")))
         .collect();
     if names.len() <= DEFERRED_NAMES_BUDGET {
-        return format!("\n\nDeferred tools (full name = prefix + listed name):{names}");
+        return (
+            format!("\n\nDeferred tools (full name = prefix + listed name):{names}"),
+            count,
+        );
     }
     let lines: String = groups
         .iter()
@@ -144,10 +199,11 @@ fn deferred_listing(catalog: &Catalog, mode: PermissionMode) -> String {
             format!("\n- {group} ({count} {unit})")
         })
         .collect();
-    format!(
+    let listing = format!(
         "\n\nDeferred tools, too many to name (search by words; a server's tools share its \
          prefix):{lines}"
-    )
+    );
+    (listing, count)
 }
 
 /// `mcp__<server>__` when `name` is an MCP tool name.

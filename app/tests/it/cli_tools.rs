@@ -309,7 +309,7 @@ async fn progressive_tools_takes_light_or_deferred_and_the_listing_shows_what_th
     assert_eq!(
         tool_search_description(&fixture, &[]).await,
         None,
-        "off by default"
+        "auto by default, and two small tools stay in full"
     );
     assert_eq!(
         tool_search_description(&fixture, &["--progressive-tools=off"]).await,
@@ -420,4 +420,43 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             .collect::<Vec<_>>(),
         ["Glob", "Grep", "ListDir", "Read"]
     );
+}
+
+#[tokio::test]
+async fn tools_says_which_disclosure_mode_is_in_force_and_why() {
+    let fixture = McpFixture::start(FixtureSpec {
+        tools: vec![FixtureTool::read_only("peek"), FixtureTool::new("poke")],
+        prefix: String::new(),
+        resources: Vec::new(),
+    })
+    .await;
+    let scratch = Scratch::new();
+    let ws = scratch.ws().display().to_string();
+    let server = format!("fx={}", fixture.url);
+    let base = [
+        "tools",
+        "--workspace",
+        &ws,
+        "--toolhive=false",
+        "--mcp-server",
+        &server,
+    ];
+    let text = mecated(scratch.dir.path(), &base, &[]).await;
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stderr
+            .contains("note: progressive tools: auto: every tool in full because 2 MCP tool(s) take about"),
+        "{}",
+        text.stderr
+    );
+    assert!(text.stderr.contains("within 10% of the"), "{}", text.stderr);
+
+    let mut json_args = base.to_vec();
+    json_args.extend(["--json", "--progressive-tools=deferred"]);
+    let json = mecated(scratch.dir.path(), &json_args, &[]).await;
+    assert_eq!(json.code, 0, "{json:?}");
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(report["disclosure"]["mode"], "deferred");
+    assert_eq!(report["disclosure"]["in_force"], "deferred");
+    assert_eq!(report["disclosure"]["disclosable_tools"], 2);
 }

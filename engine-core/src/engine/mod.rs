@@ -25,6 +25,7 @@ use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
 use crate::context::ConversationSizes;
 use crate::delegation::ChildEngines;
+use crate::disclosure::Disclosure;
 use crate::dispatch::{AskAnswer, DispatchConfig, Dispatcher};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
 use crate::environment::Environment;
@@ -343,6 +344,15 @@ impl Engine {
     /// The settings.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// The disclosure mode a turn over `catalog` uses: the configured one, with
+    /// `Auto` resolved against this engine's context window ([`Disclosure::resolve`]).
+    pub fn disclosure_for(&self, catalog: &Catalog) -> Disclosure {
+        self.inner
+            .config
+            .disclosure
+            .resolve(catalog, self.inner.context_window)
     }
 
     /// The model's context window in tokens: `config.context_window`, else the

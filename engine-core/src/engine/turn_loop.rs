@@ -161,7 +161,7 @@ impl RunTask {
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
-            inner.config.disclosure,
+            inner.config.disclosure.resolve(&catalog.1, inner.context_window),
         ));
         emitter
             .emit(EventKind::SessionInit {
@@ -283,7 +283,7 @@ impl RunTask {
                 &catalog.1,
                 snapshot.mode,
                 &snapshot.hydrated,
-                inner.config.disclosure,
+                inner.config.disclosure.resolve(&catalog.1, inner.context_window),
             ));
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use engine_core::{
-    Catalog, Deps, Disclosure, Engine, EngineConfig, EngineError, Environment, OutputCap, TOOL_SEARCH_NAME,
-    Tool, ToolSearch, tool_search_spec, turn_specs,
+    COMPACT_SEARCH_UP_TO, Catalog, Deps, Disclosure, Engine, EngineConfig, EngineError, Environment,
+    OutputCap, TOOL_SEARCH_NAME, Tool, ToolSearch, tool_search_spec, turn_specs,
 };
 use engine_ports::testkit::{ScriptedLlm, ScriptedTurn};
 use engine_ports::{CancellationToken, PermissionMode, SessionId, ToolCall, ToolResult};
@@ -603,4 +603,119 @@ fn tool_search_specs_are_the_reviewed_model_contract() {
         })
         .collect();
     insta::assert_json_snapshot!("tool_search_specs", rendered);
+}
+
+/// `n` Disclosable tools shaped like a real MCP server's: a sentence of description
+/// and a schema of three described arguments (about 360 bytes each in full).
+fn realistic(n: usize, probe: &Arc<Probe>) -> Arc<Catalog> {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Path of the file, relative to the root"},
+            "limit": {"type": "integer", "description": "Most entries returned"},
+            "recursive": {"type": "boolean", "description": "Whether to descend"}
+        },
+        "required": ["path"]
+    });
+    catalog_of(
+        (0..n)
+            .map(|i| {
+                FakeTool::new(&format!("mcp__files__op_{i}"), true, probe)
+                    .described(
+                        "Reads, lists or changes entries under the given path and returns them as text.",
+                    )
+                    .with_schema(schema.clone())
+                    .disclosable("Reads, lists or changes entries.")
+                    .arc() as Arc<dyn Tool>
+            })
+            .collect(),
+    )
+}
+
+fn turn_bytes(catalog: &Catalog, disclosure: Disclosure) -> usize {
+    let specs = turn_specs(catalog, PermissionMode::Default, &Default::default(), disclosure);
+    serde_json::to_vec(&specs).unwrap().len()
+}
+
+#[test]
+fn a_small_deferred_catalog_gets_a_compact_search_spec_and_still_saves_nine_tenths() {
+    let probe = Probe::new();
+    let small = realistic(24, &probe);
+    let (off, deferred) = (
+        turn_bytes(&small, Disclosure::Off),
+        turn_bytes(&small, Disclosure::Deferred),
+    );
+    println!("24 tools: {off} bytes in full, {deferred} deferred");
+    assert!(
+        deferred * 10 <= off,
+        "{deferred} of {off} bytes is more than a tenth"
+    );
+    let compact = turn_specs(
+        &small,
+        PermissionMode::Default,
+        &Default::default(),
+        Disclosure::Deferred,
+    );
+    let description = search_description(&compact).to_owned();
+    assert!(description.contains("select:NameA,NameB"), "{description}");
+    assert!(description.contains("mcp__files__*: op_0, op_1"), "{description}");
+
+    let large = realistic(COMPACT_SEARCH_UP_TO + 1, &probe);
+    let full = turn_specs(
+        &large,
+        PermissionMode::Default,
+        &Default::default(),
+        Disclosure::Deferred,
+    );
+    let full_description = search_description(&full);
+    assert!(
+        full_description.contains("An empty query returns every tool"),
+        "a larger catalog gets the full matching rules: {full_description}"
+    );
+    assert!(
+        !description.contains("An empty query returns every tool"),
+        "{description}"
+    );
+}
+
+#[tokio::test]
+async fn auto_lists_small_catalogs_in_full_and_defers_tools_past_a_tenth_of_the_window() {
+    let probe = Probe::new();
+    let catalog = realistic(10, &probe);
+    let bytes = catalog.disclosable_spec_bytes();
+    assert!(bytes > 3000, "{bytes}");
+    let auto = |window: u64| EngineConfig {
+        disclosure: Disclosure::Auto,
+        context_window: Some(window),
+        ..config()
+    };
+    // 10 tools of about 360 bytes are about 900 tokens: in full under a 128k window…
+    let roomy = harness(
+        Arc::clone(&catalog),
+        vec![ScriptedTurn::text("done")],
+        auto(128_000),
+    );
+    run_to_end(&roomy.engine, "a", "hi").await;
+    let requests = roomy.llm.requests();
+    let names = tool_names(&requests[0].tools);
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(!names.contains(&TOOL_SEARCH_NAME), "{names:?}");
+    assert_eq!(roomy.engine.disclosure_for(&catalog), Disclosure::Off);
+    // …and deferred under a window where they pass 10 %.
+    let tight = harness(
+        Arc::clone(&catalog),
+        vec![ScriptedTurn::text("done")],
+        auto(6_000),
+    );
+    run_to_end(&tight.engine, "a", "hi").await;
+    assert_eq!(tool_names(&tight.llm.requests()[0].tools), [TOOL_SEARCH_NAME]);
+    assert_eq!(tight.engine.disclosure_for(&catalog), Disclosure::Deferred);
+}
+
+#[test]
+fn auto_defers_exactly_past_the_share_of_the_window() {
+    // 4 bytes a token: 4,000 bytes are 1,000 tokens, 10 % of a 10,000-token window.
+    assert!(!engine_core::auto_defers(4_000, 10_000));
+    assert!(engine_core::auto_defers(4_004, 10_000));
+    assert_eq!(engine_core::AUTO_SHARE_PERCENT, 10);
 }

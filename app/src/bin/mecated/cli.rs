@@ -369,11 +369,12 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) mcp_sandbox: Vec<String>,
     /// Progressive disclosure of MCP tools until ToolSearch returns their full spec:
-    /// `light` (the bare flag) lists each with its first description line, `deferred`
-    /// leaves them out and names them in ToolSearch's description, `off` (the default
-    /// without the flag) lists every tool in full.
+    /// `auto` (the default) lists every tool in full until the MCP tools' specs pass
+    /// 10% of the model's context window, then defers them; `light` (the bare flag)
+    /// lists each with its first description line, `deferred` leaves them out and
+    /// names them in ToolSearch's description, `off` lists every tool in full.
     #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true,
-          default_value = "off", default_missing_value = "light", value_parser = disclosure_parser())]
+          default_value = "auto", default_missing_value = "light", value_parser = disclosure_parser())]
     pub(crate) progressive_tools: Disclosure,
     #[command(flatten)]
     pub(crate) memory: MemoryArgs,
@@ -562,10 +563,11 @@ fn bool_parser() -> impl clap::builder::TypedValueParser<Value = bool> {
 }
 
 fn disclosure_parser() -> impl clap::builder::TypedValueParser<Value = Disclosure> {
-    PossibleValuesParser::new(["off", "light", "deferred"]).map(|value| match value.as_str() {
+    PossibleValuesParser::new(["auto", "off", "light", "deferred"]).map(|value| match value.as_str() {
         "light" => Disclosure::Light,
         "deferred" => Disclosure::Deferred,
-        _ => Disclosure::Off,
+        "off" => Disclosure::Off,
+        _ => Disclosure::Auto,
     })
 }
 

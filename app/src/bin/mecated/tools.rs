@@ -35,6 +35,10 @@ pub(crate) async fn tools(args: ToolsArgs) -> ExitCode {
                 out::clip(out::first_line(&tool.description), 120),
             ));
         }
+        out::stderr(&format!(
+            "note: progressive tools: {}",
+            built.report().disclosure.reason
+        ));
         if let Some(status) = &built.report().sandbox {
             out::stderr(&format!("note: {}", sandbox_line(status)));
         }
