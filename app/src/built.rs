@@ -130,6 +130,7 @@ impl Built {
             shared_families: Arc::clone(&self.shared_families),
             disclosure: self.assets.disclosure(),
             model: self.model.clone(),
+            hooks: self.command_hooks(),
         })
     }
 

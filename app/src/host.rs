@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
+use adapter_policy::{CommandHooks, HookEvent, HookRun};
 use async_trait::async_trait;
 use engine_core::host::{HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
 use engine_core::{Catalog, Disclosure, Engine};
-use engine_ports::{CommandExpander, PermissionMode, SessionStore};
+use engine_ports::{CommandExpander, PermissionMode, SessionId, SessionStore, StopReason};
+use serde_json::json;
 
 use crate::assembly::FamilyMap;
 use crate::error::FactoryError;
@@ -31,6 +33,9 @@ pub(crate) struct AppHost {
     pub(crate) shared_families: Arc<FamilyMap>,
     pub(crate) disclosure: Disclosure,
     pub(crate) model: String,
+    /// The operator's hook commands of the session events (`SessionStart`,
+    /// `UserPromptSubmit`, `Stop`); the engines run the tool hooks themselves.
+    pub(crate) hooks: CommandHooks,
 }
 
 #[async_trait]
@@ -74,6 +79,46 @@ impl SessionHost for AppHost {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    async fn session_started(&self, session: &SessionId, source: &str) {
+        // Told, never blocking (their failures are logged by `fire`).
+        self.hooks
+            .fire(HookEvent::SessionStart, session, None, json!({"source": source}))
+            .await;
+    }
+
+    async fn prompt_submitted(&self, session: &SessionId, prompt: &str) -> Result<(), String> {
+        let runs = self
+            .hooks
+            .fire(
+                HookEvent::UserPromptSubmit,
+                session,
+                None,
+                json!({"prompt": prompt}),
+            )
+            .await;
+        match runs.last() {
+            Some((hook, HookRun::Block(reason))) => Err(format!(
+                "the prompt was blocked by the UserPromptSubmit hook `{}`: {}",
+                hook.command,
+                reason.trim()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn run_stopped(&self, session: &SessionId, stop: StopReason) -> Option<String> {
+        let input = json!({"stop_hook_active": false, "stop_reason": stop});
+        let runs = self.hooks.fire(HookEvent::Stop, session, None, input).await;
+        match runs.last() {
+            Some((hook, HookRun::Block(text))) => Some(format!(
+                "the Stop hook `{}` asked to go on ({}); a run does not resume from a Stop hook",
+                hook.command,
+                text.trim()
+            )),
+            _ => None,
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_ports::{CommandExpander, PermissionMode, SessionStore};
+use engine_ports::{CommandExpander, PermissionMode, SessionId, SessionStore, StopReason};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -135,11 +135,59 @@ pub trait SessionHost: Send + Sync {
 
     /// The model name the engines send.
     fn model(&self) -> &str;
+
+    /// Tells the operator's `SessionStart` hooks that a person's session began
+    /// (`source`: `startup` for a new one, `resume` for a continued one). Hooks are
+    /// told, never blocking; their failures are the host's to log. A host without
+    /// hooks does nothing.
+    async fn session_started(&self, session: &SessionId, source: &str) {
+        let _ = (session, source);
+    }
+
+    /// Offers a person's prompt to the operator's `UserPromptSubmit` hooks before it
+    /// is sent.
+    ///
+    /// # Errors
+    /// The text the person reads when a hook blocked the prompt (naming the hook and
+    /// its reason); the prompt must then not be sent.
+    async fn prompt_submitted(&self, session: &SessionId, prompt: &str) -> Result<(), String> {
+        let _ = (session, prompt);
+        Ok(())
+    }
+
+    /// Tells the operator's `Stop` hooks how a person's run ended; `Some` is a note
+    /// for the person when a hook asked to go on (a run does not resume from it).
+    async fn run_stopped(&self, session: &SessionId, stop: StopReason) -> Option<String> {
+        let _ = (session, stop);
+        None
+    }
 }
 
 /// A fresh random session id: 32 lowercase hex digits (128 bits).
 pub fn new_session_id() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
+/// A one-line summary of call arguments, as the command line's notes and the
+/// terminal client show calls: `path=README.md pattern="src/**"` for an object of
+/// scalars, else compact JSON; at most `max` chars (`…` when cut).
+pub fn args_summary(args: &Value, max: usize) -> String {
+    let text = match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(s) if !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '"') => {
+                    format!("{key}={s}")
+                }
+                Value::String(s) => format!("{key}={s:?}"),
+                other => format!("{key}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    engine_ports::clip_chars(&text, max).into_owned()
 }
 
 /// One tool of a listing.
@@ -164,6 +212,14 @@ pub struct ToolEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn argument_summaries_are_short_and_readable() {
+        let args = serde_json::json!({"path": "README.md", "pattern": "a b", "limit": 3});
+        assert_eq!(args_summary(&args, 80), "path=README.md pattern=\"a b\" limit=3");
+        assert_eq!(args_summary(&serde_json::json!({}), 80), "");
+        assert_eq!(args_summary(&serde_json::json!({"k": "abcdef"}), 5), "k=ab…");
+    }
 
     #[test]
     fn session_ids_are_32_lowercase_hex_digits_and_distinct() {

@@ -2,12 +2,10 @@
 
 use std::process::ExitCode;
 
-use adapter_policy::{HookEvent, HookRun};
 use app::{SessionRequest, build, new_session_id};
 use engine_core::{EngineError, Run};
 use engine_ports::{Event, EventKind, SessionId, StopReason, StoreError};
 use futures::StreamExt as _;
-use serde_json::json;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::RunArgs;
@@ -56,20 +54,11 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
             None
         }
     };
-    if let Some(reason) = stop {
+    if let Some(reason) = stop
+        && let Some(note) = built.host().run_stopped(&session, reason).await
+    {
         // Stop hooks: told how the run ended; they cannot make it go on here.
-        let input = json!({"stop_hook_active": false, "stop_reason": reason});
-        let runs = built
-            .command_hooks()
-            .fire(HookEvent::Stop, &session, None, input)
-            .await;
-        if let Some((hook, HookRun::Block(text))) = runs.last() {
-            out::stderr(&format!(
-                "note: the Stop hook `{}` asked to go on ({}); a run does not resume from a Stop hook",
-                hook.command,
-                text.trim()
-            ));
-        }
+        out::stderr(&format!("note: {note}"));
     }
     if !jsonl && built.store().is_persistent() {
         out::stderr(&format!(
@@ -95,23 +84,14 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
     // A new session records the workspace it runs in: an ACP agent lists and loads a
     // stored session only inside the directory it recorded.
     let mode = engine.engine().config().mode;
-    let hooks = built.command_hooks();
+    let host = built.host();
     match engine
         .engine()
         .create_session_in(session, mode, built.workspace_root())
         .await
     {
-        Ok(()) => {
-            // SessionStart hooks: told, never blocking (their failures are logged).
-            hooks
-                .fire(
-                    HookEvent::SessionStart,
-                    session,
-                    None,
-                    json!({"source": "startup"}),
-                )
-                .await;
-        }
+        // SessionStart hooks: told, never blocking (their failures are logged).
+        Ok(()) => host.session_started(session, "startup").await,
         Err(EngineError::Store(StoreError::AlreadyExists { .. })) => {}
         Err(error) => return Err(error.to_string()),
     }
@@ -124,21 +104,7 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
     }
     let prompt = args.prompt.clone().unwrap_or_default();
     // UserPromptSubmit hooks: exit 2 blocks the prompt, and the user reads why.
-    let runs = hooks
-        .fire(
-            HookEvent::UserPromptSubmit,
-            session,
-            None,
-            json!({"prompt": prompt}),
-        )
-        .await;
-    if let Some((hook, HookRun::Block(reason))) = runs.last() {
-        return Err(format!(
-            "the prompt was blocked by the UserPromptSubmit hook `{}`: {}",
-            hook.command,
-            reason.trim()
-        ));
-    }
+    host.prompt_submitted(session, &prompt).await?;
     let run = engine.engine().run(session, prompt).map_err(|e| e.to_string())?;
     run.started().await.map_err(|e| e.to_string())
 }
