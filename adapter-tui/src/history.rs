@@ -20,7 +20,7 @@ const GUARD: Guard = Guard {
     symlink: "the history file is a symbolic link, which is never followed",
     fifo_or_socket: Some("the history file is a FIFO or socket, not a regular file"),
     directory: Some("the history file is a directory"),
-    not_regular: not_regular,
+    not_regular,
 };
 
 fn not_regular(kind: &'static str) -> String {

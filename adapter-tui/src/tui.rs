@@ -229,12 +229,13 @@ impl Ui {
             None if self.running.is_some() => {}
             None => {
                 let mut below = vec![status];
-                below.extend(
-                    self.listed
-                        .iter()
-                        .take(MAX_COMPLETIONS)
-                        .map(|(name, help)| Line::new(Style::Dim, format!("  /{name}  {help}"))),
-                );
+                below.extend(self.listed.iter().take(MAX_COMPLETIONS).map(|(name, help)| {
+                    match help.strip_prefix('/') {
+                        // The chat's own commands: their help names them already.
+                        Some(_) => Line::new(Style::Dim, format!("  {help}")),
+                        None => Line::new(Style::Dim, format!("  /{name}  {help}")),
+                    }
+                }));
                 let marker = if self.picking { "pick › " } else { "› " };
                 self.term.prompt(&Prompt {
                     marker,
@@ -542,7 +543,7 @@ impl Ui {
         let typed = self.editor.take();
         let field_line =
             Line::new(Style::Dim, format!("  {}: ", field.name)).push(Style::Plain, typed.clone());
-        if !(typed.trim().is_empty() && !field.required) {
+        if !typed.trim().is_empty() || field.required {
             match field.parse(&typed) {
                 Ok(value) => {
                     content.insert(field.name.clone(), value);

@@ -172,7 +172,8 @@ pub(crate) fn form_fields(schema: &Value) -> Vec<Field> {
         .collect()
 }
 
-/// Turns a run's events into [`Shown`] items; remembers when each call started.
+/// Turns a run's events into [`Shown`] items; remembers when each call started (or
+/// was approved: the time a person takes to answer is not the call's).
 #[derive(Debug, Default)]
 pub(crate) struct View {
     started: HashMap<String, Instant>,
@@ -187,6 +188,11 @@ impl View {
             EventKind::ToolCall { call_id, name, args } => {
                 self.started.insert(call_id.as_str().to_owned(), Instant::now());
                 note(vec![call_line(name, args)])
+            }
+            EventKind::PermissionVerdict { call_id, .. } => {
+                // The call's time starts once the person answered.
+                self.started.insert(call_id.as_str().to_owned(), Instant::now());
+                None
             }
             EventKind::ToolResult {
                 call_id,

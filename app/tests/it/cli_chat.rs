@@ -322,3 +322,15 @@ async fn plain_mode_resumes_a_session_by_id_and_refuses_an_unknown_one() {
         unknown.stderr
     );
 }
+
+#[test]
+fn mecated_alone_on_a_terminal_starts_a_chat() {
+    let scratch = Scratch::new();
+    // No model flag: the chat's own configuration error, not the command-line usage.
+    let mut pty = Pty::spawn(scratch.dir.path(), &[]);
+    let status = pty.wait_exit();
+    let screen = pty.screen();
+    assert_eq!(status.code(), Some(2), "{screen}");
+    assert!(screen.contains("a model is required"), "{screen}");
+    assert!(!screen.contains("Usage:"), "{screen}");
+}
