@@ -213,10 +213,7 @@ impl View {
                 let mut lines = vec![
                     Line::new(Style::Ask, "? ")
                         .push(Style::Accent, printable(name))
-                        .push(
-                            Style::Plain,
-                            format!(" {}", printable(&args_summary(args, ARGS_CHARS))),
-                        ),
+                        .push(Style::Plain, spaced_args(args)),
                     Line::new(Style::Dim, format!("  {}", printable(reason))),
                 ];
                 lines.extend(call_diff(name, args).unwrap_or_default());
@@ -332,10 +329,17 @@ impl View {
 pub(crate) fn call_line(name: &str, args: &Value) -> Line {
     Line::new(Style::Accent, "● ")
         .push(Style::Accent, printable(name))
-        .push(
-            Style::Plain,
-            format!(" {}", printable(&args_summary(args, ARGS_CHARS))),
-        )
+        .push(Style::Plain, spaced_args(args))
+}
+
+/// ` short arguments`, or nothing for a call without arguments.
+fn spaced_args(args: &Value) -> String {
+    let summary = printable(&args_summary(args, ARGS_CHARS));
+    if summary.is_empty() {
+        summary
+    } else {
+        format!(" {summary}")
+    }
 }
 
 /// `  ⎿ ok · 12 ms · first line of the result`.
@@ -417,6 +421,7 @@ mod tests {
             panic!("a call is a note");
         };
         assert_eq!(call[0].text(), "● Read path=a.txt");
+        assert_eq!(call_line("Now", &json!({})).text(), "● Now");
         let Some(Shown::Lines(result)) = view.event(&event(EventKind::ToolResult {
             call_id: ToolCallId::from("c1"),
             name: "Read".into(),

@@ -334,3 +334,40 @@ fn mecated_alone_on_a_terminal_starts_a_chat() {
     assert!(screen.contains("a model is required"), "{screen}");
     assert!(!screen.contains("Usage:"), "{screen}");
 }
+
+#[tokio::test]
+async fn plain_mode_answers_a_servers_question_field_by_field() {
+    const TEST: &str = "plain_mode_answers_a_servers_question_field_by_field";
+    let Some(peer) = test_peers::elicit_server(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = r#"{"turns": [
+      {"tool_calls": [{"id": "q1", "name": "mcp__py__ask_name", "args": {}}]},
+      {"text": "greeted"}
+    ]}"#;
+    let server = format!("py={}/mcp", peer.base_url());
+    // The name (required), then Enter to skip the optional age.
+    let input = "who am I?\nAda\n\n";
+    let output = plain(
+        &scratch,
+        script,
+        &["--mcp-server", &server, "--approve", "all"],
+        input,
+    )
+    .await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let out = &output.stdout;
+    assert!(
+        out.contains("? mcp__py__ask_name asks:\n  What is your name?\n"),
+        "{out}"
+    );
+    assert!(out.contains("● mcp__py__ask_name\n"), "{out}");
+    assert!(out.contains("  name — Name (text):\n"), "{out}");
+    assert!(
+        out.contains("  age — Age (whole number, Enter to skip):\n"),
+        "{out}"
+    );
+    assert!(out.contains("· hello Ada\n"), "the server got the answer:\n{out}");
+    assert!(out.contains("greeted\n"), "{out}");
+}
