@@ -120,6 +120,14 @@ impl MemoryEnv {
         }
     }
 
+    /// The terminal client's directory of a workspace (its sessions and prompt
+    /// history): `$XDG_STATE_HOME/mecatl/chat/<workspace token>` (else
+    /// `~/.local/state/…`); `None` without either variable.
+    pub fn chat_dir(&self, workspace: &Path) -> Option<PathBuf> {
+        self.xdg_base(self.xdg_state_home.as_ref(), ".local/state")
+            .map(|base| base.join("mecatl/chat").join(workspace_token(workspace)))
+    }
+
     /// `$XDG_CONFIG_HOME/mecatl/usermodel` (else `~/.config/…`).
     pub fn default_user_model_dir(&self) -> MemorySetting {
         match self.xdg_base(self.xdg_config_home.as_ref(), ".config") {

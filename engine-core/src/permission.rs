@@ -39,12 +39,14 @@ pub struct ParseApproveError {
 
 /// The default policy. First match wins:
 /// 1. headless with `none` → deny every call;
-/// 2. read-only tool → allow;
-/// 3. `acceptEdits` and an edit tool (default `Edit`, `Write`) → allow;
-/// 4. a tool learned through `allow_always` in this session → allow;
-/// 5. interactive → ask;
-/// 6. headless `all` → allow; `read-only` → deny, saying the run approves only
-///    read-only tools.
+/// 2. interactive with `none` → allow a tool learned through `allow_always`, ask
+///    for any other call (read-only ones included);
+/// 3. read-only tool → allow;
+/// 4. `acceptEdits` and an edit tool (default `Edit`, `Write`) → allow;
+/// 5. a tool learned through `allow_always` in this session → allow;
+/// 6. `all` → allow (interactive or not: the level the operator chose);
+/// 7. interactive → ask;
+/// 8. headless `read-only` → deny, saying the run approves only read-only tools.
 #[derive(Debug)]
 pub struct DefaultPolicy {
     interactive: bool,
@@ -89,6 +91,17 @@ impl PermissionPolicy for DefaultPolicy {
                 reason: "this run approves no tool calls (--approve none)".to_owned(),
             };
         }
+        if self.approve == Approve::None {
+            // Interactive (the headless case denied above): the person decides all.
+            if self.learned(&request.session_id, name) {
+                return Decision::Allow;
+            }
+            return Decision::Ask {
+                reason: format!(
+                    "{name} needs approval: this session approves no call by itself (--approve none)"
+                ),
+            };
+        }
         if request.read_only {
             return Decision::Allow;
         }
@@ -98,19 +111,19 @@ impl PermissionPolicy for DefaultPolicy {
         if self.learned(&request.session_id, name) {
             return Decision::Allow;
         }
+        if self.approve == Approve::All {
+            return Decision::Allow;
+        }
         if self.interactive {
             return Decision::Ask {
                 reason: format!("{name} can change the workspace"),
             };
         }
-        match self.approve {
-            Approve::All => Decision::Allow,
-            Approve::ReadOnly | Approve::None => Decision::Deny {
-                reason: format!(
-                    "this run approves only read-only tools and {name} is not read-only; \
-                     rerun with --approve all to allow it"
-                ),
-            },
+        Decision::Deny {
+            reason: format!(
+                "this run approves only read-only tools and {name} is not read-only; \
+                 rerun with --approve all to allow it"
+            ),
         }
     }
 
@@ -138,5 +151,35 @@ mod tests {
             error,
             "invalid approval \"some\": expected one of all, read-only, none"
         );
+    }
+
+    fn request(name: &str, read_only: bool) -> PermissionRequest {
+        PermissionRequest {
+            session_id: SessionId::from("s"),
+            mode: PermissionMode::Default,
+            call: ToolCall::new("c1", name, "{}"),
+            read_only,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_interactive_session_keeps_its_approval_level() {
+        let all = DefaultPolicy::new(true, Approve::All);
+        assert_eq!(all.evaluate(&request("Write", false)).await, Decision::Allow);
+
+        let read_only = DefaultPolicy::new(true, Approve::ReadOnly);
+        assert_eq!(read_only.evaluate(&request("Read", true)).await, Decision::Allow);
+        assert!(matches!(
+            read_only.evaluate(&request("Write", false)).await,
+            Decision::Ask { .. }
+        ));
+
+        let none = DefaultPolicy::new(true, Approve::None);
+        let Decision::Ask { reason } = none.evaluate(&request("Read", true)).await else {
+            panic!("with --approve none an interactive session asks even for a read");
+        };
+        assert!(reason.contains("--approve none"), "{reason}");
+        none.learn(&SessionId::from("s"), &ToolCall::new("c1", "Read", "{}"));
+        assert_eq!(none.evaluate(&request("Read", true)).await, Decision::Allow);
     }
 }

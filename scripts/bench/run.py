@@ -12,16 +12,21 @@ Each step records the load average before and after it, because the machine is s
 """
 
 import argparse
+import fcntl
 import json
 import os
 import platform
+import pty
+import select
 import shlex
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from pathlib import Path
 
@@ -278,6 +283,51 @@ def run_long_session(mode: dict) -> dict:
     return json_of([*cargo_example("long_session", mode["profile"]), str(runs), str(repeats)])
 
 
+def chat_binary(profile: str) -> Path:
+    """The `mecated` binary the build step made for `profile`."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    return target / ("release" if profile == "release" else "debug") / "mecated"
+
+
+def chat_startup(binary: Path, runs: int) -> dict:
+    """Time from starting `mecated chat` on a pseudo-terminal (mock model, no MCP server,
+    a JSONL store) to its first prompt on screen (the status line under the input), then
+    Ctrl-D; one fresh process per run."""
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "MECATED_LOG")}
+        env.update({"HOME": tmp, "TERM": "xterm-256color", "MECATED_TOOLHIVE_URL": "http://127.0.0.1:1"})
+        cmd = [str(binary), "chat", "--workspace", str(ws), "--toolhive=false", "--mock",
+               "--store-dir", str(Path(tmp) / "store")]
+        for _ in range(runs):
+            master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+            started = time.perf_counter()
+            proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env)
+            seen, deadline = b"", started + 30
+            while b"mode default" not in seen:
+                left = deadline - time.perf_counter()
+                if left <= 0 or not select.select([master], [], [], left)[0]:
+                    proc.kill()
+                    raise RuntimeError(f"mecated chat showed no prompt within 30 s: {seen[-500:]!r}")
+                seen += os.read(master, 65536)
+            times.append(time.perf_counter() - started)
+            os.write(master, b"\x04")
+            proc.wait(timeout=30)
+            os.close(master)
+            os.close(slave)
+    times.sort()
+    return {"runs": runs, "median_ms": round(quantile(times, 0.5) * 1000, 2),
+            "p90_ms": round(quantile(times, 0.9) * 1000, 2), "min_ms": round(times[0] * 1000, 2)}
+
+
+def run_chat_startup(mode: dict) -> dict:
+    """`mecated chat` startup to its first prompt (see chat_startup)."""
+    return chat_startup(chat_binary(mode["profile"]), 30 if mode["profile"] == "release" else 3)
+
+
 def build(mode: dict) -> None:
     """Builds the drivers and bench targets first, so no compile runs inside a measurement."""
     # Workspace-wide, like `cargo test --workspace --all-features`: one feature set, so
@@ -307,6 +357,7 @@ def main() -> None:
     run_step("build", results, lambda: build(mode))
     results["criterion"] = run_step("criterion", results, lambda: run_criterion(mode, args.work))
     results["long_session"] = run_step("long_session", results, lambda: run_long_session(mode))
+    results["chat_startup"] = run_step("chat_startup", results, lambda: run_chat_startup(mode))
     with Everything() as everything:
         results["mcp"] = run_step("mcp", results, lambda: run_mcp(mode, everything.url))
         results["disclosure"] = run_step("disclosure", results, lambda: run_disclosure(mode, everything.url))

@@ -62,7 +62,7 @@ pub const DEV_ONLY: &[&str] = &["workspace-checks", "test-peers"];
 
 /// The driving adapters (faces): each reaches the engines through
 /// `engine_core::host` only.
-pub const FACES: &[&str] = &["adapter-acp", "adapter-http"];
+pub const FACES: &[&str] = &["adapter-acp", "adapter-http", "adapter-tui"];
 
 /// Third-party crates `engine-ports` must never pull, directly or transitively.
 pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
@@ -81,8 +81,10 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         // sandbox crate as `Shell` is.
         "adapter-policy" => Some(set(&["engine-ports", "fs-guard", "sandbox"])),
         // The faces (driving adapters): they drive engines through the host port and
-        // never depend on a driven adapter or on each other.
-        name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core"])),
+        // never depend on a driven adapter or on each other; a face that keeps a file
+        // of its own (the terminal client's input history) opens it by the leaf
+        // `fs-guard`'s rule.
+        name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core", "fs-guard"])),
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }

@@ -8,6 +8,7 @@
 mod acp;
 mod api;
 mod catalog_parity;
+mod cli_chat;
 mod cli_policy;
 mod cli_run;
 mod cli_serve;

@@ -142,6 +142,28 @@ pub fn new_session_id() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
+/// A one-line summary of call arguments, as the command line's notes and the
+/// terminal client show calls: `path=README.md pattern="src/**"` for an object of
+/// scalars, else compact JSON; at most `max` chars (`…` when cut).
+pub fn args_summary(args: &Value, max: usize) -> String {
+    let text = match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(s) if !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '"') => {
+                    format!("{key}={s}")
+                }
+                Value::String(s) => format!("{key}={s:?}"),
+                other => format!("{key}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    engine_ports::clip_chars(&text, max).into_owned()
+}
+
 /// One tool of a listing.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ToolEntry {
@@ -164,6 +186,14 @@ pub struct ToolEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn argument_summaries_are_short_and_readable() {
+        let args = serde_json::json!({"path": "README.md", "pattern": "a b", "limit": 3});
+        assert_eq!(args_summary(&args, 80), "path=README.md pattern=\"a b\" limit=3");
+        assert_eq!(args_summary(&serde_json::json!({}), 80), "");
+        assert_eq!(args_summary(&serde_json::json!({"k": "abcdef"}), 5), "k=ab…");
+    }
 
     #[test]
     fn session_ids_are_32_lowercase_hex_digits_and_distinct() {

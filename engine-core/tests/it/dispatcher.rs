@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine_core::{DispatchConfig, Dispatcher, EngineConfig, Tool, ToolError};
+use engine_core::{Approve, DispatchConfig, Dispatcher, EngineConfig, Tool, ToolError};
 use engine_ports::testkit::{ManualClock, MemoryRecorder, ScriptedTurn};
 use engine_ports::{Approval, Clock, EventKind, PermissionMode, SessionId, StopReason, ToolCall, ToolResult};
 use futures::StreamExt as _;
@@ -318,6 +318,7 @@ async fn plan_mode_refuses_mutating_tools_before_any_gate() {
     let cfg = EngineConfig {
         mode: PermissionMode::Plan,
         interactive: true,
+        approve: Approve::ReadOnly,
         ..config()
     };
     let turns = vec![
@@ -590,6 +591,7 @@ async fn cancelling_during_an_ask_never_runs_the_tool() {
     let catalog = catalog_of(vec![FakeTool::new("Write", false, &probe).arc()]);
     let cfg = EngineConfig {
         interactive: true,
+        approve: Approve::ReadOnly,
         ..config()
     };
     let h = harness(catalog, vec![ScriptedTurn::call("w", "Write", "{}")], cfg);

@@ -220,8 +220,11 @@ pub(crate) async fn run_answering(h: &Harness, session: &str, answer: impl Into<
 }
 
 pub(crate) fn interactive() -> EngineConfig {
+    // Read-only level: the person answers for the mutating calls (`all` would run
+    // them without asking).
     EngineConfig {
         interactive: true,
+        approve: Approve::ReadOnly,
         ..config()
     }
 }

@@ -33,6 +33,10 @@ pub(crate) enum Command {
     Tools(ToolsArgs),
     /// Run one headless session on a prompt.
     Run(RunArgs),
+    /// Chat in the terminal: type, watch the answer stream, approve calls with one
+    /// key (prompts read line by line and plain text out when stdin is not a
+    /// terminal). `mecated` alone on a terminal starts it.
+    Chat(ChatArgs),
     /// Serve the Agent Client Protocol (ACP v1) on stdin/stdout for an editor.
     Acp(AcpArgs),
     /// Serve the HTTP + SSE API (loopback by default).
@@ -485,6 +489,31 @@ pub(crate) struct RunArgs {
     /// The prompt (a /command is expanded first).
     #[arg(value_name = "PROMPT", required_unless_present = "print_system_prompt")]
     pub(crate) prompt: Option<String>,
+}
+
+/// `chat` flags.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// The session's mode (default: `default` for a new session; a continued session
+    /// keeps its own unless this is given).
+    #[arg(long, value_name = "MODE", value_parser = keyword_parser::<PermissionMode>())]
+    pub(crate) mode: Option<PermissionMode>,
+    /// What runs without asking: `read-only` tools (the rest are asked), `all`, or
+    /// `none` (every call is asked). Settings rules decide first, as in `run`.
+    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = keyword_parser::<Approve>())]
+    pub(crate) approve: Approve,
+    /// Most model turns of one prompt.
+    #[arg(long, value_name = "N", default_value = "100", value_parser = parse_max_turns)]
+    pub(crate) max_turns: u64,
+    /// Continue a stored session of this workspace: its ID, or without one pick it
+    /// from a list, newest first. Sessions are kept in --store-dir or --store-url,
+    /// else in `$XDG_STATE_HOME/mecatl/chat/<workspace token>/sessions`.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) resume: Option<String>,
 }
 
 /// `acp` flags.

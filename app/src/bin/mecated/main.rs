@@ -1,8 +1,9 @@
-//! `mecated`: the Mecatl command line — `tools`, `run`, `acp`, `serve`, `skills
-//! list|promote`, `memory list|show|forget`, `demo`, and the hidden
-//! `mcp conformance-client`.
+//! `mecated`: the Mecatl command line — `tools`, `run`, `chat` (also `mecated` alone
+//! on a terminal), `acp`, `serve`, `skills list|promote`, `memory list|show|forget`,
+//! `demo`, and the hidden `mcp conformance-client`.
 
 mod acp;
+mod chat;
 mod cli;
 mod conformance;
 mod demo;
@@ -31,7 +32,11 @@ use crate::cli::{Cli, Command, McpCommand, PolicyCommand, SkillsCommand};
 const LOG_ENV: &str = "MECATED_LOG";
 
 fn main() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().collect();
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    // `mecated` alone on a terminal is a chat; elsewhere it prints the usage.
+    if args.len() == 1 && adapter_tui::stdio_is_terminal() {
+        args.push("chat".into());
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(error) => return usage::clap_failure(&error, &args),
@@ -59,6 +64,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Tools(args) => tools::tools(args).await,
         Command::Run(args) => run::run(args).await,
+        Command::Chat(args) => chat::chat(args).await,
         Command::Acp(args) => acp::acp(args).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),

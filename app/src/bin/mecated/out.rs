@@ -37,26 +37,10 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     engine_ports::clip_chars(text, max).into_owned()
 }
 
-/// A one-line summary of call arguments: `path=README.md pattern="src/**"` for an
-/// object of scalars, else compact JSON; at most `max` chars.
+/// A one-line summary of call arguments (the host port's, which the terminal client
+/// shows too).
 pub(crate) fn args_summary(args: &Value, max: usize) -> String {
-    let text = match args {
-        Value::Object(map) if map.is_empty() => String::new(),
-        Value::Object(map) => map
-            .iter()
-            .map(|(key, value)| match value {
-                Value::String(s) if !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '"') => {
-                    format!("{key}={s}")
-                }
-                Value::String(s) => format!("{key}={s:?}"),
-                other => format!("{key}={other}"),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    clip(&text, max)
+    engine_core::host::args_summary(args, max)
 }
 
 /// The first line of `text` (what a one-line note shows).
@@ -70,9 +54,6 @@ mod tests {
 
     #[test]
     fn summaries_are_short_and_readable() {
-        let args = serde_json::json!({"path": "README.md", "pattern": "a b", "limit": 3});
-        assert_eq!(args_summary(&args, 80), "path=README.md pattern=\"a b\" limit=3");
-        assert_eq!(args_summary(&serde_json::json!({}), 80), "");
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(first_line("one\ntwo"), "one");
     }

@@ -6,6 +6,7 @@ pub mod http;
 pub use test_peers::logs;
 pub mod mcp_fixture;
 pub mod oauth;
+pub mod pty;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -124,7 +125,15 @@ pub struct Output {
 /// The `mecated` binary with a hermetic environment: no provider keys, no log filter,
 /// a home of its own (so memory and the user model default under it), ToolHive pointed at a closed port.
 pub fn mecated_command(home: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mecated"));
+    let mut command = tokio::process::Command::from(hermetic_mecated(home));
+    command.stdin(Stdio::null()).kill_on_drop(true);
+    command
+}
+
+/// The `mecated` binary with the hermetic environment of [`mecated_command`], as a
+/// blocking command (the pseudo-terminal tests give it their own stdio).
+pub fn hermetic_mecated(home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mecated"));
     command
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
@@ -136,9 +145,7 @@ pub fn mecated_command(home: &Path) -> tokio::process::Command {
         // The administrator's managed settings: a file in the test's home (absent
         // unless a test writes it), never the host's.
         .env("MECATL_MANAGED_SETTINGS", home.join("managed-settings.json"))
-        .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+        .env("MECATED_TOOLHIVE_URL", "http://127.0.0.1:1");
     command
 }
 
