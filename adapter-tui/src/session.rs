@@ -9,8 +9,7 @@ use std::time::SystemTime;
 use engine_core::host::{HostedSession, OpenSession, SessionHost, ToolEntry, new_session_id};
 use engine_core::{ElicitationResponse, EngineError, Run};
 use engine_ports::{
-    Message, PermissionMode, SessionId, SessionListing, SessionSnapshot, StopReason, StoreError, Usage,
-    Verdict,
+    Message, PermissionMode, SessionId, SessionListing, SessionSnapshot, StoreError, Usage, Verdict,
 };
 
 /// Longest title of a listed session, in characters.

@@ -447,6 +447,7 @@ mod tests {
             name: "Edit".into(),
             args: json!({"path": "x", "old_string": "a", "new_string": "b"}),
             reason: "Edit can change the workspace".into(),
+            suggested_rule: None,
         })) else {
             panic!("an ask");
         };

@@ -243,8 +243,16 @@ mod tests {
         assert!(prompt.text.contains(&dir.path().display().to_string()));
         assert!(prompt.text.contains("approval"));
         assert!(prompt.text.contains("plan mode"));
-        assert!(!prompt.text.contains("ToolSearch"));
+        assert!(
+            prompt.text.contains("When ToolSearch is in your tool list"),
+            "auto disclosure (the default) says when deferred tools apply: {}",
+            prompt.text
+        );
         assert_eq!(prompt.project_file, None);
+        let mut off = config(dir.path());
+        off.disclosure = Disclosure::Off;
+        let plain = assemble_system_prompt(&off, dir.path()).unwrap();
+        assert!(!plain.text.contains("ToolSearch"), "{}", plain.text);
     }
 
     #[test]
