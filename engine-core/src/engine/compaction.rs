@@ -10,6 +10,7 @@ use engine_ports::{
     Usage,
 };
 
+use super::SessionModel;
 use super::turn_loop::{Ending, RunCounters, RunTask};
 use crate::context;
 use crate::emitter::EventEmitter;
@@ -35,20 +36,21 @@ impl RunTask {
     pub(super) async fn compact(
         &self,
         emitter: &EventEmitter,
+        model: &SessionModel,
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
         trigger: CompactionTrigger,
         tokens_before: u64,
         fixed_bytes: u64,
     ) -> Result<Compacted, Ending> {
-        let window = self.inner.context_window;
+        let window = model.context_window;
         let messages = snapshot.conversation.to_vec();
         let Some(cut) = context::choose_cut(&messages, window) else {
             return Ok(Compacted::NothingToCompact);
         };
         let replaced = &messages[..cut];
         let request = LlmRequest {
-            model: self.inner.config.model.clone(),
+            model: model.name.clone(),
             system: String::new(),
             messages: vec![Message::User {
                 text: context::summary_request_text(replaced, window),
@@ -56,12 +58,12 @@ impl RunTask {
             .into(),
             tools: Vec::new(),
             purpose: RequestPurpose::Compaction,
-            max_tokens: Some(self.inner.output_limits.default),
+            max_tokens: Some(model.output_limits.default),
         };
         let replaced_turns = replaced.iter().map(Message::model_turns).sum();
         let (summary, usage) = self.summarize(request).await?;
         counters.usage += usage;
-        snapshot.usage += usage;
+        super::turn_loop::add_usage(snapshot, &model.name, usage);
         let kept = snapshot.conversation.split_off(cut);
         let messages_kept = kept.len() as u64;
         snapshot.conversation = std::iter::once(Message::Summary {
