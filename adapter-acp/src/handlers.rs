@@ -20,7 +20,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use engine_core::{EngineError, Run};
-use engine_ports::{EventKind, Keyword, PermissionMode, SessionId, SessionSnapshot, StopReason};
+use engine_ports::{EventKind, Keyword, PermissionMode, SessionId, SessionSnapshot, StopReason, Usage};
 use futures::StreamExt as _;
 use serde_json::json;
 
@@ -185,8 +185,8 @@ struct Reopen<'a> {
 
 /// `session/load`: checks `cwd` and the additional roots, reads the stored session,
 /// connects the client's MCP servers (all or nothing), replays the conversation as
-/// `session/update`s, answers with the session's modes and config options, then sends
-/// its usage and the command palette. The next `session/prompt` continues the
+/// `session/update`s and sends its usage, answers with the session's modes and config
+/// options, then sends the command palette. The next `session/prompt` continues the
 /// conversation. A `$/cancel_request` stops it at its next step: nothing stays open,
 /// and the answer is the cancellation error.
 pub(crate) async fn load_session(
@@ -230,19 +230,19 @@ pub(crate) async fn load_session(
         }
     }
     tracing::info!(session_id = %id, replayed, "ACP session loaded");
+    send_stored_usage(sessions, &session, &snapshot, cx);
     let response = LoadSessionResponse::new()
         .modes(mode_state(snapshot.mode))
         .config_options(stored_options(sessions, &snapshot));
     if responder.respond(response).is_err() {
         return;
     }
-    send_stored_usage(sessions, &session, &snapshot, cx);
     send_palette(&session, cx).await;
 }
 
 /// `session/resume`: as `session/load` without replaying the conversation (the
-/// editor still shows it): the session is reattached, answered with its modes and
-/// config options, then its usage and the command palette follow.
+/// editor still shows it): the session is reattached, its usage sent, the request
+/// answered with its modes and config options, then the command palette follows.
 pub(crate) async fn resume_session(
     sessions: &Sessions,
     request: ResumeSessionRequest,
@@ -267,13 +267,13 @@ pub(crate) async fn resume_session(
         }
     };
     tracing::info!(session_id = %session.id, "ACP session resumed");
+    send_stored_usage(sessions, &session, &snapshot, cx);
     let response = ResumeSessionResponse::new()
         .modes(mode_state(snapshot.mode))
         .config_options(stored_options(sessions, &snapshot));
     if responder.respond(response).is_err() {
         return;
     }
-    send_stored_usage(sessions, &session, &snapshot, cx);
     send_palette(&session, cx).await;
 }
 
@@ -522,7 +522,8 @@ impl Streaming<'_> {
             let Some(event) = event else { break };
             match event.kind {
                 EventKind::SessionInit { model: name, .. } => model = name,
-                EventKind::TurnEnd { usage, .. } => {
+                // A turn that reported no usage leaves the editor's figures as they were.
+                EventKind::TurnEnd { usage, .. } if usage != Usage::default() => {
                     let spent = session.add_spent(&model, usage);
                     let used = usage.input_tokens.saturating_add(usage.output_tokens);
                     let update = usage_update(host, &session.engine, &model, used, &spent);

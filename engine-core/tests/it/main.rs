@@ -16,4 +16,5 @@ mod output_limit;
 mod properties;
 mod rules;
 mod search_quality;
+mod session_model;
 mod support;
