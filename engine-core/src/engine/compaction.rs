@@ -10,7 +10,6 @@ use engine_ports::{
     Usage,
 };
 
-use super::SessionModel;
 use super::turn_loop::{Ending, RunCounters, RunTask};
 use crate::context;
 use crate::emitter::EventEmitter;
@@ -36,13 +35,14 @@ impl RunTask {
     pub(super) async fn compact(
         &self,
         emitter: &EventEmitter,
-        model: &SessionModel,
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
         trigger: CompactionTrigger,
         tokens_before: u64,
         fixed_bytes: u64,
     ) -> Result<Compacted, Ending> {
+        // The run's model (a session's model changes only between runs).
+        let model = self.inner.session_model(snapshot);
         let window = model.context_window;
         let messages = snapshot.conversation.to_vec();
         let Some(cut) = context::choose_cut(&messages, window) else {

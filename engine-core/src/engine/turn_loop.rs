@@ -184,7 +184,6 @@ impl RunTask {
             None => {
                 self.turns(
                     &emitter,
-                    &model,
                     &mut catalog,
                     &mut snapshot,
                     &mut counters,
@@ -223,7 +222,6 @@ impl RunTask {
     async fn turns(
         &self,
         emitter: &Arc<EventEmitter>,
-        model: &SessionModel,
         catalog: &mut (u64, Arc<Catalog>),
         snapshot: &mut SessionSnapshot,
         counters: &mut RunCounters,
@@ -255,6 +253,8 @@ impl RunTask {
             }
         };
         snapshot.conversation.push(Message::User { text: prompt });
+        // The run's model (a session's model changes only between runs).
+        let model = &inner.session_model(snapshot);
         let limits = inner.config.limits;
         loop {
             if cancel.is_cancelled() {
@@ -289,7 +289,6 @@ impl RunTask {
                 && let Err(ending) = self
                     .compact(
                         emitter,
-                        model,
                         snapshot,
                         counters,
                         CompactionTrigger::Threshold,
@@ -357,7 +356,6 @@ impl RunTask {
                 match self
                     .compact(
                         emitter,
-                        model,
                         snapshot,
                         counters,
                         CompactionTrigger::ContextTooLong,

@@ -62,7 +62,7 @@ impl fmt::Display for Family {
 /// core → server-global MCP → its resource meta-tools → client MCP → delegation
 /// (Subagent/InspectSubagent/SubagentStatus, then Parallel, then Team/InspectMember) →
 /// memory (project memory, then the user model) → skill (`Skill`, then `SkillDraft`) →
-/// meta. [`assemble_catalog`](crate::assemble_catalog) walks it in one loop; earlier
+/// meta. `app::assemble_catalog` walks it in one loop; earlier
 /// entries win name collisions. This list is the one place that says which families
 /// exist and in which order; every family is enabled (what a build leaves out is the
 /// configuration's choice, narrated per family). `meta` is last and registers nothing:
