@@ -19,6 +19,7 @@ mod elicitation;
 mod handlers;
 mod history;
 mod listing;
+mod options;
 mod permission;
 mod prompt_text;
 mod session;
@@ -30,7 +31,8 @@ use std::sync::Arc;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, CloseSessionRequest, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, SetSessionModeRequest,
+    NewSessionRequest, PromptRequest, ResumeSessionRequest, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 
@@ -44,8 +46,9 @@ pub use self::transport::{MAX_ACP_LINE_BYTES, acp_line_transport, acp_stdio_tran
 pub const ACP_AGENT_NAME: &str = "mecated";
 
 /// An ACP v1 agent over one [`SessionHost`]: `initialize`, `session/new`, `session/load`,
-/// `session/list`, `session/close`, `session/prompt`, `session/cancel` and
-/// `session/set_mode`.
+/// `session/resume`, `session/list`, `session/close`, `session/prompt`,
+/// `session/cancel`, `session/set_mode`, `session/set_config_option` and
+/// `$/cancel_request` (of a `session/load`, `session/resume` or `session/prompt`).
 ///
 /// Build the app with `engine.interactive = true` so that asks reach the client as
 /// `session/request_permission` (a headless engine turns them into denials).
@@ -90,6 +93,8 @@ impl AcpServer {
         let on_init = Arc::clone(&self.sessions);
         let on_new = Arc::clone(&self.sessions);
         let on_load = Arc::clone(&self.sessions);
+        let on_resume = Arc::clone(&self.sessions);
+        let on_option = Arc::clone(&self.sessions);
         let on_list = Arc::clone(&self.sessions);
         let on_close = Arc::clone(&self.sessions);
         let on_prompt = Arc::clone(&self.sessions);
@@ -123,6 +128,14 @@ impl AcpServer {
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
+                async move |request: ResumeSessionRequest, responder, cx| {
+                    off_the_loop(&cx, &on_resume, move |sessions, connection| async move {
+                        handlers::resume_session(&sessions, request, responder, &connection).await;
+                    })
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
                 async move |request: ListSessionsRequest, responder, cx| {
                     off_the_loop(&cx, &on_list, move |sessions, _| async move {
                         handlers::list(&sessions, request, responder).await;
@@ -150,6 +163,15 @@ impl AcpServer {
                 async move |request: SetSessionModeRequest, responder, cx| {
                     handlers::set_mode(&on_mode, request, responder, &cx).await;
                     Ok(())
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: SetSessionConfigOptionRequest, responder, cx| {
+                    // Reads and writes the store: off the loop.
+                    off_the_loop(&cx, &on_option, move |sessions, connection| async move {
+                        handlers::set_config_option(&sessions, request, responder, &connection).await;
+                    })
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -2,14 +2,14 @@
 //! a private engine, and whether a prompt is in flight; what the client said it can
 //! do in `initialize`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use engine_core::Engine;
-use engine_ports::{SessionId, SessionStore, Verdict};
+use engine_ports::{SessionId, SessionStore, Usage, Verdict};
 use tokio::sync::Notify;
 
 use engine_core::host::{HostedSession, SessionHost};
@@ -31,6 +31,10 @@ pub(crate) struct Session {
     prompting: AtomicBool,
     /// Woken when a prompt ends.
     idle: Notify,
+    /// The session's tokens per model as this connection last knew them (read from
+    /// the store when the session opened or a prompt ended, added to at each turn),
+    /// for the cost in `usage_update`s.
+    spent: Mutex<BTreeMap<String, Usage>>,
 }
 
 impl Session {
@@ -72,6 +76,20 @@ impl Session {
             self.engine.approve(&self.id, &ask, Verdict::Deny);
         }
         self.engine.cancel(&self.id);
+    }
+
+    /// Replaces the session's tokens per model (read from the store).
+    pub(crate) fn set_spent(&self, spent: BTreeMap<String, Usage>) {
+        *self.spent.lock().unwrap_or_else(PoisonError::into_inner) = spent;
+    }
+
+    /// Adds a turn's `usage` on `model`; the session's tokens per model after it.
+    pub(crate) fn add_spent(&self, model: &str, usage: Usage) -> BTreeMap<String, Usage> {
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        if !model.is_empty() && usage != Usage::default() {
+            *spent.entry(model.to_owned()).or_default() += usage;
+        }
+        spent.clone()
     }
 
     fn take_handle(&self) -> Option<Box<dyn HostedSession>> {
@@ -134,6 +152,7 @@ impl Sessions {
             handle: Mutex::new(Some(engine)),
             prompting: AtomicBool::new(false),
             idle: Notify::new(),
+            spent: Mutex::default(),
         });
         open.insert(id.to_owned(), Arc::clone(&session));
         Ok(session)

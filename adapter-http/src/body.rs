@@ -62,11 +62,13 @@ pub(crate) fn decode_json_body(bytes: &[u8]) -> Result<Option<Map<String, Value>
     }
 }
 
-/// `POST /v1/sessions`: `{mode?, mcp_servers?}`.
+/// `POST /v1/sessions`: `{mode?, model?, mcp_servers?}`.
 #[derive(Debug, Default)]
 pub(crate) struct CreateBody {
     /// The session's mode (`None`: the engine's default).
     pub(crate) mode: Option<PermissionMode>,
+    /// The session's model (`None`: the host's); the handler checks it is offered.
+    pub(crate) model: Option<String>,
     /// Client-provided MCP servers, in their wire form (the host parses them).
     pub(crate) mcp_servers: Option<Value>,
 }
@@ -76,7 +78,7 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
     let Some(map) = body else {
         return Ok(CreateBody::default());
     };
-    only_fields(&map, &["mode", "mcp_servers"])?;
+    only_fields(&map, &["mode", "model", "mcp_servers"])?;
     let mode = match map.get("mode") {
         None | Some(Value::Null) => None,
         Some(Value::String(value)) => Some(mode_value("mode", value)?),
@@ -84,11 +86,20 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
             return Err(invalid("mode", other, &expected_one_of::<PermissionMode>()));
         }
     };
+    let model = match map.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(value)) => Some(value.clone()),
+        Some(other) => return Err(invalid("model", other, "expected a model name (a string)")),
+    };
     let mcp_servers = match map.get("mcp_servers") {
         None | Some(Value::Null) => None,
         Some(value) => Some(value.clone()),
     };
-    Ok(CreateBody { mode, mcp_servers })
+    Ok(CreateBody {
+        mode,
+        model,
+        mcp_servers,
+    })
 }
 
 /// `POST /v1/sessions/{id}/prompt`: `{text}`, a non-empty string.

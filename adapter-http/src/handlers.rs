@@ -14,7 +14,9 @@ use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_mi
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::body::{JsonBody, approval, child_id, create_body, elicitation_answer, mode_value, prompt_text};
+use super::body::{
+    JsonBody, approval, child_id, create_body, elicitation_answer, invalid, mode_value, prompt_text,
+};
 use super::error::ApiError;
 use super::server::ServerState;
 use super::sessions::HttpSession;
@@ -42,9 +44,22 @@ pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `POST /v1/sessions {mode?, mcp_servers?}` → 201 `{"session_id"}`.
+/// `POST /v1/sessions {mode?, model?, mcp_servers?}` → 201 `{"session_id"}`. A
+/// `model` must be one the host offers; the session keeps it (stored with it).
 pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> Result<Response, ApiError> {
     let body = create_body(body)?;
+    if let Some(model) = &body.model
+        && !state.host.models().contains(model)
+    {
+        return Err(invalid(
+            "model",
+            &Value::String(model.clone()),
+            &format!(
+                "expected one of the models this server offers: {} (mecated serve --model, --models)",
+                state.host.models().join(", ")
+            ),
+        ));
+    }
     if body.mcp_servers.is_some() && !state.loopback {
         return Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -61,11 +76,11 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
     let session_engine = state.host.open(request).await?;
     let id = SessionId::from(new_session_id());
     let mode = body.mode.unwrap_or(session_engine.engine().config().mode);
+    let mut snapshot = SessionSnapshot::new(id.clone(), mode);
     // The session records the workspace: ACP lists and loads it there only.
-    let created = session_engine
-        .engine()
-        .create_session_in(&id, mode, state.host.workspace_root())
-        .await;
+    snapshot.cwd = Some(state.host.workspace_root().to_path_buf());
+    snapshot.model = body.model;
+    let created = session_engine.engine().create_session_from(&snapshot).await;
     if let Err(error) = created {
         close_quietly(session_engine).await;
         return Err(error.into());
@@ -95,16 +110,25 @@ pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError
     Ok(Json(json!({"sessions": sessions})))
 }
 
-/// `GET /v1/sessions/{id}` → one summary.
+/// `GET /v1/sessions/{id}` → one summary, with the session's model, its usage so
+/// far and, when every model it ran on has a known price, its estimated cost.
 pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Value>, ApiError> {
-    match state.host.session_store().listing(&id).await {
-        Ok(listing) => Ok(Json(summary(&state, &listing))),
-        Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),
-        Err(error) => Err(ApiError::store(&error)),
+    let listing = match state.host.session_store().listing(&id).await {
+        Ok(listing) => listing,
+        Err(error) if error.is_not_found() => return Err(ApiError::unknown_session(id.as_str())),
+        Err(error) => return Err(ApiError::store(&error)),
+    };
+    let snapshot = stored(&state, &id).await?;
+    let mut view = summary(&state, &listing);
+    view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
+    view["usage"] = json!(snapshot.usage);
+    if let Some(cost) = state.host.cost(&snapshot.model_usage) {
+        view["cost_usd"] = json!(cost);
     }
+    Ok(Json(view))
 }
 
 /// `DELETE /v1/sessions/{id}` → 204: cancels its run, closes its engine, deletes it.

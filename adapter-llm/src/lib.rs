@@ -29,6 +29,7 @@ mod mock;
 mod mock_script;
 mod names;
 mod openai;
+mod prices;
 mod sse;
 mod transport;
 
@@ -46,6 +47,7 @@ pub use mock::{MOCK_NOT_CONFIGURED_TEXT, MOCK_SCRIPT_EXHAUSTED_TEXT, MockProvide
 pub use mock_script::{MAX_DELAY_MS, MockChild, MockEnding, MockScript, MockTurn, ScriptError};
 pub use names::{MAX_WIRE_NAME_LEN, NameCollision, NameMap, is_wire_safe, wire_name};
 pub use openai::{OpenAiChatProvider, uses_max_completion_tokens};
+pub use prices::{MAX_PRICES_FILE_BYTES, ModelPrices, Price, PricesError};
 pub use transport::MAX_PROVIDER_MESSAGE_BYTES;
 
 /// The HTTP provider of `kind` with `config`.

@@ -52,8 +52,8 @@ pub enum MockEnding {
 
 /// One scripted model response.
 ///
-/// The file format sets `text`, `tool_calls` and `delay`; the other fields let
-/// programs script usage and failures (tests, the conformance suite).
+/// The file format sets `text`, `tool_calls`, `delay`, the ending and `usage`; the
+/// other fields let programs script failures (tests, the conformance suite).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MockTurn {
     /// Waited (cancellably) before anything streams.
@@ -169,7 +169,9 @@ impl MockScript {
     /// label such as `embedded demo script`).
     ///
     /// The format: `{"turns": [{"text", "tool_calls": [{"id", "name", "args"}],
-    /// "delay_ms", "stop"}], "children": [{"match", "turns"}], "default_child": {"turns"}}`.
+    /// "delay_ms", "stop", "usage"}], "children": [{"match", "turns"}], "default_child": {"turns"}}`.
+    /// `usage` is the token counts the turn reports (`input_tokens`, `output_tokens`,
+    /// and optionally `cache_read_tokens`, `cache_write_tokens`).
     /// Each turn needs `text` and/or `tool_calls`; `delay_ms` is 0–30000; `stop` is
     /// `end_turn` (the default) or `max_tokens` (the output limit cut the turn off); unknown
     /// fields are errors; `turns` and every child's `turns` hold at least one turn; a
@@ -340,6 +342,8 @@ struct FileTurn {
     delay_ms: Option<u64>,
     #[serde(default)]
     stop: Option<FileStop>,
+    #[serde(default)]
+    usage: Option<Usage>,
 }
 
 /// How a scripted turn ends.
@@ -396,6 +400,7 @@ impl FileTurn {
                 None | Some(FileStop::EndTurn) => MockEnding::Done,
                 Some(FileStop::MaxTokens) => MockEnding::Truncated,
             },
+            usage: self.usage,
             ..MockTurn::default()
         })
     }

@@ -446,9 +446,17 @@ async fn compose(
             shared_engine.disclosure_for(&assembled.catalog),
         )),
     };
+    let mut models = vec![resolved.model.clone()];
+    for model in &cfg.models {
+        if !models.contains(model) {
+            models.push(model.clone());
+        }
+    }
     Ok(Built {
         workspace: resolved.root,
         model: resolved.model,
+        models,
+        prices: Arc::new(cfg.prices.clone()),
         shared_catalog: Arc::clone(&assembled.catalog),
         shared_families: Arc::clone(&assembled.families),
         assets,

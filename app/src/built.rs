@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use adapter_fstools::FsForker;
+use adapter_llm::ModelPrices;
 use adapter_mcp::McpManager;
 use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, PermissionMode};
@@ -27,6 +28,9 @@ use engine_core::host::ToolEntry;
 pub struct Built {
     pub(crate) workspace: PathBuf,
     pub(crate) model: String,
+    /// The models a session may choose, `model` first.
+    pub(crate) models: Vec<String>,
+    pub(crate) prices: Arc<ModelPrices>,
     pub(crate) assets: Arc<CatalogAssets>,
     pub(crate) shared_catalog: Arc<Catalog>,
     pub(crate) shared_families: Arc<FamilyMap>,
@@ -94,9 +98,19 @@ impl Built {
         &self.workspace
     }
 
-    /// The model name the engines send.
+    /// The model name the engines send for a session that chose none.
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// The models a session may choose: [`model`](Self::model), then `--models`.
+    pub fn models(&self) -> &[String] {
+        &self.models
+    }
+
+    /// What models cost (the cost estimates of runs and sessions).
+    pub fn prices(&self) -> &Arc<ModelPrices> {
+        &self.prices
     }
 
     /// The shared catalog's tools available in `mode`, sorted, with their families
@@ -122,6 +136,8 @@ impl Built {
             shared_catalog: Arc::clone(&self.shared_catalog),
             shared_families: Arc::clone(&self.shared_families),
             model: self.model.clone(),
+            models: self.models.clone(),
+            prices: Arc::clone(&self.prices),
         })
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
-use adapter_llm::{ApiKey, MockScript, ProviderKind};
+use adapter_llm::{ApiKey, MockScript, ModelPrices, ProviderKind};
 use adapter_mcp::{RequestLimits, ServerConfig, ToolhiveOptions};
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 
@@ -74,6 +74,12 @@ pub struct AppConfig {
     /// `--max-tokens`: the output limit of each request in tokens; `None` takes the
     /// engine's table of common models (8,192 for a model it does not know).
     pub max_tokens: Option<u32>,
+    /// `--models`: more models a session may choose besides the configured one (ACP's
+    /// model picker, the HTTP create body's `model`), in order.
+    pub models: Vec<String>,
+    /// What models cost (the built-in table, with `--model-prices` over it): the
+    /// cost estimates of runs and sessions.
+    pub prices: ModelPrices,
     /// Where project memory and the user model live (both off by default; the command
     /// line turns them on at their default directories).
     pub memory: MemoryConfig,
@@ -202,6 +208,8 @@ impl AppConfig {
             extra_tools: ExtraTools::default(),
             context_window: None,
             max_tokens: None,
+            models: Vec::new(),
+            prices: ModelPrices::builtin(),
             policy: PolicyConfig::default(),
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),

@@ -4,14 +4,16 @@
 //! caller never makes this process spawn one, and opens the session's engine through
 //! the [`SessionEngineFactory`].
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use adapter_llm::ModelPrices;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
 use engine_core::host::{HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
 use engine_core::{Catalog, Engine};
-use engine_ports::{CommandExpander, PermissionMode, SessionStore};
+use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
 
 use crate::assembly::FamilyMap;
 use crate::error::FactoryError;
@@ -30,6 +32,8 @@ pub(crate) struct AppHost {
     pub(crate) shared_catalog: Arc<Catalog>,
     pub(crate) shared_families: Arc<FamilyMap>,
     pub(crate) model: String,
+    pub(crate) models: Vec<String>,
+    pub(crate) prices: Arc<ModelPrices>,
 }
 
 #[async_trait]
@@ -74,6 +78,14 @@ impl SessionHost for AppHost {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn models(&self) -> &[String] {
+        &self.models
+    }
+
+    fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64> {
+        self.prices.cost_of(usage)
     }
 }
 

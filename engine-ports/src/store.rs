@@ -1,6 +1,6 @@
 //! The persistence ports: [`SessionStore`] (snapshots) and [`EventLog`] (events).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -36,6 +36,15 @@ pub struct SessionSnapshot {
     /// Session-wide usage.
     #[serde(default)]
     pub usage: Usage,
+    /// Session-wide usage per model name (the models the session's turns and
+    /// compactions ran on), so a cost can be priced per model; empty for a session
+    /// saved before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub model_usage: BTreeMap<String, Usage>,
+    /// The model the session runs on, when one was chosen for it (a client's pick,
+    /// `mecated run --model`); absent, the session runs on its host's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The system prompt the session got at its first run, sent unchanged on every
     /// later turn (byte-stable, so provider prompt caches stay warm); absent for a
     /// session whose engine had none.
@@ -74,6 +83,8 @@ impl SessionSnapshot {
             turns: 0,
             tool_calls: 0,
             usage: Usage::default(),
+            model_usage: BTreeMap::new(),
+            model: None,
             system_prompt: None,
             context: None,
             cwd: None,

@@ -399,3 +399,23 @@ async fn a_compacted_conversation_goes_on_where_the_summary_left_off() {
     let items = collect(&provider, request).await.unwrap();
     assert_eq!(text(&items), "main 3");
 }
+
+#[tokio::test]
+async fn a_scripted_turn_reports_the_usage_its_file_gives() {
+    let script = parse(
+        r#"{"turns": [{"text": "hi", "usage": {"input_tokens": 1200, "output_tokens": 30, "cache_read_tokens": 1000}}]}"#,
+    )
+    .unwrap();
+    let provider = MockProvider::scripted(script);
+    let chunks = collect(&provider, conversation("hello", 0)).await.unwrap();
+    let usage: Vec<&engine_ports::Usage> = chunks
+        .iter()
+        .filter_map(|chunk| match chunk {
+            Ok(Chunk::Usage(usage)) => Some(usage),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage, [&engine_ports::Usage::new(1200, 30).with_cache(1000, 0)]);
+    let (text, _) = error_of(r#"{"turns": [{"text": "hi", "usage": {"input_tokens": "many"}}]}"#);
+    assert!(text.contains("turn 1"), "{text}");
+}

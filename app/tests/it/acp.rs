@@ -145,7 +145,10 @@ async fn initialize_advertises_v1_text_prompts_and_http_mcp_only() {
     assert_eq!(init["authMethods"], json!([]));
     let caps = &init["agentCapabilities"];
     assert_eq!(caps["loadSession"], true);
-    assert_eq!(caps["sessionCapabilities"], json!({"list": {}, "close": {}}));
+    assert_eq!(
+        caps["sessionCapabilities"],
+        json!({"list": {}, "resume": {}, "close": {}, "additionalDirectories": {}})
+    );
     assert_eq!(
         caps["promptCapabilities"],
         json!({"image": false, "audio": false, "embeddedContext": true})
@@ -668,10 +671,20 @@ async fn plan_mode_refuses_a_scripted_write_without_asking_and_records_the_modes
         .await
         .unwrap();
     let updates = client.updates_of(&session);
+    let n = updates.len();
     assert_eq!(
-        updates.last().unwrap(),
-        &json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+        updates[n - 2],
+        json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
     );
+    // The mode config option follows.
+    assert_eq!(updates[n - 1]["sessionUpdate"], "config_option_update");
+    let mode = updates[n - 1]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["id"] == "mode")
+        .unwrap();
+    assert_eq!(mode["currentValue"], "plan");
 
     let response = client.prompt(&session, "write it").await.unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);

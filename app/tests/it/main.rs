@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
 
 mod acp;
+mod acp_sessions;
 mod api;
 mod catalog_parity;
 mod cli_chat;
@@ -30,3 +31,4 @@ mod run_lease;
 mod sandbox;
 mod skills_commands;
 mod support;
+mod usage_models;

@@ -98,11 +98,11 @@ impl Replica {
     }
 
     async fn create(&self) -> String {
-        let created = answer(
-            self.call(reqwest::Method::POST, "/v1/sessions", Some(json!({})))
-                .await,
-        )
-        .await;
+        self.create_with(json!({})).await
+    }
+
+    async fn create_with(&self, body: Value) -> String {
+        let created = answer(self.call(reqwest::Method::POST, "/v1/sessions", Some(body)).await).await;
         assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
         created.body["session_id"].as_str().unwrap().to_owned()
     }
@@ -172,14 +172,22 @@ async fn a_session_created_on_one_replica_is_listed_loaded_and_prompted_on_anoth
     // Each prompt reads the README and answers (the mock plays the turn after the
     // session's earlier answers, so the two prompts use turns 0-1 and 2-3).
     let read = json!({"id": "r", "name": "Read", "args": {"path": "README.md"}});
+    let usage = json!({"input_tokens": 100, "output_tokens": 10});
     let script = json!({"turns": [
-        {"text": "reading", "tool_calls": [read]}, {"text": "first answer"},
-        {"text": "reading again", "tool_calls": [read]}, {"text": "second answer"},
+        {"text": "reading", "tool_calls": [read]}, {"text": "first answer", "usage": usage},
+        {"text": "reading again", "tool_calls": [read]}, {"text": "second answer", "usage": usage},
     ]});
-    let a = Replica::start(&scratch, cluster, &db, &script, &[]).await;
-    let b = Replica::start(&scratch, cluster, &db, &script, &[]).await;
+    // The session runs on a model it picked, whose price is known.
+    let prices = scratch.write(
+        "prices.json",
+        r#"{"models": {"other": {"input": 4.0, "output": 20.0}}}"#,
+    );
+    let prices = prices.display().to_string();
+    let extra = ["--models", "other", "--model-prices", prices.as_str()];
+    let a = Replica::start(&scratch, cluster, &db, &script, &extra).await;
+    let b = Replica::start(&scratch, cluster, &db, &script, &extra).await;
 
-    let id = a.create().await;
+    let id = a.create_with(json!({"model": "other"})).await;
     let listed = b.get("/v1/sessions").await;
     let ids: Vec<&str> = listed.body["sessions"]
         .as_array()
@@ -204,6 +212,18 @@ async fn a_session_created_on_one_replica_is_listed_loaded_and_prompted_on_anoth
     let summary = b.get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(summary.body["turns"], 4, "{summary:?}");
     assert_eq!(summary.body["tool_calls"], 2, "{summary:?}");
+    // Its model, usage and cost live with it in the database.
+    assert_eq!(summary.body["model"], "other", "{summary:?}");
+    assert_eq!(
+        summary.body["usage"],
+        json!({"input_tokens": 200, "output_tokens": 20}),
+        "{summary:?}"
+    );
+    let cost = (200.0 * 4.0 + 20.0 * 20.0) / 1_000_000.0;
+    assert!(
+        (summary.body["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-12,
+        "{summary:?}"
+    );
 
     // One log of strictly increasing seqs holding exactly both streams; both
     // replicas' audit records landed.

@@ -42,7 +42,9 @@ impl RunTask {
         tokens_before: u64,
         fixed_bytes: u64,
     ) -> Result<Compacted, Ending> {
-        let window = self.inner.context_window;
+        // The run's model (a session's model changes only between runs).
+        let model = self.inner.session_model(snapshot);
+        let window = model.context_window;
         let messages = snapshot.conversation.to_vec();
         let Some(cut) = context::choose_cut(&messages, window) else {
             return Ok(Compacted::NothingToCompact);
@@ -50,7 +52,7 @@ impl RunTask {
         self.pre_compact(emitter).await;
         let replaced = &messages[..cut];
         let request = LlmRequest {
-            model: self.inner.config.model.clone(),
+            model: model.name.clone(),
             system: String::new(),
             messages: vec![Message::User {
                 text: context::summary_request_text(replaced, window),
@@ -58,12 +60,12 @@ impl RunTask {
             .into(),
             tools: Vec::new(),
             purpose: RequestPurpose::Compaction,
-            max_tokens: Some(self.inner.output_limits.default),
+            max_tokens: Some(model.output_limits.default),
         };
         let replaced_turns = replaced.iter().map(Message::model_turns).sum();
         let (summary, usage) = self.summarize(request).await?;
         counters.usage += usage;
-        snapshot.usage += usage;
+        super::turn_loop::add_usage(snapshot, &model.name, usage);
         let kept = snapshot.conversation.split_off(cut);
         let messages_kept = kept.len() as u64;
         snapshot.conversation = std::iter::once(Message::Summary {

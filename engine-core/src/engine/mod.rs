@@ -178,7 +178,53 @@ const KEPT_SIZES: usize = 256;
 /// forgotten session's next run counts as a resume.
 const KEPT_STARTED: usize = 16_384;
 
+/// The model a session's run uses, with the limits that follow from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SessionModel {
+    /// The name sent with every request.
+    pub(super) name: String,
+    /// Its context window in tokens: the configured one, else the table's.
+    pub(super) context_window: u64,
+    /// Its output limits: the configured limit, else the table's.
+    pub(super) output_limits: crate::context::OutputLimits,
+}
+
+impl SessionModel {
+    /// `model` under `config`'s `context_window` and `max_tokens` (both checked
+    /// non-zero by [`Engine::new`]).
+    fn of(config: &EngineConfig, model: &str) -> Self {
+        let context_window = config
+            .context_window
+            .unwrap_or_else(|| crate::context::context_window_for(model));
+        let known = crate::context::output_limits_for(model);
+        let output_limits = match config.max_tokens {
+            Some(given) => crate::context::OutputLimits {
+                default: given,
+                max: known.max.map(|max| max.max(given)),
+            },
+            None => known,
+        };
+        Self {
+            name: model.to_owned(),
+            context_window,
+            output_limits,
+        }
+    }
+}
+
 impl Inner {
+    /// The model `snapshot`'s session runs on: its own choice, else the engine's.
+    fn session_model(&self, snapshot: &SessionSnapshot) -> SessionModel {
+        match snapshot.model.as_deref() {
+            Some(model) if model != self.config.model => SessionModel::of(&self.config, model),
+            _ => SessionModel {
+                name: self.config.model.clone(),
+                context_window: self.context_window,
+                output_limits: self.output_limits,
+            },
+        }
+    }
+
     /// The specs a turn advertises without the tools a bare `deny` rule hides:
     /// the model never sees a tool it may never call.
     fn visible(&self, mut specs: Vec<engine_ports::ToolSpec>) -> Vec<engine_ports::ToolSpec> {
@@ -260,30 +306,21 @@ impl Engine {
     /// or a `context_window` or `max_tokens` of 0.
     pub fn new(deps: Deps) -> Result<Self, EngineError> {
         let config = deps.config;
-        let context_window = match config.context_window {
-            Some(0) => {
-                return Err(EngineError::InvalidConfig(
-                    "context_window must be at least 1 token".to_owned(),
-                ));
-            }
-            Some(window) => window,
-            None => crate::context::context_window_for(&config.model),
-        };
-        let output_limits = match config.max_tokens {
-            Some(0) => {
-                return Err(EngineError::InvalidConfig(
-                    "max_tokens must be at least 1 token".to_owned(),
-                ));
-            }
-            Some(given) => {
-                let known = crate::context::output_limits_for(&config.model);
-                crate::context::OutputLimits {
-                    default: given,
-                    max: known.max.map(|max| max.max(given)),
-                }
-            }
-            None => crate::context::output_limits_for(&config.model),
-        };
+        if config.context_window == Some(0) {
+            return Err(EngineError::InvalidConfig(
+                "context_window must be at least 1 token".to_owned(),
+            ));
+        }
+        if config.max_tokens == Some(0) {
+            return Err(EngineError::InvalidConfig(
+                "max_tokens must be at least 1 token".to_owned(),
+            ));
+        }
+        let SessionModel {
+            context_window,
+            output_limits,
+            ..
+        } = SessionModel::of(&config, &config.model);
         let Some(max_parallel_reads) = std::num::NonZeroUsize::new(config.max_parallel_reads) else {
             return Err(EngineError::InvalidConfig(
                 "max_parallel_reads must be at least 1".to_owned(),
@@ -441,6 +478,16 @@ impl Engine {
         Ok(())
     }
 
+    /// Creates a session before its first prompt from a fresh snapshot its host
+    /// filled in (mode, directory, chosen model).
+    ///
+    /// # Errors
+    /// The store's error ([`StoreError::AlreadyExists`] for a known id).
+    pub async fn create_session_from(&self, snapshot: &SessionSnapshot) -> Result<(), EngineError> {
+        self.inner.store.create(snapshot).await?;
+        Ok(())
+    }
+
     /// Cancels the session's run; `false` when none is in progress.
     pub fn cancel(&self, session: &SessionId) -> bool {
         match self.inner.lock_live().get(session) {
@@ -512,6 +559,52 @@ impl Engine {
     /// [`EngineError::Busy`] during a run (here or wherever the lease is held); the
     /// store's errors.
     pub async fn set_mode(&self, session: &SessionId, mode: PermissionMode) -> Result<(), EngineError> {
+        self.update(session, mode, |snapshot| snapshot.mode = mode).await
+    }
+
+    /// Changes the model the session runs on from its next run on (`None`: the
+    /// engine's model), creating the session in `config.mode` when unknown, holding
+    /// the session's run lease meanwhile. The name is not checked here: which models
+    /// a session may pick is its host's rule.
+    ///
+    /// # Errors
+    /// [`EngineError::Busy`] during a run (here or wherever the lease is held); the
+    /// store's errors.
+    pub async fn set_model(&self, session: &SessionId, model: Option<String>) -> Result<(), EngineError> {
+        let mode = self.inner.config.mode;
+        self.update(session, mode, |snapshot| snapshot.model = model)
+            .await
+    }
+
+    /// The model `session` runs on: the one chosen for it, else `config.model`.
+    ///
+    /// # Errors
+    /// The store's errors (an unknown session runs on `config.model`).
+    pub async fn session_model(&self, session: &SessionId) -> Result<String, EngineError> {
+        match self.inner.store.load(session).await {
+            Ok(snapshot) => Ok(self.inner.session_model(&snapshot).name),
+            Err(error) if error.is_not_found() => Ok(self.inner.config.model.clone()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The context window of `model` in tokens: `config.context_window`, else the
+    /// table's entry for it.
+    pub fn context_window_of(&self, model: &str) -> u64 {
+        if model == self.inner.config.model {
+            return self.inner.context_window;
+        }
+        SessionModel::of(&self.inner.config, model).context_window
+    }
+
+    /// Applies `change` to the session's snapshot (a new one in `mode` when the
+    /// store does not hold it) under its run lease.
+    async fn update(
+        &self,
+        session: &SessionId,
+        mode: PermissionMode,
+        change: impl FnOnce(&mut SessionSnapshot),
+    ) -> Result<(), EngineError> {
         if self.is_running(session) {
             return Err(EngineError::Busy(session.clone()));
         }
@@ -526,7 +619,7 @@ impl Engine {
             Err(error) if error.is_not_found() => SessionSnapshot::new(session.clone(), mode),
             Err(error) => return Err(error.into()),
         };
-        snapshot.mode = mode;
+        change(&mut snapshot);
         self.inner.store.save(&snapshot).await?;
         lease.release().await;
         Ok(())

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::compaction::Compacted;
 use super::live::LiveRun;
 use super::run::StartOutcome;
-use super::{EngineError, Inner};
+use super::{EngineError, Inner, SessionModel};
 use crate::catalog::Catalog;
 use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
@@ -71,6 +71,14 @@ impl Ending {
         Self::error(format!(
             "an audit record could not be written ({failure}); audit is required, so the run stops"
         ))
+    }
+}
+
+/// Adds `usage` to the session's totals, and to those of `model` (when named).
+pub(super) fn add_usage(snapshot: &mut SessionSnapshot, model: &str, usage: Usage) {
+    snapshot.usage += usage;
+    if !model.is_empty() && usage != Usage::default() {
+        *snapshot.model_usage.entry(model.to_owned()).or_default() += usage;
     }
 }
 
@@ -152,6 +160,7 @@ impl RunTask {
         if snapshot.system_prompt.is_none() && !inner.config.system_prompt.is_empty() {
             snapshot.system_prompt = Some(inner.config.system_prompt.clone());
         }
+        let model = inner.session_model(&snapshot);
         let mut counters = RunCounters::default();
         let mut final_text = String::new();
         let mut sizes = inner.take_sizes(&self.session);
@@ -161,13 +170,13 @@ impl RunTask {
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
-            inner.config.disclosure.resolve(&catalog.1, inner.context_window),
+            inner.config.disclosure.resolve(&catalog.1, model.context_window),
         ));
         emitter
             .emit(EventKind::SessionInit {
                 session_id: self.session.clone(),
                 mode: snapshot.mode,
-                model: inner.config.model.clone(),
+                model: model.name.clone(),
                 tools: advertised.iter().map(|s| s.name().to_owned()).collect(),
                 mcp_servers: inner.config.mcp_servers.clone(),
                 sandbox: inner.config.sandbox.clone(),
@@ -258,6 +267,8 @@ impl RunTask {
         if let Some(context) = context {
             snapshot.conversation.push(context);
         }
+        // The run's model (a session's model changes only between runs).
+        let model = &inner.session_model(snapshot);
         let limits = inner.config.limits;
         loop {
             if cancel.is_cancelled() {
@@ -283,12 +294,12 @@ impl RunTask {
                 &catalog.1,
                 snapshot.mode,
                 &snapshot.hydrated,
-                inner.config.disclosure.resolve(&catalog.1, inner.context_window),
+                inner.config.disclosure.resolve(&catalog.1, model.context_window),
             ));
             let system = snapshot.system_prompt.clone().unwrap_or_default();
             let fixed_bytes = context::fixed_bytes(&system, &tools);
             let estimate = context::estimate(sizes, &snapshot.conversation, snapshot.context, fixed_bytes);
-            if estimate > context::compaction_threshold(inner.context_window)
+            if estimate > context::compaction_threshold(model.context_window)
                 && let Err(ending) = self
                     .compact(
                         emitter,
@@ -310,12 +321,12 @@ impl RunTask {
             // retry; a second refusal ends the run. An answer whose tool call the
             // output limit cut off is requested once more with a larger limit.
             let mut compacted_for_retry = false;
-            let mut max_tokens = inner.output_limits.default;
+            let mut max_tokens = model.output_limits.default;
             let mut raised_for_cut_call = false;
             let mut discarded = Usage::default();
             let mut streamed = loop {
                 let request = LlmRequest {
-                    model: inner.config.model.clone(),
+                    model: model.name.clone(),
                     system: system.clone(),
                     messages: snapshot.conversation.clone(),
                     tools: tools.clone(),
@@ -327,7 +338,7 @@ impl RunTask {
                     && streamed.truncated
                     && !streamed.calls.is_empty()
                     && !raised_for_cut_call
-                    && let Some(larger) = inner.output_limits.raised(max_tokens)
+                    && let Some(larger) = model.output_limits.raised(max_tokens)
                 {
                     raised_for_cut_call = true;
                     discarded += streamed.usage;
@@ -382,7 +393,7 @@ impl RunTask {
             };
             streamed.usage += discarded;
             counters.usage += streamed.usage;
-            snapshot.usage += streamed.usage;
+            add_usage(snapshot, &model.name, streamed.usage);
             emitter
                 .emit(EventKind::TurnEnd {
                     turn,
@@ -451,7 +462,7 @@ impl RunTask {
                 turn: snapshot.turns,
                 mode: snapshot.mode,
                 catalog: Arc::clone(&catalog.1),
-                environment: self.turn_environment(emitter, snapshot),
+                environment: self.turn_environment(emitter, model, snapshot),
                 progressive_tools: inner.config.disclosure.is_progressive(),
                 policy: Arc::clone(&inner.policy),
                 asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
@@ -537,7 +548,12 @@ impl RunTask {
     /// The environment of this turn's tools: the engine's, carrying the delegation
     /// scope when the engine can start children (the conversation without the
     /// calling turn, which was just appended).
-    fn turn_environment(&self, emitter: &Arc<EventEmitter>, snapshot: &SessionSnapshot) -> Environment {
+    fn turn_environment(
+        &self,
+        emitter: &Arc<EventEmitter>,
+        model: &SessionModel,
+        snapshot: &SessionSnapshot,
+    ) -> Environment {
         let inner = &self.inner;
         let (Some(children), Some(run)) = (&inner.children, &self.live.delegation) else {
             return inner.environment.clone();
@@ -547,8 +563,8 @@ impl RunTask {
             parent: self.session.clone(),
             mode: snapshot.mode,
             interactive: inner.config.interactive,
-            model: inner.config.model.clone(),
-            context_window: inner.context_window,
+            model: model.name.clone(),
+            context_window: model.context_window,
             conversation: snapshot.conversation.prefix(before_call),
             children: Arc::clone(children),
             llm: Arc::clone(&inner.llm),

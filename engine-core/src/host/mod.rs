@@ -4,7 +4,8 @@
 //! A face never builds a catalog or connects a server itself. It asks its
 //! [`SessionHost`] for a session's engine ([`SessionHost::open`]: the shared engine, or
 //! a private one over the session's client MCP servers), reads the store, the
-//! workspace root, the command palette and the tool listing through it, and closes
+//! workspace root, the command palette, the tool listing, the models a session may
+//! pick and the price of what it spent through it, and closes
 //! what it opened ([`HostedSession::close`]). The composition root (`app`) implements
 //! the trait; a face depends only on `engine-core` and `engine-ports`, so faces stay
 //! independent of each other and of every driven adapter.
@@ -14,12 +15,13 @@
 
 mod family;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_ports::{CommandExpander, PermissionMode, SessionStore};
+use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -133,8 +135,17 @@ pub trait SessionHost: Send + Sync {
     /// The cap on live per-session (private) engines.
     fn max_sessions(&self) -> usize;
 
-    /// The model name the engines send.
+    /// The model name the engines send for a session that chose none.
     fn model(&self) -> &str;
+
+    /// The models a session may choose, [`model`](Self::model) first (a face
+    /// offers them in its picker and refuses any other).
+    fn models(&self) -> &[String];
+
+    /// The estimated cost in US dollars of `usage`, the tokens spent per model
+    /// name; `None` unless the price of every model that spent tokens is known
+    /// (never a guess).
+    fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64>;
 }
 
 /// A fresh random session id: 32 lowercase hex digits (128 bits).

@@ -17,4 +17,5 @@ mod properties;
 mod rules;
 mod search_quality;
 mod session_hooks;
+mod session_model;
 mod support;

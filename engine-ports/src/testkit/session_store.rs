@@ -111,8 +111,8 @@ async fn round_trip_after_a_turn(store: Arc<dyn SessionStore>) {
     );
 }
 
-/// A compacted session: a summary first, cache counts in the usage, and the
-/// provider's last count.
+/// A compacted session: a summary first, cache counts in the usage, usage per model,
+/// a chosen model, and the provider's last count.
 pub fn compacted_session(id: &str) -> SessionSnapshot {
     let mut snapshot = session_after_a_turn(id);
     snapshot.conversation.insert(
@@ -123,6 +123,11 @@ pub fn compacted_session(id: &str) -> SessionSnapshot {
         },
     );
     snapshot.usage = Usage::new(1234, 567).with_cache(1000, 200);
+    snapshot
+        .model_usage
+        .insert("model-a".into(), Usage::new(1000, 500).with_cache(1000, 200));
+    snapshot.model_usage.insert("model-b".into(), Usage::new(234, 67));
+    snapshot.model = Some("model-b".into());
     snapshot.system_prompt = Some("you are a test".into());
     snapshot.context = Some(ReportedContext {
         tokens: 3210,

@@ -422,9 +422,18 @@ pub(crate) struct ModelArgs {
     /// The provider's base URL.
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
-    /// The model name.
+    /// The model name (with `run --session`: the session's model from now on).
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
+    /// More models a session may choose besides the configured one, comma-separated
+    /// (ACP's model picker, the HTTP create body's `model`).
+    #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = parse_model_name)]
+    pub(crate) models: Vec<String>,
+    /// A prices file (the built-in table's JSON format, US dollars per million
+    /// tokens) whose models replace or extend the built-in table of the cost
+    /// estimates.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) model_prices: Option<PathBuf>,
     /// The model's context window in tokens (default: known for common models, else
     /// 128000). A conversation whose next request would pass 80 % of it is compacted.
     #[arg(long, value_name = "N", value_parser = parse_context_window)]

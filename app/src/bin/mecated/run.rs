@@ -1,10 +1,12 @@
 //! `mecated run`: one headless session on the shared engine.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use adapter_llm::ModelPrices;
 use app::{SessionRequest, build, new_session_id};
 use engine_core::{EngineError, Run};
-use engine_ports::{Event, EventKind, SessionId, StopReason, StoreError};
+use engine_ports::{Event, EventKind, SessionId, StopReason, StoreError, Usage};
 use futures::StreamExt as _;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -48,7 +50,7 @@ pub(crate) async fn run(args: RunArgs) -> ExitCode {
     };
     let session = SessionId::from(args.session.clone().unwrap_or_else(new_session_id));
     let stop = match start(&built, &session, &args).await {
-        Ok(run) => follow(run, jsonl).await,
+        Ok(run) => follow(run, jsonl, Arc::clone(built.prices())).await,
         Err(message) => {
             out::stderr(&format!("error: {message}"));
             None
@@ -95,6 +97,15 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
             .await
             .map_err(|e| e.to_string())?;
     }
+    // `--model` is the session's model from this run on (a continued session keeps
+    // its own otherwise).
+    if let Some(model) = &args.model.model {
+        engine
+            .engine()
+            .set_model(session, Some(model.clone()))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     let prompt = args.prompt.clone().unwrap_or_default();
     let run = engine.engine().run(session, prompt).map_err(|e| e.to_string())?;
     run.started().await.map_err(|e| e.to_string())
@@ -103,8 +114,12 @@ async fn start(built: &app::Built, session: &SessionId, args: &RunArgs) -> Resul
 /// Streams the run's events (Ctrl-C or SIGTERM cancels the run, which then ends
 /// normally: its children stop, their copies are removed, the build is closed) and
 /// returns how it stopped.
-async fn follow(mut run: Run, jsonl: bool) -> Option<StopReason> {
-    let mut printer = TextPrinter::default();
+async fn follow(mut run: Run, jsonl: bool, prices: Arc<ModelPrices>) -> Option<StopReason> {
+    let mut printer = TextPrinter {
+        open_line: false,
+        model: String::new(),
+        prices,
+    };
     let mut stop = None;
     let mut interrupted = false;
     let mut terminate = match signal(SignalKind::terminate()) {
@@ -152,11 +167,57 @@ async fn terminated(terminate: &mut Option<Signal>) -> Option<()> {
     }
 }
 
-/// `--output text`: assistant text to stdout, one-line tool notes to stderr.
-#[derive(Default)]
+/// `--output text`: assistant text to stdout, one-line tool notes to stderr, the
+/// run's tokens and cost at the end.
 struct TextPrinter {
     /// Whether stdout is mid-line.
     open_line: bool,
+    /// The run's model (from `session.init`).
+    model: String,
+    /// What models cost.
+    prices: Arc<ModelPrices>,
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// The run's usage line: `tokens: 1,234 in (1,000 cached) · 56 out · $0.0042`, the
+/// cached and cache-write counts only when reported, the cost only when the model's
+/// price is known.
+fn usage_line(usage: &Usage, cost: Option<f64>) -> String {
+    let mut notes = Vec::new();
+    if usage.cache_read_tokens > 0 {
+        notes.push(format!("{} cached", thousands(usage.cache_read_tokens)));
+    }
+    if usage.cache_write_tokens > 0 {
+        notes.push(format!(
+            "{} written to cache",
+            thousands(usage.cache_write_tokens)
+        ));
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join(", "))
+    };
+    let cost = cost
+        .map(|dollars| format!(" · ${dollars:.4}"))
+        .unwrap_or_default();
+    format!(
+        "tokens: {} in{notes} · {} out{cost}",
+        thousands(usage.input_tokens),
+        thousands(usage.output_tokens)
+    )
 }
 
 /// One line of a child's activity: started, a tool it called, or how it ended.
@@ -310,8 +371,15 @@ impl TextPrinter {
                     out::clip(out::first_line(content), 120)
                 ));
             }
-            EventKind::Result { stop, error, .. } => {
+            EventKind::SessionInit { model, .. } => self.model.clone_from(model),
+            EventKind::Result {
+                stop, error, usage, ..
+            } => {
                 self.end_line();
+                if *usage != Usage::default() {
+                    let cost = self.prices.cost(&self.model, usage);
+                    out::stderr(&usage_line(usage, cost));
+                }
                 if *stop == StopReason::MaxTokens {
                     out::stderr(
                         "[run] stopped: max_tokens: the answer was cut off by the output limit (raise it with --max-tokens)",

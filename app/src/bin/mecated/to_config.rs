@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
-use adapter_llm::{ApiKey, MockScript};
+use adapter_llm::{ApiKey, MockScript, ModelPrices};
 use adapter_mcp::{
     Authorizer, Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, TokenStore, ToolhiveOptions,
     TransportKind, is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
@@ -358,6 +358,12 @@ pub(crate) fn apply_model(cfg: &mut AppConfig, model: &ModelArgs) -> Result<(), 
     cfg.model = model_config(model)?;
     cfg.context_window = model.context_window;
     cfg.max_tokens = model.max_tokens;
+    cfg.models.clone_from(&model.models);
+    if let Some(file) = &model.model_prices {
+        let prices = ModelPrices::from_file(file)
+            .map_err(|error| UsageError::new(format!("--model-prices: {error}")))?;
+        cfg.prices = ModelPrices::builtin().overridden_by(prices);
+    }
     Ok(())
 }
 
