@@ -187,6 +187,7 @@ impl BuildReport {
             "mcp_servers": self.mcp_servers,
             "skills": self.skills,
             "diagnostics": self.diagnostics,
+            "disclosure": self.disclosure,
         });
         // Only with a Shell: `--no-shell` listings keep their shape.
         if let Some(sandbox) = &self.sandbox {

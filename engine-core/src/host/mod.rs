@@ -186,7 +186,9 @@ pub struct ToolEntry {
     pub read_only: bool,
     /// Whether it exists only in plan mode.
     pub plan_only: bool,
-    /// Whether it is advertised light until `ToolSearch` hydrates it.
+    /// Whether progressive disclosure applies to it: advertised light or left out
+    /// until `ToolSearch` hydrates it (under `auto`, once the catalog's disclosable
+    /// specs pass the share of the window).
     pub disclosable: bool,
     /// The full description.
     pub description: String,
