@@ -417,6 +417,11 @@ async fn a_minimal_listing_is_exactly_the_core_tools_and_the_narration() {
             info("SkillDraft tool disabled: no --skills-draft-dir"),
             info("MCP prompt commands disabled: no connected MCP server lists a prompt"),
         ],
+        "disclosure": {
+            "mode": "auto", "in_force": "off", "disclosable_tools": 0, "disclosable_tokens": 0,
+            "context_window": 128_000,
+            "reason": "auto: every tool in full because 0 MCP tool(s) take about 0 tokens, within 10% of the 128000-token window",
+        },
     });
     assert_eq!(listing, expected);
     assert_eq!(
