@@ -522,6 +522,9 @@ impl Ui {
                 };
                 self.term.lines(&line.into_iter().collect::<Vec<_>>());
                 self.session.finished(usage);
+                // The result is the run's last word (saved, lease released): the
+                // prompt is back now, so an Enter typed right after it is not lost.
+                self.running = None;
             }
         }
     }
