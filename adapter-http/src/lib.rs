@@ -34,13 +34,16 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod inspect;
 mod server;
 mod sessions;
 mod sse;
+mod studio;
 
 pub use auth::AuthToken;
 pub use guard::{AllowedHost, AllowedOrigin};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
+pub use studio::{CONTENT_SECURITY_POLICY, asset_bytes};
 
 /// The largest request body accepted (1 MiB); a larger one is answered 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
