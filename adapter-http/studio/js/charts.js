@@ -131,7 +131,10 @@ export function timelineChart(calls) {
     });
     bar.append(svg("title", {}, `${span.call.tool}: ${ms(span.call.took_micros)} ms`));
     root.append(bar);
-    root.append(svg("text", { x: x + 3, y: y + 12 }, span.call.tool));
+    const barWidth = Math.max(2, scale(span.end - span.start));
+    const inside = barWidth > 80;
+    const label = svg("text", { x: inside ? x + 4 : x + barWidth + 4, y: y + 12, class: inside ? "on-bar" : "" }, span.call.tool);
+    root.append(label);
   }
   xAxis(root, { left, width, top, scale, values, label: "time since the first call (ms)" });
   figure.append(root);

@@ -202,7 +202,8 @@ const HANDLERS = {
         this.liveButton("Deny", { class: "danger", "data-testid": "deny" }, answer("deny")),
       ),
     );
-    (card ? card.root : this.transcript).append(box);
+    if (card) card.root.insertBefore(box, card.result);
+    else this.transcript.append(box);
     this.asks.set(e.ask_id, box);
   },
   "permission.verdict"(e) {
@@ -267,7 +268,8 @@ const HANDLERS = {
       el("p", {}, el("strong", { text: `${e.name} asks: ` }), e.message),
       form,
     );
-    (card ? card.root : this.transcript).append(box);
+    if (card) card.root.insertBefore(box, card.result);
+    else this.transcript.append(box);
     this.asks.set(e.elicitation_id, box);
   },
   "elicitation.result"(e) {
