@@ -654,7 +654,7 @@ mod tests {
         let open = policy(&[], &[], None);
         let everything_wrong = [
             ("host", "evil.example"),
-            ("origin", "http://evil.example"),
+            ("origin", "http://other.example"),
             ("content-type", "text/plain"),
             ("content-length", "99999999"),
         ];

@@ -16,6 +16,11 @@
 //! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
 //! | `GET /v1/sessions/{id}/tools` | `HostedSession::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
+//! | `PATCH /v1/sessions/{id}` | `Engine::set_mode` / `set_model` |
+//! | `GET /v1/sessions/{id}/events`, `…/audit` | `SessionHost::event_log`, `tool_call_log` |
+//! | `GET /v1/models`, `/v1/memory`, `/v1/mcp`, `/v1/store` | the host port's listings and probe |
+//! | `DELETE /v1/memory/{scope}/{key}` | `MemoryStore::forget` |
+//! | `GET /`, `/assets/…`; `POST /login`, `/logout` | the page (Mecatl Studio) and its login cookie |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
 //! loopback host or an allowed one unless a token is set (DNS rebinding), an
