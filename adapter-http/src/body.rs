@@ -102,6 +102,44 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
     })
 }
 
+/// `PATCH /v1/sessions/{id}`: `{mode?, model?}`, at least one.
+#[derive(Debug, Default)]
+pub(crate) struct UpdateBody {
+    /// The new mode.
+    pub(crate) mode: Option<PermissionMode>,
+    /// The new model: `Some(None)` (`null`) goes back to the server's.
+    pub(crate) model: Option<Option<String>>,
+}
+
+/// Parses an update body.
+pub(crate) fn update_body(body: Option<Map<String, Value>>) -> Result<UpdateBody, ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["mode", "model"])?;
+    if map.is_empty() {
+        return Err(ApiError::bad_request(
+            "nothing to change: send {\"mode\": \"plan\"} and/or {\"model\": \"<name>\"}",
+        ));
+    }
+    let mode = match map.get("mode") {
+        None => None,
+        Some(Value::String(value)) => Some(mode_value("mode", value)?),
+        Some(other) => return Err(invalid("mode", other, &expected_one_of::<PermissionMode>())),
+    };
+    let model = match map.get("model") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(Value::String(value)) => Some(Some(value.clone())),
+        Some(other) => {
+            return Err(invalid(
+                "model",
+                other,
+                "expected a model name (a string), or null for the server's model",
+            ));
+        }
+    };
+    Ok(UpdateBody { mode, model })
+}
+
 /// `POST /v1/sessions/{id}/prompt`: `{text}`, a non-empty string.
 pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, ApiError> {
     let map = body.unwrap_or_default();

@@ -1,5 +1,5 @@
 //! Repository rules checked as ordinary tests: which workspace crate may depend on
-//! which (the table of the overview), third-party crates `engine-ports` must never
+//! which (the table in ARCHITECTURE.md's crate map), third-party crates `engine-ports` must never
 //! pull, that every declared dependency is used, and source-tree conventions. The rules are plain functions over data so the
 //! tests can also prove that each rule fails when broken.
 
@@ -67,7 +67,7 @@ pub const FACES: &[&str] = &["adapter-acp", "adapter-http", "adapter-tui"];
 /// Third-party crates `engine-ports` must never pull, directly or transitively.
 pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
 
-/// The workspace crates `crate_name` may depend on, per the overview's table, or
+/// The workspace crates `crate_name` may depend on (the table in ARCHITECTURE.md), or
 /// `None` for a crate the table does not know (a rule violation by itself).
 pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Option<BTreeSet<String>> {
     let set = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
