@@ -131,8 +131,9 @@ pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError
     Ok(Json(json!({"sessions": sessions})))
 }
 
-/// `GET /v1/sessions/{id}` → one summary, with the session's model, its usage so
-/// far and, when every model it ran on has a known price, its estimated cost.
+/// `GET /v1/sessions/{id}` → one summary (its listing entry: title and model
+/// included), with its usage so far and, when every model it ran on has a known
+/// price, its estimated cost.
 pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
@@ -144,6 +145,7 @@ pub(crate) async fn show(
     };
     let snapshot = stored(&state, &id).await?;
     let mut view = summary(&state, &listing);
+    view["title"] = json!(snapshot.title());
     view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
     view["usage"] = json!(snapshot.usage);
     if let Some(cost) = state.host.cost(&snapshot.model_usage) {

@@ -155,7 +155,7 @@ async fn reads_see_later_records<S: ToolCallRecorder + ToolCallLog>(store: Arc<S
     write(&*store, std::slice::from_ref(&first), CASE).await;
     assert_eq!(
         read(&*store, &session, CASE).await,
-        [first.clone()],
+        std::slice::from_ref(&first),
         "tool_call_log::{CASE}: the first read"
     );
     let second = record(&session, "second", "Write", Approval::user(Verdict::AllowOnce), 2);
