@@ -36,6 +36,9 @@ fn stored(scratch: &Scratch, model: ModelConfig) -> AppConfig {
     cfg
 }
 
+/// The new-session button once the page has shown itself (the first listing done).
+const NEW_SESSION: &str = "#app:not([hidden]) [data-testid=new-session]";
+
 /// A script for `[data-testid=message-assistant]` containing `text`.
 fn answer_shown(text: &str) -> String {
     format!(
@@ -95,9 +98,7 @@ async fn the_page_drives_a_session_through_approvals_the_audit_and_a_reload() {
     browser.goto(&server.url("/")).await;
 
     // Create a session; it is listed.
-    browser
-        .click(&browser.wait_for("[data-testid=new-session]").await)
-        .await;
+    browser.click(&browser.wait_for(NEW_SESSION).await).await;
     browser.wait_for("[data-testid=session-item]").await;
     let sessions = server.get("/v1/sessions").await;
     let id = sessions.body["sessions"][0]["session_id"]
@@ -242,9 +243,7 @@ async fn a_queued_prompt_is_sent_when_the_run_ends_and_stop_cancels_a_run() {
     .await;
     let browser = Browser::start(390, 844).await;
     browser.goto(&server.url("/")).await;
-    browser
-        .click(&browser.wait_for("[data-testid=new-session]").await)
-        .await;
+    browser.click(&browser.wait_for(NEW_SESSION).await).await;
     browser.wait_for("[data-testid=session-item]").await;
 
     send(&browser, "one").await;
@@ -362,9 +361,7 @@ async fn an_mcp_servers_question_is_a_form_from_its_schema_answered_in_the_page(
     let server = TestServer::start(cfg).await;
     let browser = Browser::start(DESKTOP.0, DESKTOP.1).await;
     browser.goto(&server.url("/")).await;
-    browser
-        .click(&browser.wait_for("[data-testid=new-session]").await)
-        .await;
+    browser.click(&browser.wait_for(NEW_SESSION).await).await;
     browser.wait_for("[data-testid=session-item]").await;
     send(&browser, "who am I?").await;
     browser
@@ -464,9 +461,7 @@ async fn a_parallel_call_is_a_tree_of_branches_with_their_own_steps_and_its_canc
     let server = TestServer::start(cfg).await;
     let browser = Browser::start(DESKTOP.0, DESKTOP.1).await;
     browser.goto(&server.url("/")).await;
-    browser
-        .click(&browser.wait_for("[data-testid=new-session]").await)
-        .await;
+    browser.click(&browser.wait_for(NEW_SESSION).await).await;
     browser.wait_for("[data-testid=session-item]").await;
     send(&browser, "try both").await;
     browser
@@ -545,9 +540,7 @@ async fn a_session_outlives_a_restart(test: &str, store: &[&str], envs: &[(&str,
     let mut first = ServeProcess::start(&scratch, &script, store, envs).await;
     let browser = Browser::start(DESKTOP.0, DESKTOP.1).await;
     browser.goto(&format!("{}/", first.base)).await;
-    browser
-        .click(&browser.wait_for("[data-testid=new-session]").await)
-        .await;
+    browser.click(&browser.wait_for(NEW_SESSION).await).await;
     browser.wait_for("[data-testid=session-item]").await;
     send(&browser, "Greet me please\nand say which serve you are").await;
     browser
@@ -574,7 +567,9 @@ async fn a_session_outlives_a_restart(test: &str, store: &[&str], envs: &[(&str,
     );
     assert_eq!(listed.body["sessions"][0]["model"], "mock", "{listed:?}");
     browser.goto(&format!("{}/", second.base)).await;
-    let item = browser.wait_for("[data-testid=session-item]").await;
+    let item = browser
+        .wait_for("#app:not([hidden]) [data-testid=session-item]")
+        .await;
     let text = browser.text(&item).await;
     assert!(
         text.contains("Greet me please") && text.contains("mock"),
