@@ -11,6 +11,7 @@ use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse as _, Response};
 use engine_core::ElicitationAnswerError;
 use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_micros};
+use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -100,18 +101,39 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
         .into_response())
 }
 
-/// `GET /v1/sessions` → every stored session, most recently modified first (from the
-/// store's listing: no snapshot is loaded).
+/// How many snapshots the listing loads at once (for their titles and models).
+const LIST_LOADS: usize = 8;
+
+/// `GET /v1/sessions` → every stored session, most recently modified first: the
+/// store's listing, each with its `title` ([`SessionSnapshot::title`], `null` before
+/// a prompt) and `model` read from its snapshot (a snapshot that no longer loads is
+/// listed without them).
 pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError> {
     let store = state.host.session_store();
     let mut listings = store.list().await.map_err(|e| ApiError::store(&e))?;
     listings.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then_with(|| a.id.cmp(&b.id)));
-    let sessions: Vec<Value> = listings.iter().map(|listing| summary(&state, listing)).collect();
+    let sessions: Vec<Value> = futures::stream::iter(listings)
+        .map(|listing| {
+            let store = Arc::clone(&store);
+            let state = Arc::clone(&state);
+            async move {
+                let mut view = summary(&state, &listing);
+                if let Ok(snapshot) = store.load(&listing.id).await {
+                    view["title"] = json!(snapshot.title());
+                    view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
+                }
+                view
+            }
+        })
+        .buffered(LIST_LOADS)
+        .collect()
+        .await;
     Ok(Json(json!({"sessions": sessions})))
 }
 
-/// `GET /v1/sessions/{id}` → one summary, with the session's model, its usage so
-/// far and, when every model it ran on has a known price, its estimated cost.
+/// `GET /v1/sessions/{id}` → one summary (its listing entry: title and model
+/// included), with its usage so far and, when every model it ran on has a known
+/// price, its estimated cost.
 pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
@@ -123,6 +145,7 @@ pub(crate) async fn show(
     };
     let snapshot = stored(&state, &id).await?;
     let mut view = summary(&state, &listing);
+    view["title"] = json!(snapshot.title());
     view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
     view["usage"] = json!(snapshot.usage);
     if let Some(cost) = state.host.cost(&snapshot.model_usage) {
@@ -255,7 +278,8 @@ pub(crate) struct ToolsQuery {
 }
 
 /// `GET /v1/sessions/{id}/tools?mode=` → the session's tools in `mode` (default:
-/// the session's mode), sorted by name.
+/// the session's mode), sorted by name, and the tools the shared catalog skipped
+/// (`SessionHost::skipped_tools`: name, family, why).
 pub(crate) async fn tools(
     State(state): AppState,
     SessionPath(id): SessionPath,
@@ -270,7 +294,9 @@ pub(crate) async fn tools(
         None => state.host.tools(mode),
     };
     let tools: Vec<Value> = tools.iter().map(tool_json).collect();
-    Ok(Json(json!({"tools": tools})))
+    Ok(Json(
+        json!({"tools": tools, "skipped": state.host.skipped_tools()}),
+    ))
 }
 
 /// `GET /v1/sessions/{id}/commands` → the command palette (slash commands, skills,

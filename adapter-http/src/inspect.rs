@@ -11,7 +11,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse as _, Response};
-use engine_ports::{MemoryError, ToolCallRecord, clip_chars, format_rfc3339_micros};
+use engine_ports::{Event, EventKind, MemoryError, ToolCallRecord, clip_chars, format_rfc3339_micros};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -31,20 +31,55 @@ const MEMORY_LIST_CAP: usize = 1_000;
 /// Who forgets a fact through the API, as the memory's history keeps it.
 const API_WRITER: &str = "mecated serve";
 
-/// `GET /v1/sessions/{id}/events` → `{"events": [...]}`: the session's stored
-/// events in `seq` order (a run in progress included, as far as it is logged).
+/// `GET /v1/sessions/{id}/events` → `{"events": [...], "prompts": [...]}`: the
+/// session's stored events in `seq` order (a run in progress included, as far as it
+/// is logged), and the prompts of its runs as `{"seq", "text"}`, `seq` being the
+/// `session.init` of the run the prompt started (see [`run_prompts`]).
 pub(crate) async fn events(
     State(state): AppState,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Value>, ApiError> {
-    stored(&state, &id).await?;
+    let snapshot = stored(&state, &id).await?;
     let events = state
         .host
         .event_log()
         .read(&id)
         .await
         .map_err(|e| ApiError::store(&e))?;
-    Ok(Json(json!({ "events": events })))
+    let prompts: Vec<Value> = run_prompts(&events, &snapshot.prompts())
+        .into_iter()
+        .map(|(seq, text)| json!({"seq": seq, "text": text}))
+        .collect();
+    Ok(Json(json!({ "events": events, "prompts": prompts })))
+}
+
+/// Pairs the runs of `events` with the snapshot's `prompts`: the events do not carry
+/// the prompt, and the conversation does not name the run, so the runs that reached
+/// a model turn (a refused or failed prompt adds nothing to the conversation) take
+/// the prompts from the newest backwards (compaction drops the oldest). Returns the
+/// `seq` of each paired run's `session.init` with its prompt, oldest first.
+fn run_prompts<'a>(events: &[Event], prompts: &[&'a str]) -> Vec<(u64, &'a str)> {
+    let mut runs: Vec<(u64, bool)> = Vec::new();
+    for event in events {
+        match event.kind {
+            EventKind::SessionInit { .. } => runs.push((event.seq, false)),
+            EventKind::TurnStart { .. } => {
+                if let Some(run) = runs.last_mut() {
+                    run.1 = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paired: Vec<(u64, &str)> = runs
+        .iter()
+        .rev()
+        .filter(|(_, turned)| *turned)
+        .zip(prompts.iter().rev())
+        .map(|((seq, _), text)| (*seq, *text))
+        .collect();
+    paired.reverse();
+    paired
 }
 
 /// The query of the audit endpoint.
@@ -298,5 +333,39 @@ mod tests {
         assert_eq!(percentile(&hundred, 95), 95);
         assert_eq!(percentile(&[1, 2, 3, 4], 50), 2);
         assert_eq!(percentile(&[1, 2, 3, 4], 95), 4);
+    }
+
+    fn event(seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            time: None,
+            kind,
+        }
+    }
+
+    fn init(seq: u64) -> Event {
+        event(
+            seq,
+            EventKind::SessionInit {
+                session_id: "s".into(),
+                mode: engine_ports::PermissionMode::Default,
+                model: "m".to_owned(),
+                tools: Vec::new(),
+                mcp_servers: Vec::new(),
+                sandbox: None,
+            },
+        )
+    }
+
+    #[test]
+    fn prompts_pair_with_the_newest_runs_that_reached_a_turn() {
+        let turn = |seq| event(seq, EventKind::TurnStart { turn: 1 });
+        // Run 1 was compacted away, run 3 was refused before any turn.
+        let events = [init(1), turn(2), init(3), turn(4), init(5), init(6), turn(7)];
+        assert_eq!(
+            run_prompts(&events, &["second", "third"]),
+            vec![(3, "second"), (6, "third")]
+        );
+        assert_eq!(run_prompts(&events, &[]), Vec::<(u64, &str)>::new());
     }
 }

@@ -8,10 +8,7 @@ use std::time::SystemTime;
 
 use engine_core::host::{HostedSession, OpenSession, SessionHost, ToolEntry, new_session_id};
 use engine_core::{AskAnswer, ElicitationResponse, EngineError, Run};
-use engine_ports::{Message, PermissionMode, SessionId, SessionListing, SessionSnapshot, StoreError, Usage};
-
-/// Longest title of a listed session, in characters.
-const TITLE_CHARS: usize = 60;
+use engine_ports::{PermissionMode, SessionId, SessionListing, SessionSnapshot, StoreError, Usage};
 
 /// A stored session of this workspace, as the picker lists it.
 #[derive(Clone, Debug)]
@@ -301,14 +298,7 @@ impl ChatSession {
     }
 }
 
-/// The first line of a session's first prompt, bounded.
+/// The session's title (the one rule, [`SessionSnapshot::title`]), printable.
 fn title(snapshot: &SessionSnapshot) -> String {
-    let first = snapshot.conversation.iter().find_map(|message| match message {
-        Message::User { text } => text.lines().map(str::trim).find(|line| !line.is_empty()),
-        _ => None,
-    });
-    crate::style::printable(&engine_ports::clip_chars(
-        first.unwrap_or("(no prompt)"),
-        TITLE_CHARS,
-    ))
+    crate::style::printable(&snapshot.title().unwrap_or_else(|| "(no prompt)".to_owned()))
 }

@@ -142,6 +142,7 @@ impl Built {
             memory_scopes: self.assets.memory.scopes.clone(),
             global: self.global.clone(),
             mcp_report: self.report.mcp_servers.clone(),
+            skipped: self.report.skipped.clone(),
         })
     }
 

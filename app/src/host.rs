@@ -13,7 +13,8 @@ use adapter_llm::ModelPrices;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
 use engine_core::host::{
-    HostError, HostedSession, McpServerStatus, MemoryScope, OpenSession, SessionHost, StoreHealth, ToolEntry,
+    HostError, HostedSession, McpServerStatus, MemoryScope, OpenSession, SessionHost, SkippedTool,
+    StoreHealth, ToolEntry,
 };
 use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, EventLog, PermissionMode, SessionStore, ToolCallLog, Usage};
@@ -45,6 +46,8 @@ pub(crate) struct AppHost {
     pub(crate) global: GlobalMcp,
     /// The build's MCP servers in connect order, failed ones with their error.
     pub(crate) mcp_report: Vec<McpServerEntry>,
+    /// The build's skipped tools (the report's list).
+    pub(crate) skipped: Vec<SkippedTool>,
 }
 
 /// How long a store health probe may take.
@@ -84,6 +87,10 @@ impl SessionHost for AppHost {
     fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry> {
         let disclosure = self.shared_engine.disclosure_for(&self.shared_catalog);
         tool_entries(&self.shared_catalog, &self.shared_families, mode, disclosure)
+    }
+
+    fn skipped_tools(&self) -> &[SkippedTool] {
+        &self.skipped
     }
 
     fn max_sessions(&self) -> usize {

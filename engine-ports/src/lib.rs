@@ -147,8 +147,8 @@ pub use skills::{
 };
 pub use spec::ToolSpec;
 pub use store::{
-    EventLog, LeaseRelease, ReportedContext, RunLease, SessionListing, SessionSnapshot, SessionStore,
-    StoreError,
+    EventLog, LeaseRelease, ReportedContext, RunLease, SESSION_TITLE_CHARS, SessionListing, SessionSnapshot,
+    SessionStore, StoreError,
 };
 pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;

@@ -95,16 +95,20 @@ async function refreshSessions() {
           "aria-current": session.session_id === state.current ? "true" : "false",
           onclick: () => openSession(session.session_id),
         },
-        el("span", { text: `Session ${short(session.session_id)}` }),
+        el("span", { class: "title", text: session.title ?? `Session ${short(session.session_id)}` }),
         el("span", {
           class: "meta",
-          text: `${session.mode} · ${session.state} · ${session.turns} turns · ${when}`,
+          text: [session.model, session.mode, session.state, `${session.turns} turns`, when]
+            .filter(Boolean)
+            .join(" · "),
         }),
       );
       return el("li", {}, button);
     }),
   );
   if (sessions.length === 0) list.append(el("li", { class: "muted", text: "No session yet." }));
+  const current = sessions.find((session) => session.session_id === state.current);
+  if (current?.title) $("session-title").textContent = current.title;
 }
 
 async function newSession() {
@@ -129,17 +133,22 @@ async function openSession(id) {
   history.replaceState(null, "", `#session=${id}`);
   $("empty").hidden = true;
   $("session").hidden = false;
-  $("session-title").textContent = `Session ${short(id)}`;
+  const listed = state.sessions.find((session) => session.session_id === id);
+  $("session-title").textContent = listed?.title ?? `Session ${short(id)}`;
   for (const item of document.querySelectorAll("[data-testid=session-item]")) {
     item.setAttribute("aria-current", item.dataset.session === id ? "true" : "false");
   }
   try {
-    const [view, { events }] = await Promise.all([api.show(id), api.events(id)]);
+    const [view, { events, prompts }] = await Promise.all([api.show(id), api.events(id)]);
+    const promptOf = new Map(prompts.map((prompt) => [prompt.seq, prompt.text]));
     $("mode-select").value = view.mode;
     $("catalog-mode").value = view.mode;
     fillModels(view.model);
     run.reset();
-    for (const event of events) run.apply(event);
+    for (const event of events) {
+      if (promptOf.has(event.seq)) run.user(promptOf.get(event.seq));
+      run.apply(event);
+    }
     run.setLive(false);
     say(`Session ${short(id)}: ${view.turns} turns, ${view.tool_calls} tool calls.`);
     await showTab(currentTab());
@@ -328,7 +337,7 @@ $("audit-filter").addEventListener("change", () => loadAudit().catch(failed));
 // ---- catalog ------------------------------------------------------------------------
 
 async function loadCatalog() {
-  const [{ tools }, { commands }] = await Promise.all([
+  const [{ tools, skipped }, { commands }] = await Promise.all([
     api.tools(state.current, $("catalog-mode").value),
     api.commands(state.current),
   ]);
@@ -344,6 +353,18 @@ async function loadCatalog() {
       ),
     ),
   );
+  $("skipped").replaceChildren(
+    ...skipped.map((tool) =>
+      el(
+        "li",
+        { "data-testid": "skipped-tool", "data-tool": tool.name },
+        el("code", { text: tool.name }),
+        ` (${tool.family}): `,
+        el("span", { class: "muted", text: tool.reason }),
+      ),
+    ),
+  );
+  if (skipped.length === 0) $("skipped").append(el("li", { class: "muted", text: "None: every tool kept its name." }));
   $("commands").replaceChildren(
     ...commands.map((command) =>
       el("li", {}, el("code", { text: `/${command.name}` }), " ", el("span", { class: "muted", text: command.description ?? "" })),

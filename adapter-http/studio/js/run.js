@@ -221,8 +221,10 @@ const HANDLERS = {
     const form = el("form", { "aria-label": `Answer ${e.name}` });
     const properties = e.requested_schema?.properties ?? {};
     const required = new Set(e.requested_schema?.required ?? []);
-    for (const [name, spec] of Object.entries(properties)) {
+    for (const [name, property] of Object.entries(properties)) {
       const id = `elicit-${e.elicitation_id}-${name}`;
+      // An optional field may come as `anyOf: [{type}, {type: "null"}]`.
+      const spec = { ...(property.anyOf?.find((option) => option.type !== "null") ?? {}), ...property };
       const label = el("label", { for: id, text: spec.title ?? name });
       let input;
       if (Array.isArray(spec.enum)) {

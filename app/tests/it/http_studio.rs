@@ -406,3 +406,84 @@ async fn mcp_servers_and_the_store_report_their_state() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn sessions_are_listed_with_their_title_and_model_and_the_history_carries_the_prompts() {
+    let scratch = Scratch::new();
+    let mut cfg = config(&scratch);
+    cfg.model = ModelConfig::MockScript(adapter_llm::MockScript::new([
+        adapter_llm::MockTurn::text("one"),
+        adapter_llm::MockTurn::text("two"),
+    ]));
+    let server = TestServer::start(cfg).await;
+    let blank = server.create(json!({})).await;
+    let id = server.create(json!({})).await;
+    server
+        .prompt(&id, "\n  Fix the build  \nthen run the tests")
+        .await
+        .rest()
+        .await;
+    server.prompt(&id, "and the docs").await.rest().await;
+
+    let listed = server.get("/v1/sessions").await;
+    let sessions = listed.body["sessions"].as_array().unwrap();
+    let of = |wanted: &str| {
+        sessions
+            .iter()
+            .find(|s| s["session_id"] == wanted)
+            .unwrap_or_else(|| panic!("{wanted} in {sessions:?}"))
+            .clone()
+    };
+    assert_eq!(of(&id)["title"], "Fix the build");
+    assert_eq!(of(&id)["model"], server.built.host().model());
+    assert_eq!(of(&blank)["title"], Value::Null, "no prompt yet");
+
+    let history = server.get(&format!("/v1/sessions/{id}/events")).await;
+    let inits: Vec<&Value> = history.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "session.init")
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(inits.len(), 2, "{history:?}");
+    assert_eq!(
+        history.body["prompts"],
+        json!([
+            {"seq": inits[0], "text": "\n  Fix the build  \nthen run the tests"},
+            {"seq": inits[1], "text": "and the docs"},
+        ])
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_tool_listing_names_the_tools_skipped_and_why() {
+    use crate::support::mcp_fixture::{FixtureSpec, McpFixture};
+    let first = McpFixture::start(FixtureSpec::tools("s:", &["_echo"])).await;
+    let second = McpFixture::start(FixtureSpec::tools("s_:", &["echo"])).await;
+    let scratch = Scratch::new();
+    let mut cfg = config(&scratch);
+    cfg.mcp.servers = vec![
+        crate::support::http_server("s", &first.url),
+        crate::support::http_server("s_", &second.url),
+    ];
+    let server = TestServer::start(cfg).await;
+    let id = server.create(json!({})).await;
+    let listing = server.get(&format!("/v1/sessions/{id}/tools")).await;
+    assert_eq!(listing.status, StatusCode::OK, "{listing:?}");
+    let skipped = &listing.body["skipped"];
+    assert_eq!(skipped.as_array().map(Vec::len), Some(1), "{skipped}");
+    assert_eq!(skipped[0]["name"], "mcp__s___echo");
+    assert_eq!(skipped[0]["family"], "mcp-global");
+    assert!(
+        skipped[0]["reason"].as_str().unwrap().contains("mcp-global"),
+        "{skipped}"
+    );
+    assert_eq!(
+        skipped,
+        &json!(server.built.report().skipped),
+        "the build's own list"
+    );
+    server.stop().await;
+}

@@ -6,128 +6,35 @@
 //! password. Every replica takes the password from `PGPASSWORD`.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use test_peers::PgCluster;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Child;
 
-use crate::support::http::{Answer, SseReader, answer, client};
+use crate::support::http::{SseReader, answer};
+use crate::support::serve::ServeProcess;
 use crate::support::{Scratch, mecated, mecated_command};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A `mecated serve --store-url` process.
-struct Replica {
-    child: Child,
-    base: String,
-    stderr: Arc<Mutex<String>>,
-    http: reqwest::Client,
-}
+/// A `mecated serve --store-url` process on `database` of `cluster`, with the mock
+/// `script` and extra flags; returned once it listens.
+struct Replica;
 
 impl Replica {
-    /// Starts a replica on `database` of `cluster` with the mock `script` and extra
-    /// flags; returns once it listens.
     async fn start(
         scratch: &Scratch,
         cluster: &PgCluster,
         database: &str,
         script: &Value,
         extra: &[&str],
-    ) -> Self {
-        let script = scratch.write(&format!("script-{}.json", fastrand::u64(..)), &script.to_string());
-        let mut command = mecated_command(scratch.dir.path());
-        command
-            .args([
-                "serve",
-                "--workspace",
-                &scratch.ws().display().to_string(),
-                "--toolhive=false",
-            ])
-            .args([
-                "--mock-script",
-                &script.display().to_string(),
-                "--http-addr",
-                "127.0.0.1:0",
-            ])
-            .args(["--store-url", &cluster.url_without_password(database)])
-            .args(extra)
-            .env("PGPASSWORD", cluster.password())
-            .env("MECATED_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let base = tokio::time::timeout(LIMIT, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                stderr.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("mecated serve exited early: {}", stderr.lock().unwrap());
-        })
-        .await
-        .expect("mecated serve listens");
-        let drained = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                drained.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        Self {
-            child,
-            base,
-            stderr,
-            http: client(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        request.send().await.unwrap()
-    }
-
-    async fn create(&self) -> String {
-        self.create_with(json!({})).await
-    }
-
-    async fn create_with(&self, body: Value) -> String {
-        let created = answer(self.call(reqwest::Method::POST, "/v1/sessions", Some(body)).await).await;
-        assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
-        created.body["session_id"].as_str().unwrap().to_owned()
-    }
-
-    async fn get(&self, path: &str) -> Answer {
-        answer(self.call(reqwest::Method::GET, path, None).await).await
-    }
-
-    async fn prompt(&self, id: &str, text: &str) -> reqwest::Response {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/v1/sessions/{id}/prompt"),
-            Some(json!({ "text": text })),
-        )
-        .await
-    }
-
-    /// SIGKILL.
-    async fn kill(&mut self) {
-        self.child.start_kill().unwrap();
-        self.child.wait().await.unwrap();
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+    ) -> ServeProcess {
+        let url = cluster.url_without_password(database);
+        let mut args = vec!["--store-url", url.as_str()];
+        args.extend_from_slice(extra);
+        ServeProcess::start(scratch, script, &args, &[("PGPASSWORD", cluster.password())]).await
     }
 }
 

@@ -11,7 +11,7 @@
 //! independent of each other and of every driven adapter.
 //!
 //! The vocabulary a listing needs lives here too: the tool [`Family`] taxonomy and one
-//! listed tool ([`ToolEntry`]).
+//! listed tool ([`ToolEntry`]), one skipped tool ([`SkippedTool`]).
 
 mod family;
 
@@ -133,6 +133,11 @@ pub trait SessionHost: Send + Sync {
 
     /// The shared catalog's tools available in `mode`, sorted by name.
     fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry>;
+
+    /// The tools the shared catalog did not take (their names were already
+    /// registered), in registration order, each with why: the build's own list, the
+    /// one `mecated tools --json` prints.
+    fn skipped_tools(&self) -> &[SkippedTool];
 
     /// The cap on live per-session (private) engines.
     fn max_sessions(&self) -> usize;
@@ -278,6 +283,18 @@ pub struct ToolEntry {
     pub description: String,
     /// The full argument schema (`null` when the tool has none).
     pub schema: Value,
+}
+
+/// A tool the catalog did not take because its name was already registered (the
+/// first registration wins): `mecated tools --json` and a face's catalog view list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkippedTool {
+    /// The tool name.
+    pub name: String,
+    /// Its own family.
+    pub family: Family,
+    /// Why, naming the family that kept the name.
+    pub reason: String,
 }
 
 #[cfg(test)]
