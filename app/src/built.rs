@@ -138,6 +138,13 @@ impl Built {
             model: self.model.clone(),
             models: self.models.clone(),
             prices: Arc::clone(&self.prices),
+            global: self.global.clone(),
+            given_up: self
+                .report
+                .mcp_servers
+                .iter()
+                .filter(|server| server.status == "failed")
+                .count(),
         })
     }
 

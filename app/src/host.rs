@@ -11,13 +11,14 @@ use std::sync::Arc;
 use adapter_llm::ModelPrices;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
-use engine_core::host::{HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
+use engine_core::host::{GlobalServers, HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
 use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
 
 use crate::assembly::FamilyMap;
 use crate::error::FactoryError;
 use crate::factory::{SessionEngine, SessionEngineFactory, SessionRequest};
+use crate::global_mcp::GlobalMcp;
 use crate::mcp_servers::parse_mcp_servers;
 use crate::report::tool_entries;
 
@@ -34,6 +35,10 @@ pub(crate) struct AppHost {
     pub(crate) model: String,
     pub(crate) models: Vec<String>,
     pub(crate) prices: Arc<ModelPrices>,
+    /// The server-global MCP servers (connected at build).
+    pub(crate) global: GlobalMcp,
+    /// How many global servers were given up at build (unreachable in time).
+    pub(crate) given_up: usize,
 }
 
 #[async_trait]
@@ -86,6 +91,16 @@ impl SessionHost for AppHost {
 
     fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64> {
         self.prices.cost_of(usage)
+    }
+
+    /// `build` waits until every global server connected or was given up (its
+    /// startup timeout), so none is ever still connecting once a face has a host.
+    fn global_servers(&self) -> GlobalServers {
+        GlobalServers {
+            connected: self.global.servers().len(),
+            given_up: self.given_up,
+            connecting: 0,
+        }
     }
 }
 
