@@ -184,7 +184,10 @@ fn jsonl_events(store: &std::path::Path, id: &str) -> (Vec<Value>, Vec<Value>) {
         crate::support::json_lines(&std::fs::read_to_string(path).unwrap_or_default())
     };
     // Each event line is an envelope: `{"v": <schema>, "ev": <event>}`.
-    let events = read(&paths.events).into_iter().map(|line| line["ev"].clone()).collect();
+    let events = read(&paths.events)
+        .into_iter()
+        .map(|line| line["ev"].clone())
+        .collect();
     (events, read(&paths.tools))
 }
 
