@@ -21,7 +21,7 @@ use super::body::{
 use super::error::ApiError;
 use super::server::ServerState;
 use super::sessions::HttpSession;
-use super::sse;
+use super::{READY_PROBE_TIMEOUT, sse};
 use engine_core::host::{HostedSession, OpenSession, ToolEntry, new_session_id};
 
 type AppState = State<Arc<ServerState>>;
@@ -43,6 +43,46 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
 /// `GET /healthz`: open, even with a token.
 pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: open, even with a token. 200 `{"status": "ready", "checks"}` when
+/// the store answers its probe (within [`READY_PROBE_TIMEOUT`]), the global MCP
+/// servers are connected or given up and the server is not draining; else 503
+/// `{"status": "not_ready", "failed": [...], "checks", "error"}` naming the failed
+/// checks. The store's own error goes to the log, not to this unauthenticated answer.
+pub(crate) async fn readyz(State(state): AppState) -> Response {
+    let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, state.host.session_store().probe()).await;
+    let store = match probe {
+        Ok(Ok(())) => json!({"ok": true}),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "readiness: the store probe failed");
+            json!({"ok": false, "reason": "the store did not answer its probe (see the server's log)"})
+        }
+        Err(_) => {
+            tracing::warn!("readiness: the store probe took over {READY_PROBE_TIMEOUT:?}");
+            json!({"ok": false, "reason": format!("the store did not answer within {READY_PROBE_TIMEOUT:?}")})
+        }
+    };
+    let servers = state.host.global_servers();
+    let mcp = json!({
+        "ok": servers.settled(),
+        "connected": servers.connected,
+        "given_up": servers.given_up,
+        "connecting": servers.connecting,
+    });
+    let draining = state.is_draining();
+    let drain = json!({"ok": !draining});
+    let checks = json!({"store": store, "mcp": mcp, "drain": drain});
+    let failed: Vec<&str> = ["store", "mcp", "drain"]
+        .into_iter()
+        .filter(|name| checks[*name]["ok"] != json!(true))
+        .collect();
+    if failed.is_empty() {
+        return Json(json!({"status": "ready", "checks": checks})).into_response();
+    }
+    let error = format!("not ready: {}", failed.join(", "));
+    let body = json!({"status": "not_ready", "failed": failed, "checks": checks, "error": error});
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
 /// `POST /v1/sessions {mode?, model?, mcp_servers?}` → 201 `{"session_id"}`. A
@@ -185,11 +225,15 @@ pub(crate) async fn prompt(
 ) -> Result<Response, ApiError> {
     let text = prompt_text(body)?;
     state.ensure_open()?;
-    let session = live_session(&state, &id).await?;
+    // A session unloaded between the lookup and the start is looked up (loaded) again.
+    let (session, run) = loop {
+        let session = live_session(&state, &id).await?;
+        if let Some(run) = session.start_run(&text).await? {
+            break (session, run);
+        }
+    };
     let (events, response) = sse::channel(state.keep_alive);
-    session
-        .start_run(text, move |run| sse::forward(run, events))
-        .await?;
+    session.follow(&state.runs, sse::forward(run, events));
     Ok(response)
 }
 
@@ -325,11 +369,11 @@ pub(crate) async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no route for {method} {}", uri.path()))
 }
 
-/// Any request but `GET /healthz` on a connection over the cap: 503.
+/// Any request but `GET /healthz` and `GET /readyz` on a connection over the cap: 503.
 pub(crate) async fn over_capacity() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "too many open connections: only GET /healthz is answered now; retry later",
+        "too many open connections: only GET /healthz and GET /readyz are answered now; retry later",
     )
 }
 

@@ -122,6 +122,29 @@ impl Db {
         }
     }
 
+    /// One connection and `SELECT 1`, each attempted once within the store's time
+    /// limit (a readiness check: no retry, so a server that is down says so at once).
+    /// A connection that did not answer is never handed out again.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] naming the server: no connection, or no answer.
+    pub(crate) async fn probe(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let client = self
+            .connect_once(self.timeout)
+            .await
+            .map_err(|reason| self.error("probe", None, reason))?;
+        let remaining = self.timeout.saturating_sub(started.elapsed());
+        match tokio::time::timeout(remaining, client.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(self.error("probe", None, describe(&error))),
+            Err(_) => {
+                drop(Object::take(client));
+                Err(self.error("probe", None, format!("no answer within {:?}", self.timeout)))
+            }
+        }
+    }
+
     /// The retry state of one operation (see [`retrying!`]): the full time limit, or
     /// a probe of [`OUTAGE_PROBE`] while the database is known unreachable.
     pub(crate) fn tries<'a>(&'a self, op: &'static str, id: Option<&'a SessionId>) -> Tries<'a> {

@@ -540,6 +540,11 @@ impl SessionStore for PgStore {
         }
     }
 
+    /// A pooled connection answers `SELECT 1` within the store's time limit.
+    async fn probe(&self) -> Result<(), StoreError> {
+        self.shared.db.probe().await
+    }
+
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
         check_id(id)?;
         let claim = lease::claim(&self.shared, id, "acquire_run").await?;

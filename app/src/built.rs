@@ -143,6 +143,12 @@ impl Built {
             global: self.global.clone(),
             mcp_report: self.report.mcp_servers.clone(),
             skipped: self.report.skipped.clone(),
+            given_up: self
+                .report
+                .mcp_servers
+                .iter()
+                .filter(|server| server.status == "failed")
+                .count(),
         })
     }
 

@@ -13,8 +13,8 @@ use adapter_llm::ModelPrices;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
 use engine_core::host::{
-    HostError, HostedSession, McpServerStatus, MemoryScope, OpenSession, SessionHost, SkippedTool,
-    StoreHealth, ToolEntry,
+    GlobalServers, HostError, HostedSession, McpServerStatus, MemoryScope, OpenSession, SessionHost,
+    SkippedTool, StoreHealth, ToolEntry,
 };
 use engine_core::{Catalog, Engine};
 use engine_ports::{CommandExpander, EventLog, PermissionMode, SessionStore, ToolCallLog, Usage};
@@ -48,6 +48,8 @@ pub(crate) struct AppHost {
     pub(crate) mcp_report: Vec<McpServerEntry>,
     /// The build's skipped tools (the report's list).
     pub(crate) skipped: Vec<SkippedTool>,
+    /// How many global servers were given up at build (unreachable in time).
+    pub(crate) given_up: usize,
 }
 
 /// How long a store health probe may take.
@@ -107,6 +109,16 @@ impl SessionHost for AppHost {
 
     fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64> {
         self.prices.cost_of(usage)
+    }
+
+    /// `build` waits until every global server connected or was given up (its
+    /// startup timeout), so none is ever still connecting once a face has a host.
+    fn global_servers(&self) -> GlobalServers {
+        GlobalServers {
+            connected: self.global.servers().len(),
+            given_up: self.given_up,
+            connecting: 0,
+        }
     }
 
     fn event_log(&self) -> Arc<dyn EventLog> {

@@ -186,6 +186,11 @@ impl SessionListing {
 /// - Leases of different ids are independent; the holder may `create`, `save`,
 ///   `load` and append events of its session as usual.
 /// - `delete` of a leased id fails with [`StoreError::Busy`] and changes nothing.
+///
+/// `probe` is the readiness check of a server: cheap (no session is read), bounded
+/// by the store's own time limits, `Ok` when the storage answers (the directory is
+/// there, the database answers a trivial query) and an error saying what failed
+/// otherwise. A caller that must answer in time bounds it further.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Writes a new session; fails if the id exists.
@@ -213,6 +218,8 @@ pub trait SessionStore: Send + Sync {
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
     /// Takes the exclusive right to run the session, released when the lease drops.
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError>;
+    /// Whether the storage answers now (a readiness check; reads no session).
+    async fn probe(&self) -> Result<(), StoreError>;
 }
 
 /// The exclusive right to run one session, from [`SessionStore::acquire_run`].

@@ -391,6 +391,17 @@ def run_studio_page(mode: dict) -> dict:
     return studio_page(chat_binary(mode["profile"]), 50 if mode["profile"] == "release" else 3)
 
 
+def run_serve_load(mode: dict) -> dict:
+    """A real `mecated serve` under load (app's serve_load example): sessions created over
+    the run, a number of clients prompting at once (mock model: a Read and an answer each),
+    on the JSONL store and on PostgreSQL (`--store-url`); then SIGTERM."""
+    sessions, concurrency = (1000, 200) if mode["profile"] == "release" else (12, 4)
+    args = ["--sessions", str(sessions), "--concurrency", str(concurrency),
+            "--max-live-sessions", str(max(concurrency + concurrency // 4, 8))]
+    driver = cargo_example("serve_load", mode["profile"])
+    return {"jsonl": json_of([*driver, *args]), "postgres": json_of([*driver, *args, "--postgres"])}
+
+
 def build(mode: dict) -> None:
     """Builds the drivers and bench targets first, so no compile runs inside a measurement."""
     # Workspace-wide, like `cargo test --workspace --all-features`: one feature set, so
@@ -422,6 +433,7 @@ def main() -> None:
     results["long_session"] = run_step("long_session", results, lambda: run_long_session(mode))
     results["chat_startup"] = run_step("chat_startup", results, lambda: run_chat_startup(mode))
     results["studio_page"] = run_step("studio_page", results, lambda: run_studio_page(mode))
+    results["serve_load"] = run_step("serve_load", results, lambda: run_serve_load(mode))
     with Everything() as everything:
         results["mcp"] = run_step("mcp", results, lambda: run_mcp(mode, everything.url))
         results["disclosure"] = run_step("disclosure", results, lambda: run_disclosure(mode, everything.url))

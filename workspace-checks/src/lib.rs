@@ -1,7 +1,10 @@
 //! Repository rules checked as ordinary tests: which workspace crate may depend on
 //! which (the table in ARCHITECTURE.md's crate map), third-party crates `engine-ports` must never
-//! pull, that every declared dependency is used, and source-tree conventions. The rules are plain functions over data so the
+//! pull, that every declared dependency is used, source-tree conventions, and the
+//! container image and Kubernetes example ([`deploy`]). The rules are plain functions over data so the
 //! tests can also prove that each rule fails when broken.
+
+pub mod deploy;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

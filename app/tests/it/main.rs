@@ -27,6 +27,7 @@ mod mcp_lifecycle;
 mod mcp_login;
 mod memory;
 mod model_limits;
+mod operations;
 mod pg_store;
 mod run_lease;
 mod sandbox;

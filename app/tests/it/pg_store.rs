@@ -3,7 +3,8 @@
 //! replicas prompting one session at once give exactly one 409; a replica killed
 //! mid-prompt frees the session after the lease TTL; a run goes on through a
 //! database restart; an unreachable database is exit 1 naming the host, never the
-//! password. Every replica takes the password from `PGPASSWORD`.
+//! password; a session unloaded by one replica (`--max-live-sessions`) is prompted
+//! on the other and loaded back. Every replica takes the password from `PGPASSWORD`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -535,4 +536,51 @@ async fn a_run_group_commits_its_events_unless_store_sync_is_always() {
             assert!(statements < rows, "{rows} events in {statements} statements");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_unloaded_by_one_replica_is_prompted_on_the_other_and_loaded_back() {
+    let Some((cluster, db)) =
+        database("a_session_unloaded_by_one_replica_is_prompted_on_the_other_and_loaded_back")
+    else {
+        return;
+    };
+    let scratch = Scratch::new();
+    // Each prompt plays the session's next turn.
+    let script = json!({"turns": [{"text": "one"}, {"text": "two"}, {"text": "three"}]});
+    let cap = ["--max-live-sessions", "1"];
+    let a = Replica::start(&scratch, cluster, &db, &script, &cap).await;
+    let b = Replica::start(&scratch, cluster, &db, &script, &cap).await;
+
+    let id = a.create().await;
+    let first = finished(a.prompt(&id, "first").await).await;
+    assert_eq!(first.last().unwrap().1["text"], "one");
+    // A second session on A unloads the first there (one live session at most).
+    let other = a.create().await;
+    let second = finished(b.prompt(&id, "second").await).await;
+    assert_eq!(
+        second.last().unwrap().1["text"],
+        "two",
+        "B loads it from the database"
+    );
+    let third = finished(a.prompt(&id, "third").await).await;
+    assert_eq!(
+        third.last().unwrap().1["text"],
+        "three",
+        "A loads it back with B's turn"
+    );
+    let on_other = finished(a.prompt(&other, "hello").await).await;
+    assert_eq!(on_other.last().unwrap().1["text"], "one");
+
+    let summary = b.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(summary.body["turns"], 3, "{summary:?}");
+    let seqs = logged_seqs(cluster, &db, &id);
+    let streamed: Vec<u64> = first
+        .iter()
+        .chain(&second)
+        .chain(&third)
+        .map(|(seq, _)| *seq)
+        .collect();
+    assert_eq!(seqs, streamed);
+    assert!(strictly_increasing(&seqs), "{seqs:?}");
 }

@@ -6,7 +6,8 @@
 //! a private one over the session's client MCP servers), reads the store, the
 //! workspace root, the command palette, the tool listing, the models a session may
 //! pick and the price of what it spent through it, and closes
-//! what it opened ([`HostedSession::close`]). The composition root (`app`) implements
+//! what it opened ([`HostedSession::close`]); a server's readiness check asks it
+//! where the global MCP servers stand ([`SessionHost::global_servers`]). The composition root (`app`) implements
 //! the trait; a face depends only on `engine-core` and `engine-ports`, so faces stay
 //! independent of each other and of every driven adapter.
 //!
@@ -173,6 +174,10 @@ pub trait SessionHost: Send + Sync {
     /// Probes the session store (a listing within a time limit) and says where it
     /// lives and whether it answered.
     async fn store_health(&self) -> StoreHealth;
+
+    /// Where the server-global MCP servers stand (a readiness check: ready once
+    /// none is still connecting).
+    fn global_servers(&self) -> GlobalServers;
 }
 
 /// One memory scope a face may list and prune.
@@ -235,6 +240,26 @@ pub struct StoreHealth {
     pub probe_micros: u64,
     /// Why it failed.
     pub error: Option<String>,
+}
+
+/// The server-global MCP servers as a readiness check sees them: how many are
+/// connected, given up or still connecting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GlobalServers {
+    /// Connected (a dropped session reconnects at its next request, so it counts
+    /// here).
+    pub connected: usize,
+    /// Given up: unreachable within the startup timeout, their tools absent.
+    pub given_up: usize,
+    /// Still connecting.
+    pub connecting: usize,
+}
+
+impl GlobalServers {
+    /// Whether every server is connected or given up.
+    pub fn settled(&self) -> bool {
+        self.connecting == 0
+    }
 }
 
 /// A fresh random session id: 32 lowercase hex digits (128 bits).

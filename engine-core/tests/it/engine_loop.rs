@@ -741,6 +741,9 @@ impl SessionStore for ReadOnlyStore {
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
         Ok(RunLease::new(id.clone(), ()))
     }
+    async fn probe(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 #[tokio::test]

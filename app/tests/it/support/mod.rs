@@ -2,6 +2,7 @@
 //! MCP fixture servers, bounded waits, a real ACP client.
 
 pub mod acp_client;
+pub mod gated_model;
 pub mod http;
 pub use test_peers::logs;
 pub mod mcp_fixture;
