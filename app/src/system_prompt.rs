@@ -259,7 +259,9 @@ mod tests {
     fn the_base_text_reads_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let prompt = assemble_system_prompt(&config(dir.path()), dir.path()).unwrap();
-        let text = prompt.text.replace(&dir.path().display().to_string(), "<workspace>");
+        let text = prompt
+            .text
+            .replace(&dir.path().display().to_string(), "<workspace>");
         insta::assert_snapshot!("system_prompt_base_text", text);
     }
 
