@@ -3,7 +3,7 @@
 
 use crate::support::{Output, Scratch, mecated};
 
-const SUBCOMMANDS: &str = "tools, run, chat, acp, serve, skills, memory, demo, policy, mcp";
+const SUBCOMMANDS: &str = "tools, run, chat, acp, serve, healthcheck, skills, memory, demo, policy, mcp";
 
 async fn run_in(scratch: &Scratch, args: &[&str]) -> Output {
     mecated(scratch.dir.path(), args, &[]).await
