@@ -4,6 +4,7 @@
 //! whatever the server's SDK answers.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -86,8 +87,8 @@ impl SessionAwareClient {
     fn check_post(
         &self,
         session_attached: bool,
-        result: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        result: HttpResult<StreamableHttpPostResponse>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
         match result {
             Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _)) if error.id.is_none() => {
                 if session_attached {
@@ -111,11 +112,7 @@ impl SessionAwareClient {
         }
     }
 
-    fn check_stream(
-        &self,
-        session_attached: bool,
-        result: Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+    fn check_stream(&self, session_attached: bool, result: HttpResult<SseStream>) -> HttpResult<SseStream> {
         if let Err(StreamableHttpError::Client(error)) = &result
             && session_attached
             && let Some(status) = error.status()
@@ -128,13 +125,137 @@ impl SessionAwareClient {
         result
     }
 
-    fn fail_fast<T>(&self, session_attached: bool) -> Option<Result<T, StreamableHttpError<reqwest::Error>>> {
+    fn fail_fast<T>(&self, session_attached: bool) -> Option<HttpResult<T>> {
         (session_attached && self.lost.load(Ordering::SeqCst))
             .then_some(Err(StreamableHttpError::SessionExpired))
     }
 }
 
-impl StreamableHttpClient for SessionAwareClient {
+impl HttpLayer for SessionAwareClient {
+    async fn post(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        message: ClientJsonRpcMessage,
+        limits: StreamableHttpResponseLimits,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .post_message_with_response_limits(
+                target.uri,
+                message,
+                session_id,
+                target.auth_header,
+                target.headers,
+                limits,
+            )
+            .await;
+        self.check_post(attached, without_url(result))
+    }
+
+    async fn delete(&self, target: Target, session_id: Arc<str>) -> HttpResult<()> {
+        without_url(
+            self.inner
+                .delete_session(target.uri, session_id, target.auth_header, target.headers)
+                .await,
+        )
+    }
+
+    async fn stream(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<SseStream> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                target.uri,
+                session_id,
+                last_event_id,
+                target.auth_header,
+                target.headers,
+                max_sse_event_size,
+            )
+            .await;
+        self.check_stream(attached, without_url(result))
+    }
+}
+
+/// What every request of a session carries besides its session, body and limits.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) uri: Arc<str>,
+    /// The bearer token (without `Bearer `), when one is configured or obtained.
+    pub(crate) auth_header: Option<String>,
+    /// The configured headers and the protocol's own (rmcp sets those).
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+}
+
+impl Target {
+    fn new(uri: Arc<str>, auth_header: Option<String>, headers: HashMap<HeaderName, HeaderValue>) -> Self {
+        Self {
+            uri,
+            auth_header,
+            headers,
+        }
+    }
+}
+
+/// An SSE response stream as rmcp reads it.
+pub(crate) type SseStream = BoxStream<'static, Result<Sse, SseError>>;
+
+/// What one request of our HTTP client gives.
+pub(crate) type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+/// One layer of our streamable-HTTP client (session awareness, OAuth): the three
+/// requests rmcp's transport makes, each with the transport's size limits.
+///
+/// rmcp's `StreamableHttpClient` has six methods, three of them variants that only
+/// add a limit; [`Layered`] implements it once over a layer, so each layer writes
+/// only the logic that is its own and no layer can forget a limit.
+pub(crate) trait HttpLayer: Clone + Send + Sync + 'static {
+    /// A POST of one JSON-RPC message, its response bounded by `limits`.
+    fn post(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        message: ClientJsonRpcMessage,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = HttpResult<StreamableHttpPostResponse>> + Send + '_;
+
+    /// The DELETE that ends a session.
+    fn delete(
+        &self,
+        target: Target,
+        session_id: Arc<str>,
+    ) -> impl Future<Output = HttpResult<()>> + Send + '_;
+
+    /// The GET of an SSE stream, each event bounded by `max_sse_event_size` bytes.
+    fn stream(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        max_sse_event_size: usize,
+    ) -> impl Future<Output = HttpResult<SseStream>> + Send + '_;
+}
+
+/// rmcp's client trait over one [`HttpLayer`]: every variant forwards to the layer
+/// with its limits (the defaults when rmcp passes none).
+#[derive(Clone)]
+pub(crate) struct Layered<L>(pub(crate) L);
+
+impl<L: HttpLayer> StreamableHttpClient for Layered<L> {
     type Error = reqwest::Error;
 
     async fn post_message(
@@ -144,16 +265,16 @@ impl StreamableHttpClient for SessionAwareClient {
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0
+            .post(
+                target,
+                session_id,
+                message,
+                StreamableHttpResponseLimits::default(),
+            )
+            .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -164,11 +285,11 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+    ) -> HttpResult<StreamableHttpPostResponse> {
         let mut limits = StreamableHttpResponseLimits::default();
         limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.post(target, session_id, message, limits).await
     }
 
     async fn post_message_with_response_limits(
@@ -179,16 +300,9 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let attached = session_id.is_some();
-        if let Some(refused) = self.fail_fast(attached) {
-            return refused;
-        }
-        let result = self
-            .inner
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await;
-        self.check_post(attached, without_url(result))
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.post(target, session_id, message, limits).await
     }
 
     async fn delete_session(
@@ -197,12 +311,9 @@ impl StreamableHttpClient for SessionAwareClient {
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), StreamableHttpError<Self::Error>> {
-        without_url(
-            self.inner
-                .delete_session(uri, session_id, auth_header, custom_headers)
-                .await,
-        )
+    ) -> HttpResult<()> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.delete(target, session_id).await
     }
 
     async fn get_stream(
@@ -212,16 +323,10 @@ impl StreamableHttpClient for SessionAwareClient {
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default().max_sse_event_size,
-        )
-        .await
+    ) -> HttpResult<SseStream> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.0.stream(target, session_id, last_event_id, limit).await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -232,32 +337,18 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let attached = session_id.is_some();
-        if let Some(refused) = self.fail_fast(attached) {
-            return refused;
-        }
-        let result = self
-            .inner
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.check_stream(attached, without_url(result))
+    ) -> HttpResult<SseStream> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0
+            .stream(target, session_id, last_event_id, max_sse_event_size)
+            .await
     }
 }
 
 /// `result` with the URL taken out of a client error. rmcp logs transport errors
 /// itself, and a URL can hold what a `${VAR}` expanded to (or a token in its query);
 /// diagnostics name the endpoint on their own, as written.
-fn without_url<T>(
-    result: Result<T, StreamableHttpError<reqwest::Error>>,
-) -> Result<T, StreamableHttpError<reqwest::Error>> {
+fn without_url<T>(result: HttpResult<T>) -> HttpResult<T> {
     result.map_err(|error| match error {
         StreamableHttpError::Client(error) => StreamableHttpError::Client(error.without_url()),
         other => other,

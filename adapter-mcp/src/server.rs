@@ -229,6 +229,11 @@ impl ServerState {
         self.current().is_dead()
     }
 
+    /// The protocol revision the current session negotiated.
+    pub(crate) fn protocol(&self) -> String {
+        self.current().protocol.to_string()
+    }
+
     /// The stdio child's pid of the current session.
     pub(crate) fn child_pid(&self) -> Option<u32> {
         self.current().child_pid()

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::time::Duration;
 
-use rmcp::ServiceExt as _;
-use rmcp::service::{ClientCacheConfig, ClientInitializeError, RoleClient, RunningService};
+use rmcp::model::{ErrorCode, ProtocolVersion, ServerNotification, SubscriptionFilter};
+use rmcp::service::{
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer, RoleClient,
+    RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 
 use super::failure::error_chain;
-use super::handler::{DirtyFlags, Handler};
+use super::handler::{DirtyFlags, Handler, ListKind};
 use super::{Advertised, RequestLimits, Session};
 use crate::calls::InFlightCalls;
 use crate::config::{ServerConfig, TransportConfig};
@@ -34,13 +37,48 @@ pub(crate) struct DialContext {
 pub(crate) struct DialError {
     pub(crate) cause: String,
     pub(crate) stderr_tail: Option<String>,
+    /// How to dial again when the negotiation itself went wrong.
+    retry: Option<ClientLifecycleMode>,
 }
 
-/// Transport + `initialize` + cache off: the first three connect steps (no listing).
+impl DialError {
+    fn new(cause: String, stderr_tail: Option<String>) -> Self {
+        Self {
+            cause,
+            stderr_tail,
+            retry: None,
+        }
+    }
+}
+
+/// Transport + protocol negotiation + cache off: the first three connect steps (no
+/// listing). When the negotiation itself goes wrong the server is dialled once more
+/// ([`retry_mode`] says how).
 pub(crate) async fn dial(
     config: &ServerConfig,
     ctx: &DialContext,
     generation: u64,
+) -> Result<Session, DialError> {
+    match dial_with(config, ctx, generation, lifecycle()).await {
+        Err(DialError {
+            retry: Some(mode), ..
+        }) => {
+            tracing::debug!(
+                server = &*ctx.server,
+                ?mode,
+                "MCP protocol negotiation went wrong; dialling again"
+            );
+            dial_with(config, ctx, generation, mode).await
+        }
+        other => other,
+    }
+}
+
+async fn dial_with(
+    config: &ServerConfig,
+    ctx: &DialContext,
+    generation: u64,
+    mode: ClientLifecycleMode,
 ) -> Result<Session, DialError> {
     let calls = Arc::new(InFlightCalls::default());
     let handler = Handler {
@@ -52,10 +90,8 @@ pub(crate) async fn dial(
         TransportConfig::Http { url, headers, .. } => {
             let client = match &ctx.http {
                 Some(client) => client.clone(),
-                None => crate::http::build_client(crate::config::Redirects::None).map_err(|e| DialError {
-                    cause: format!("cannot build the HTTP client: {e}"),
-                    stderr_tail: None,
-                })?,
+                None => crate::http::build_client(crate::config::Redirects::None)
+                    .map_err(|e| DialError::new(format!("cannot build the HTTP client: {e}"), None))?,
             };
             let client = crate::http::SessionAwareClient::new(client);
             let lost = client.lost_flag();
@@ -64,18 +100,24 @@ pub(crate) async fn dial(
                 Some(auth) => {
                     let client = crate::auth::AuthorizedClient::new(client, Arc::clone(auth));
                     handler
-                        .serve(StreamableHttpClientTransport::with_client(
-                            client,
-                            transport_config,
-                        ))
+                        .serve_with_lifecycle(
+                            StreamableHttpClientTransport::with_client(
+                                crate::http::Layered(client),
+                                transport_config,
+                            ),
+                            mode,
+                        )
                         .await
                 }
                 None => {
                     handler
-                        .serve(StreamableHttpClientTransport::with_client(
-                            client,
-                            transport_config,
-                        ))
+                        .serve_with_lifecycle(
+                            StreamableHttpClientTransport::with_client(
+                                crate::http::Layered(client),
+                                transport_config,
+                            ),
+                            mode,
+                        )
                         .await
                 }
             };
@@ -85,8 +127,9 @@ pub(crate) async fn dial(
                     _ => format!("initialize failed: {}", init_error_text(&e)),
                 },
                 stderr_tail: None,
+                retry: retry_mode(&e),
             })?;
-            Ok(finish(service, None, Some(lost), ctx.limits, generation, calls).await)
+            Ok(finish(service, ctx, None, Some(lost), generation, calls).await)
         }
         TransportConfig::Stdio {
             program,
@@ -95,13 +138,13 @@ pub(crate) async fn dial(
             env,
         } => {
             let spawned = stdio::spawn(&ctx.server, program, args, cwd, env, config.sandbox.as_ref())
-                .map_err(|e| DialError {
-                    cause: format!("cannot start {program:?}: {e}"),
-                    stderr_tail: None,
-                })?;
+                .map_err(|e| DialError::new(format!("cannot start {program:?}: {e}"), None))?;
             let process = spawned.process;
-            match handler.serve((spawned.stdout, spawned.stdin)).await {
-                Ok(service) => Ok(finish(service, Some(process), None, ctx.limits, generation, calls).await),
+            match handler
+                .serve_with_lifecycle((spawned.stdout, spawned.stdin), mode)
+                .await
+            {
+                Ok(service) => Ok(finish(service, ctx, Some(process), None, generation, calls).await),
                 Err(e) => {
                     // A child that died at once has said why on stderr: let it finish.
                     let exited = process.wait_exit(Duration::from_millis(500)).await;
@@ -116,6 +159,7 @@ pub(crate) async fn dial(
                     Err(DialError {
                         cause,
                         stderr_tail: (!tail.is_empty()).then_some(tail),
+                        retry: if exited { None } else { retry_mode(&e) },
                     })
                 }
             }
@@ -123,36 +167,134 @@ pub(crate) async fn dial(
     }
 }
 
+/// How a connect starts: `server/discover` offering 2026-07-28, and a server that
+/// does not know it (it answers the probe with an error) gets the `initialize`
+/// handshake at 2025-11-25, which it may answer with an older revision. rmcp runs
+/// both on the same transport (over HTTP, a legacy server's 4xx to the probe counts
+/// as that error); a server that does not answer the probe within rmcp's 10 s gets
+/// `initialize` (and [`retry_mode`] handles one that answers the probe late).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
 async fn finish(
     service: RunningService<RoleClient, Handler>,
+    ctx: &DialContext,
     child: Option<Arc<ChildProcess>>,
     lost: Option<Arc<AtomicBool>>,
-    limits: RequestLimits,
     generation: u64,
     calls: Arc<InFlightCalls>,
 ) -> Session {
     let peer = service.peer().clone();
     peer.set_response_cache_config(ClientCacheConfig::disabled())
         .await;
-    let advertised = peer
-        .peer_info()
+    let info = peer.peer_info();
+    let advertised = info
+        .as_deref()
         .map(|info| Advertised {
             resources: info.capabilities.resources.is_some(),
             prompts: info.capabilities.prompts.is_some(),
         })
         .unwrap_or_default();
+    let protocol = info.map(|info| info.protocol_version.clone()).unwrap_or_default();
+    // From 2026-07-28 on, `list_changed` arrives only on a `subscriptions/listen`
+    // stream the client opens.
+    let listener = (!protocol.has_initialize()).then(|| {
+        tokio::spawn(listen(
+            peer.clone(),
+            Arc::clone(&ctx.flags),
+            Arc::clone(&ctx.server),
+            ctx.limits.idle,
+        ))
+        .abort_handle()
+    });
+    tracing::debug!(server = &*ctx.server, protocol = %protocol, "MCP session negotiated protocol {protocol}");
     Session {
         generation,
+        server: Arc::clone(&ctx.server),
+        protocol,
+        listener,
         peer,
         service: tokio::sync::Mutex::new(Some(service)),
         dropped: AtomicBool::new(false),
         lost,
         child,
-        limits,
+        limits: ctx.limits,
         in_flight: AtomicUsize::new(0),
         idle: tokio::sync::Notify::new(),
         calls,
         advertised,
+    }
+}
+
+/// Opens the session's `subscriptions/listen` stream for the three `list_changed`
+/// notifications (the acknowledgement within `limit`) and marks the lists dirty as
+/// they arrive, until the stream or the session ends. A server without the stream
+/// leaves the lists as they are until a reconnect.
+async fn listen(peer: Peer<RoleClient>, flags: Arc<DirtyFlags>, server: Arc<str>, limit: Duration) {
+    let filter = SubscriptionFilter::builder()
+        .tools_list_changed()
+        .resources_list_changed()
+        .prompts_list_changed()
+        .build();
+    let mut subscription = match tokio::time::timeout(limit, peer.listen(filter)).await {
+        Ok(Ok(subscription)) => subscription,
+        Ok(Err(error)) => {
+            tracing::debug!(
+                server = &*server,
+                "MCP server refused subscriptions/listen: {}",
+                error_chain(&error)
+            );
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(
+                server = &*server,
+                "MCP server did not acknowledge subscriptions/listen"
+            );
+            return;
+        }
+    };
+    while let Ok(Some(notification)) = subscription.next().await {
+        let kind = match notification {
+            ServerNotification::ToolListChangedNotification(_) => ListKind::Tools,
+            ServerNotification::ResourceListChangedNotification(_) => ListKind::Resources,
+            ServerNotification::PromptListChangedNotification(_) => ListKind::Prompts,
+            _ => continue,
+        };
+        flags.mark(kind, &server);
+    }
+}
+
+/// How to dial again after the negotiation of [`lifecycle`] failed, if at all:
+/// - the server answered `server/discover` with a result of another kind (some
+///   servers from before 2026-07-28 answer any unknown method with `{}`): with
+///   `initialize` alone;
+/// - the probe went unanswered for rmcp's 10 s (a stdio server still starting), the
+///   fallback `initialize` was sent, and the server then answered the probe after
+///   all, which does not match `initialize`: a late result (or a refusal of
+///   `initialize` naming its revisions) means it speaks 2026-07-28, so
+///   `server/discover` alone; a late error means it does not, so `initialize` alone.
+fn retry_mode(error: &ClientInitializeError) -> Option<ClientLifecycleMode> {
+    match error {
+        ClientInitializeError::ExpectedInitResult(_)
+        | ClientInitializeError::UncorrelatedErrorResponse { .. } => Some(ClientLifecycleMode::Initialize),
+        ClientInitializeError::ConflictInitResponseId(..) => Some(discover_only()),
+        ClientInitializeError::JsonRpcError(error)
+            if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
+        {
+            Some(discover_only())
+        }
+        _ => None,
+    }
+}
+
+fn discover_only() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     }
 }
 

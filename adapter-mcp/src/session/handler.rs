@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use engine_core::ElicitationRequest;
+use engine_core::{ElicitationRequest, Elicitor};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -14,6 +14,8 @@ use rmcp::model::{
     Implementation, ProgressNotificationParam, ProtocolVersion,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
+
+use tokio_util::sync::CancellationToken;
 
 use crate::calls::InFlightCalls;
 
@@ -143,19 +145,8 @@ impl Handler {
         context: &RequestContext<RoleClient>,
     ) -> ElicitResult {
         let server = &*self.server;
-        let (message, requested_schema) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (message, requested_schema),
-            _ => {
-                tracing::warn!(
-                    server,
-                    "MCP server {server:?} asked for a URL (or other non-form) elicitation, which this client does not offer; declined"
-                );
-                return ElicitResult::new(McpElicitationAction::Decline);
-            }
+        let Some(question) = form_question(server, request) else {
+            return ElicitResult::new(McpElicitationAction::Decline);
         };
         let origin = context.extensions.get::<InboundStreamOrigin>();
         let entry = match self.calls.route(origin) {
@@ -168,34 +159,59 @@ impl Handler {
                 return ElicitResult::new(McpElicitationAction::Decline);
             }
         };
-        let Some(elicitor) = entry.elicitor.clone() else {
+        let _asking = entry.asking();
+        ask_user(server, question, entry.elicitor.as_ref(), &context.ct).await
+    }
+}
+
+/// A form question's message and schema; `None` (with a WARN: declined) for a
+/// question of a kind this client does not offer (URL mode).
+pub(super) fn form_question(server: &str, request: ElicitRequestParams) -> Option<ElicitationRequest> {
+    match request {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => Some(ElicitationRequest {
+            message,
+            requested_schema: serde_json::to_value(&requested_schema).unwrap_or_default(),
+        }),
+        _ => {
             tracing::warn!(
                 server,
-                "MCP server {server:?} asked a question during a request that cannot ask the user; declined"
+                "MCP server {server:?} asked for a URL (or other non-form) elicitation, which this client does not offer; declined"
             );
-            return ElicitResult::new(McpElicitationAction::Decline);
-        };
-        let requested_schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let _asking = entry.asking();
-        let response = elicitor
-            .elicit(
-                ElicitationRequest {
-                    message,
-                    requested_schema,
-                },
-                &context.ct,
-            )
-            .await;
-        let action = match response.action {
-            engine_ports::ElicitationAction::Accept => McpElicitationAction::Accept,
-            engine_ports::ElicitationAction::Decline => McpElicitationAction::Decline,
-            engine_ports::ElicitationAction::Cancel => McpElicitationAction::Cancel,
-        };
-        let result = ElicitResult::new(action);
-        match response.content {
-            Some(content) => result.with_content(serde_json::Value::Object(content)),
-            None => result,
+            None
         }
+    }
+}
+
+/// Asks the user of a request the server's question through its `elicitor` and
+/// turns the answer into the server's result; without an elicitor (a request that
+/// cannot ask anyone) the question is declined.
+pub(super) async fn ask_user(
+    server: &str,
+    question: ElicitationRequest,
+    elicitor: Option<&Arc<dyn Elicitor>>,
+    cancel: &CancellationToken,
+) -> ElicitResult {
+    let Some(elicitor) = elicitor else {
+        tracing::warn!(
+            server,
+            "MCP server {server:?} asked a question during a request that cannot ask the user; declined"
+        );
+        return ElicitResult::new(McpElicitationAction::Decline);
+    };
+    let response = elicitor.elicit(question, cancel).await;
+    let action = match response.action {
+        engine_ports::ElicitationAction::Accept => McpElicitationAction::Accept,
+        engine_ports::ElicitationAction::Decline => McpElicitationAction::Decline,
+        engine_ports::ElicitationAction::Cancel => McpElicitationAction::Cancel,
+    };
+    let result = ElicitResult::new(action);
+    match response.content {
+        Some(content) => result.with_content(serde_json::Value::Object(content)),
+        None => result,
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
 use rmcp::service::{Peer, RoleClient, RunningService};
 
 pub(crate) use dial::{DialContext, DialError, dial};
@@ -47,6 +48,12 @@ impl Advertised {
 /// One live (or dead) MCP session.
 pub(crate) struct Session {
     pub(crate) generation: u64,
+    /// The server's name (for diagnostics).
+    server: Arc<str>,
+    /// The protocol revision the connect negotiated (`2026-07-28`, `2025-11-25`, …).
+    pub(crate) protocol: ProtocolVersion,
+    /// The `subscriptions/listen` task of a 2026-07-28 session.
+    listener: Option<tokio::task::AbortHandle>,
     peer: Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     dropped: AtomicBool,
@@ -117,6 +124,9 @@ impl Session {
     /// KILL sequence.
     pub(crate) async fn close(&self, limit: Duration) {
         self.mark_dropped();
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
         let service = self.service.lock().await.take();
         if let Some(mut service) = service {
             let limit = if self.child.is_some() {
@@ -133,6 +143,9 @@ impl Session {
 
     /// Kills a stdio child's process group at once (a close that ran out of time).
     pub(crate) fn kill(&self) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
         if let Some(child) = &self.child {
             child.kill();
         }

@@ -24,6 +24,7 @@ mod execute;
 mod flags;
 mod peers;
 mod perf;
+mod protocol;
 mod real_resilience;
 mod resilience;
 mod sandbox;
