@@ -4,9 +4,11 @@
 //! an `input_required` result reaches the user of the call that caused it (the call
 //! is sent again with the answer) — also with two calls of one shared server waiting
 //! for their users at once. A server from before 2026-07-28 gets `initialize`
-//! (`elicitation.rs`, and the TypeScript SDK peers in `peers.rs`).
+//! (`elicitation.rs`, and the TypeScript SDK peers in `peers.rs`). An rmcp server
+//! offering 2026-07-28 is called without `initialize` or a session.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use adapter_mcp::{McpManager, ServerConfig};
@@ -17,7 +19,10 @@ use tokio::sync::Barrier;
 use tokio_util::sync::CancellationToken;
 
 use crate::elicitation::{Scripted, ask, http};
-use crate::support::{catalog_of, connect_all, environment, run};
+use crate::support::capture::Capture;
+use crate::support::fake::FakeState;
+use crate::support::http::FixtureServer;
+use crate::support::{catalog_of, connect_all, environment, http_config, run};
 
 /// Lists and calls the server's tools and answers its question, as any revision must.
 async fn lists_calls_and_asks(manager: &McpManager, catalog: &Catalog, env: &Environment) {
@@ -126,5 +131,36 @@ async fn the_python_sdk_over_stdio_negotiates_2026_07_28_and_its_questions_reach
     .await
     .expect("the cancelled call ended without waiting for its user");
     assert!(matches!(outcome, Err(ToolError::Cancelled)), "{outcome:?}");
+    manager.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_rmcp_server_offering_2026_07_28_is_called_without_initialize_or_a_session() {
+    let capture = Capture::start();
+    let state = FakeState::new();
+    state.modern.store(true, Ordering::SeqCst);
+    let mut server = FixtureServer::start(state).await;
+    let manager = connect_all(vec![http_config("fake", &server.url())]).await;
+    assert_eq!(manager.servers()[0].protocol, "2026-07-28");
+    let catalog = catalog_of(&manager).await;
+    assert_eq!(
+        run(&catalog, "mcp__fake__echo", r#"{"text":"first"}"#)
+            .await
+            .content(),
+        "echo:first"
+    );
+    let methods = server.faults.methods();
+    assert_eq!(
+        methods.first().map(String::as_str),
+        Some("server/discover"),
+        "{methods:?}"
+    );
+    assert!(!server.faults.saw("initialize"), "{methods:?}");
+
+    // A restarted server has no session to lose: the next call simply goes through.
+    server.restart().await;
+    let second = run(&catalog, "mcp__fake__echo", r#"{"text":"second"}"#).await;
+    assert_eq!(second.content(), "echo:second", "{second:?}");
+    assert_eq!(capture.reconnects(), (0, 0, 0));
     manager.close().await.unwrap();
 }
