@@ -10,7 +10,16 @@
 //! `Host` names a loopback host (or one the operator allowed; any host once a bearer
 //! token protects the API), when it carries no `Origin` or an allowed one, and when
 //! any body it has is declared `application/json` (which a page cannot send
-//! cross-origin without a preflight that this server never approves).
+//! cross-origin without a preflight, approved only for `--allowed-origin` origins).
+//!
+//! The page this server serves is its own origin: `Origin: http://<Host>` passes.
+//! With a token, the page logs in once and then carries an `HttpOnly;
+//! SameSite=Strict` cookie, which the guard accepts like the bearer token but only
+//! from the page itself: a cookie request naming another origin is refused, and a
+//! state-changing one (not `GET`/`HEAD`) must name the page's origin (CSRF). Allowed
+//! origins get CORS: their preflight `OPTIONS` is answered without the token (the
+//! real request still needs it) and their answers carry
+//! `Access-Control-Allow-Origin`; other origins' preflights are refused.
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -18,12 +27,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 
 use super::MAX_BODY_BYTES;
-use super::auth::{AuthToken, check_bearer};
+use super::auth::{AuthToken, Credential, check_bearer};
 use super::error::ApiError;
 use super::server::ServerState;
 
@@ -127,13 +136,34 @@ impl RequestPolicy {
     }
 
     /// Admits a request or says why not: 403 for the host or the origin, 401 for the
-    /// token, 415 for a body that is not JSON, 413 for a declared length over the cap.
-    pub(crate) fn admit(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
+    /// token, 403 for a cookie request without the page's origin, 415 for a body that
+    /// is not JSON, 413 for a declared length over the cap. A CORS preflight of an
+    /// allowed origin is admitted before the token check, as [`Admission::Preflight`].
+    pub(crate) fn admit(
+        &self,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+    ) -> Result<Admission, ApiError> {
         self.check_host(uri, headers)?;
-        self.check_origin(headers)?;
-        check_bearer(self.auth_token.as_ref(), uri.path(), headers)?;
+        let origin = self.check_origin(headers)?;
+        let cors = match &origin {
+            Some(RequestOrigin::Allowed(value)) => Some(value.clone()),
+            _ => None,
+        };
+        if method == Method::OPTIONS
+            && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+            && let Some(origin) = cors
+        {
+            return Ok(Admission::Preflight(origin));
+        }
+        let credential = check_bearer(self.auth_token.as_ref(), uri.path(), headers)?;
+        if credential == Credential::Cookie {
+            check_cookie_origin(method, origin.as_ref())?;
+        }
         check_content_type(headers)?;
-        check_content_length(headers)
+        check_content_length(headers)?;
+        Ok(Admission::Pass { cors })
     }
 
     /// With a token any host passes (the token is the protection); without one,
@@ -190,50 +220,148 @@ impl RequestPolicy {
         )
     }
 
-    /// A request without `Origin` (curl, SDKs) passes; with one, it must be allowed.
-    fn check_origin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        let mut refused = None;
-        for value in headers.get_all(header::ORIGIN) {
-            let origin = value.to_str().unwrap_or("");
-            if !self
+    /// A request without `Origin` (curl, SDKs) passes; with one, it must be the
+    /// page's own (`http://<Host>`) or allowed; more than one `Origin` is refused.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<Option<RequestOrigin>, ApiError> {
+        let mut values = headers.get_all(header::ORIGIN).iter();
+        let (value, more) = (values.next(), values.next());
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let origin = value.to_str().unwrap_or("").trim();
+        if more.is_none() {
+            if is_same_origin(origin, headers) {
+                return Ok(Some(RequestOrigin::Same));
+            }
+            if self
                 .allowed_origins
                 .iter()
-                .any(|allowed| allowed.0.eq_ignore_ascii_case(origin.trim()))
+                .any(|allowed| allowed.0.eq_ignore_ascii_case(origin))
             {
-                refused = Some(origin);
-                break;
+                return Ok(Some(RequestOrigin::Allowed(value.clone())));
             }
         }
-        let Some(origin) = refused else {
-            return Ok(());
-        };
         let expected = if self.allowed_origins.is_empty() {
-            "no Origin header (requests from web pages are refused unless --allowed-origin names their origin)"
+            "no Origin header, or this server's own page (requests from other web pages are refused unless --allowed-origin names their origin)"
                 .to_owned()
         } else {
             let names: Vec<String> = self.allowed_origins.iter().map(ToString::to_string).collect();
             format!(
-                "no Origin header, or one of {} (--allowed-origin)",
+                "no Origin header, this server's own page, or one of {} (--allowed-origin)",
                 names.join(", ")
             )
         };
+        let what = if more.is_some() {
+            "more than one Origin header is sent".to_owned()
+        } else {
+            format!("Origin {} is not allowed", quoted(origin))
+        };
         Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!("Origin {} is not allowed: expected {expected}", quoted(origin)),
+            format!("{what}: expected {expected}"),
         ))
     }
 }
 
-/// Middleware: every request passes [`RequestPolicy::admit`] before it is routed.
+/// Where an admitted request's `Origin` points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RequestOrigin {
+    /// The page this server serves (`http://<Host>`).
+    Same,
+    /// An `--allowed-origin` origin (its value as sent).
+    Allowed(HeaderValue),
+}
+
+/// What the guard decided for an admitted request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Route it; answers to an allowed origin carry CORS headers naming it.
+    Pass {
+        /// The allowed origin the answer names.
+        cors: Option<HeaderValue>,
+    },
+    /// A CORS preflight of an allowed origin: answered here, without the token.
+    Preflight(HeaderValue),
+}
+
+/// The methods and request headers a preflight of an allowed origin is told.
+const CORS_METHODS: &str = "GET, POST, PATCH, DELETE";
+const CORS_HEADERS: &str = "authorization, content-type, last-event-id";
+
+/// Whether `origin` is the page's own: `http://` and the request's `Host`.
+fn is_same_origin(origin: &str, headers: &HeaderMap) -> bool {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return false;
+    };
+    let host = host.to_str().unwrap_or("").trim();
+    !host.is_empty()
+        && origin
+            .get(..7)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        && origin[7..].eq_ignore_ascii_case(host)
+}
+
+/// The login cookie is accepted from the page only: a request naming another
+/// origin is refused, and a state-changing one must name the page's (CSRF).
+fn check_cookie_origin(method: &Method, origin: Option<&RequestOrigin>) -> Result<(), ApiError> {
+    let safe = matches!(*method, Method::GET | Method::HEAD);
+    match origin {
+        Some(RequestOrigin::Same) => Ok(()),
+        None if safe => Ok(()),
+        Some(RequestOrigin::Allowed(_)) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "the login cookie is accepted only from this server's own page: \
+             requests from other origins send Authorization: Bearer <token>",
+        )),
+        None => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "a {method} request authenticated by the login cookie must carry the page's Origin \
+                 (http://<Host>); send Authorization: Bearer <token> from other clients"
+            ),
+        )),
+    }
+}
+
+/// Middleware: every request passes [`RequestPolicy::admit`] before it is routed;
+/// an allowed origin's preflight is answered here, and its answers name it.
 pub(crate) async fn check_request(
     State(state): State<Arc<ServerState>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if let Err(error) = state.policy.admit(request.uri(), request.headers()) {
-        return error.into_response();
+    match state
+        .policy
+        .admit(request.method(), request.uri(), request.headers())
+    {
+        Err(error) => error.into_response(),
+        Ok(Admission::Preflight(origin)) => {
+            let mut response = StatusCode::NO_CONTENT.into_response();
+            let headers = response.headers_mut();
+            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static(CORS_METHODS),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static(CORS_HEADERS),
+            );
+            headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+            headers.insert(header::VARY, HeaderValue::from_static("origin"));
+            response
+        }
+        Ok(Admission::Pass { cors }) => {
+            let mut response = next.run(request).await;
+            if let Some(origin) = cors {
+                let headers = response.headers_mut();
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+                headers.append(header::VARY, HeaderValue::from_static("origin"));
+            }
+            response
+        }
     }
-    next.run(request).await
 }
 
 /// A request with a body, or one declaring a type, must declare `application/json`
@@ -367,8 +495,15 @@ mod tests {
     }
 
     fn status(policy: &RequestPolicy, pairs: &[(&str, &str)]) -> Option<StatusCode> {
+        method_status(policy, &Method::GET, pairs)
+    }
+
+    fn method_status(policy: &RequestPolicy, method: &Method, pairs: &[(&str, &str)]) -> Option<StatusCode> {
         let uri: Uri = "/v1/sessions".parse().unwrap();
-        policy.admit(&uri, &headers(pairs)).err().map(|e| e.status())
+        policy
+            .admit(method, &uri, &headers(pairs))
+            .err()
+            .map(|e| e.status())
     }
 
     /// Asserts that a request with the headers `base` and `name: value` is admitted for
@@ -449,9 +584,17 @@ mod tests {
         assert_eq!(
             status(
                 &token,
-                &[("host", "a.example"), ("origin", "http://a.example"), auth]
+                &[("host", "a.example"), ("origin", "http://b.example"), auth]
             ),
             Some(StatusCode::FORBIDDEN)
+        );
+        // The page served under that host is its own origin.
+        assert_eq!(
+            status(
+                &token,
+                &[("host", "a.example"), ("origin", "http://a.example"), auth]
+            ),
+            None
         );
     }
 
@@ -511,13 +654,17 @@ mod tests {
         let open = policy(&[], &[], None);
         let everything_wrong = [
             ("host", "evil.example"),
-            ("origin", "http://evil.example"),
+            ("origin", "http://other.example"),
             ("content-type", "text/plain"),
             ("content-length", "99999999"),
         ];
         assert_eq!(status(&open, &everything_wrong), Some(StatusCode::FORBIDDEN));
         let error = open
-            .admit(&"/v1/sessions".parse().unwrap(), &headers(&everything_wrong))
+            .admit(
+                &Method::GET,
+                &"/v1/sessions".parse().unwrap(),
+                &headers(&everything_wrong),
+            )
             .unwrap_err();
         assert!(
             error.message().contains("Host \"evil.example\""),
@@ -525,7 +672,11 @@ mod tests {
             error.message()
         );
         let error = open
-            .admit(&"/".parse().unwrap(), &headers(&everything_wrong[1..]))
+            .admit(
+                &Method::GET,
+                &"/".parse().unwrap(),
+                &headers(&everything_wrong[1..]),
+            )
             .unwrap_err();
         assert!(error.message().contains("no Host header"), "{}", error.message());
         // Origin before the token, the token before the body checks.
@@ -550,8 +701,129 @@ mod tests {
         let long = "h".repeat(10_000);
         let open = policy(&[], &[], None);
         let error = open
-            .admit(&"/".parse().unwrap(), &headers(&[("host", &long)]))
+            .admit(&Method::GET, &"/".parse().unwrap(), &headers(&[("host", &long)]))
             .unwrap_err();
         assert!(error.message().len() < 400, "{}", error.message());
+    }
+
+    #[test]
+    fn the_pages_own_origin_passes_and_others_do_not() {
+        let open = policy(&[], &[], None);
+        let host = ("host", "127.0.0.1:8081");
+        let own = ["http://127.0.0.1:8081", "HTTP://127.0.0.1:8081"];
+        let others = [
+            "https://127.0.0.1:8081",
+            "http://127.0.0.1:8082",
+            "http://127.0.0.1",
+            "http://evil.example",
+        ];
+        assert_admits(&open, &[host], "origin", &own, &others, StatusCode::FORBIDDEN);
+        assert_eq!(
+            status(
+                &open,
+                &[
+                    host,
+                    ("origin", "http://127.0.0.1:8081"),
+                    ("origin", "http://127.0.0.1:8081")
+                ]
+            ),
+            Some(StatusCode::FORBIDDEN),
+            "two Origin headers"
+        );
+    }
+
+    #[test]
+    fn preflights_of_allowed_origins_pass_without_the_token_and_others_are_refused() {
+        let token = policy(&[], &["http://localhost:3000"], Some("t"));
+        let preflight = |origin: &str| {
+            let pairs = [
+                ("host", "127.0.0.1:8081"),
+                ("origin", origin),
+                ("access-control-request-method", "POST"),
+            ];
+            token.admit(
+                &Method::OPTIONS,
+                &"/v1/sessions".parse().unwrap(),
+                &headers(&pairs),
+            )
+        };
+        assert_eq!(
+            preflight("http://localhost:3000").unwrap(),
+            Admission::Preflight(HeaderValue::from_static("http://localhost:3000"))
+        );
+        assert_eq!(
+            preflight("http://evil.example").unwrap_err().status(),
+            StatusCode::FORBIDDEN
+        );
+        // Not a preflight without Access-Control-Request-Method: the token is needed.
+        let plain = [("host", "127.0.0.1:8081"), ("origin", "http://localhost:3000")];
+        assert_eq!(
+            method_status(&token, &Method::OPTIONS, &plain),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        // The real request needs the token, and its answer names the origin.
+        assert_eq!(
+            method_status(&token, &Method::POST, &plain),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        let authorized = [plain[0], plain[1], ("authorization", "Bearer t")];
+        assert_eq!(
+            token
+                .admit(
+                    &Method::POST,
+                    &"/v1/sessions".parse().unwrap(),
+                    &headers(&authorized)
+                )
+                .unwrap(),
+            Admission::Pass {
+                cors: Some(HeaderValue::from_static("http://localhost:3000"))
+            }
+        );
+    }
+
+    #[test]
+    fn the_login_cookie_needs_the_pages_origin_to_change_anything() {
+        let token = policy(&[], &["http://localhost:3000"], Some("t"));
+        let set_cookie = AuthToken::new("t").unwrap().login_cookie();
+        let cookie = set_cookie.split(';').next().unwrap().to_owned();
+        let host = ("host", "127.0.0.1:8081");
+        let with_cookie = ("cookie", cookie.as_str());
+        let own = ("origin", "http://127.0.0.1:8081");
+        let allowed = ("origin", "http://localhost:3000");
+        assert_eq!(method_status(&token, &Method::GET, &[host, with_cookie]), None);
+        assert_eq!(
+            method_status(&token, &Method::GET, &[host, with_cookie, own]),
+            None
+        );
+        assert_eq!(
+            method_status(&token, &Method::POST, &[host, with_cookie, own]),
+            None
+        );
+        assert_eq!(
+            method_status(&token, &Method::DELETE, &[host, with_cookie, own]),
+            None
+        );
+        let forbidden = Some(StatusCode::FORBIDDEN);
+        assert_eq!(
+            method_status(&token, &Method::POST, &[host, with_cookie]),
+            forbidden
+        );
+        assert_eq!(
+            method_status(&token, &Method::PATCH, &[host, with_cookie]),
+            forbidden
+        );
+        assert_eq!(
+            method_status(&token, &Method::GET, &[host, with_cookie, allowed]),
+            forbidden
+        );
+        assert_eq!(
+            method_status(&token, &Method::POST, &[host, with_cookie, allowed]),
+            forbidden
+        );
+        // The bearer token needs no Origin.
+        assert_eq!(
+            method_status(&token, &Method::POST, &[host, ("authorization", "Bearer t")]),
+            None
+        );
     }
 }

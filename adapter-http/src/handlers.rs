@@ -26,7 +26,7 @@ use engine_core::host::{HostedSession, OpenSession, ToolEntry, new_session_id};
 type AppState = State<Arc<ServerState>>;
 
 /// The `{id}` of a session path (a JSON 400 when it is not valid UTF-8).
-pub(crate) struct SessionPath(SessionId);
+pub(crate) struct SessionPath(pub(crate) SessionId);
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
     type Rejection = ApiError;
@@ -338,7 +338,7 @@ async fn close_quietly(session_engine: Box<dyn HostedSession>) {
 }
 
 /// The stored snapshot of `id`; 404 naming it when the store does not hold it.
-async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
+pub(crate) async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
     match state.host.session_store().load(id).await {
         Ok(snapshot) => Ok(snapshot),
         Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),

@@ -16,6 +16,11 @@
 //! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
 //! | `GET /v1/sessions/{id}/tools` | `HostedSession::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
+//! | `PATCH /v1/sessions/{id}` | `Engine::set_mode` / `set_model` |
+//! | `GET /v1/sessions/{id}/events`, `…/audit` | `SessionHost::event_log`, `tool_call_log` |
+//! | `GET /v1/models`, `/v1/memory`, `/v1/mcp`, `/v1/store` | the host port's listings and probe |
+//! | `DELETE /v1/memory/{scope}/{key}` | `MemoryStore::forget` |
+//! | `GET /`, `/assets/…`; `POST /login`, `/logout` | the page (Mecatl Studio) and its login cookie |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
 //! loopback host or an allowed one unless a token is set (DNS rebinding), an
@@ -34,13 +39,16 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod inspect;
 mod server;
 mod sessions;
 mod sse;
+mod studio;
 
 pub use auth::AuthToken;
 pub use guard::{AllowedHost, AllowedOrigin};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
+pub use studio::{CONTENT_SECURITY_POLICY, asset_bytes};
 
 /// The largest request body accepted (1 MiB); a larger one is answered 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

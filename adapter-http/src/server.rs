@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -26,7 +26,7 @@ use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
 use super::sessions::Sessions;
 use super::{
     BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES,
-    MAX_CONNECTIONS, handlers,
+    MAX_CONNECTIONS, handlers, inspect, studio,
 };
 use engine_core::host::SessionHost;
 
@@ -399,7 +399,12 @@ fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/healthz", get(handlers::healthz))
         .route("/v1/sessions", post(handlers::create).get(handlers::list))
-        .route("/v1/sessions/{id}", get(handlers::show).delete(handlers::delete))
+        .route(
+            "/v1/sessions/{id}",
+            get(handlers::show)
+                .delete(handlers::delete)
+                .patch(inspect::update),
+        )
         .route("/v1/sessions/{id}/prompt", post(handlers::prompt))
         .route("/v1/sessions/{id}/approve", post(handlers::approve))
         .route("/v1/sessions/{id}/elicit", post(handlers::elicit))
@@ -407,6 +412,18 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}/cancel-child", post(handlers::cancel_child))
         .route("/v1/sessions/{id}/tools", get(handlers::tools))
         .route("/v1/sessions/{id}/commands", get(handlers::commands))
+        .route("/v1/sessions/{id}/events", get(inspect::events))
+        .route("/v1/sessions/{id}/audit", get(inspect::audit))
+        .route("/v1/models", get(inspect::models))
+        .route("/v1/memory", get(inspect::memory))
+        .route("/v1/memory/{scope}/{key}", delete(inspect::forget))
+        .route("/v1/mcp", get(inspect::mcp))
+        .route("/v1/store", get(inspect::store))
+        .route("/", get(studio::index))
+        .route("/favicon.ico", get(studio::favicon))
+        .route("/assets/{*file}", get(studio::asset))
+        .route("/login", post(studio::login))
+        .route("/logout", post(studio::logout))
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))

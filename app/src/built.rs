@@ -138,6 +138,10 @@ impl Built {
             model: self.model.clone(),
             models: self.models.clone(),
             prices: Arc::clone(&self.prices),
+            app_store: self.store.clone(),
+            memory_scopes: self.assets.memory.scopes.clone(),
+            global: self.global.clone(),
+            mcp_report: self.report.mcp_servers.clone(),
         })
     }
 

@@ -67,9 +67,9 @@ pub use adapter_acp::{
     acp_line_transport, acp_stdio_transport,
 };
 pub use adapter_http::{
-    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
-    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
-    ServeError,
+    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, CONTENT_SECURITY_POLICY, HEADER_READ_TIMEOUT,
+    HEALTH_CONNECTIONS, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS,
+    OpenConnections, ServeError, asset_bytes,
 };
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,

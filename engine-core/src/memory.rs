@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use engine_ports::{
     Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
-    StoreError, ToolCallRecord, ToolCallRecorder,
+    StoreError, ToolCallLog, ToolCallRecord, ToolCallRecorder,
 };
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
@@ -157,5 +157,12 @@ impl ToolCallRecorder for InMemoryStore {
             .or_default()
             .push(record.clone());
         Ok(())
+    }
+}
+
+#[async_trait]
+impl ToolCallLog for InMemoryStore {
+    async fn read(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError> {
+        Ok(self.records(session))
     }
 }

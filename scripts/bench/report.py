@@ -72,6 +72,8 @@ MISS_NOTES = {
                "`adapter-mcp/src/http.rs`); what separates them is each client's own per-call work. Over "
                "loopback on a shared 2-core machine, a p99 miss is usually a scheduling stall, not the path.",
     # "disclosure" and "disclosure_growth" are written from the measured breakdown (see disclosure()).
+    "studio": "The page is a handful of small embedded files served from memory; a slow load means the "
+              "server's accept loop or the machine was busy (each file is fetched on a fresh connection).",
     "chat": "`mecated chat` builds the whole harness before its first prompt (catalog, skills, memory, the "
             "store, the system prompt), then opens the session's engine, lists the command palette, loads the "
             "history and enters raw mode; on a loaded shared machine the process start and the build dominate.",
@@ -548,6 +550,14 @@ def build_acp_http(rep: Report) -> str:
                      "server, JSONL store (process start → status line drawn)", shown, "—", "—", "< 50 ms",
                      rep.judge("Chat startup to first prompt", shown, chat["median_ms"] < 50, "chat",
                                summary=True)])
+    page = rep.r.get("studio_page")
+    if page:
+        shown = (f"{page['bytes'] / 1024:.1f} KiB in {page['files']} files; all fetched in median "
+                 f"{page['median_ms']:.1f} ms, p90 {page['p90_ms']:.1f} ms ({page['runs']} loads)")
+        rows.append(["Studio page (`mecated serve` at `/`): the embedded files' weight, and fetching every "
+                     "file a first paint needs over loopback (one connection each)", shown, "—", "—",
+                     "< 200 ms", rep.judge("Studio page load", shown, page["median_ms"] < 200, "studio",
+                                           summary=True)])
     text = table(["what", "figure", "criterion median", "spread", "target", "verdict"], rows)
     text += "\n\n" + acp_http(rep)
     return text

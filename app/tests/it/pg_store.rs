@@ -391,6 +391,75 @@ async fn a_run_goes_on_through_a_database_restart() {
     );
 }
 
+/// The store's time limit for one operation (`PgStoreOptions::timeout`, 10 s, plus the
+/// client's 1 s grace): a database that stays away longer fails the run.
+const STORE_LIMIT: Duration = Duration::from_secs(11);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_ends_the_run_and_the_process_within_one_store_time_limit() {
+    let Some(mut cluster) = PgCluster::start("a_database_outage_ends_the_run") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = json!({"turns": [
+        {"text": "reading", "tool_calls": [{"id": "r", "name": "Read", "args": {"path": "README.md"}}]},
+        {"delay_ms": 200, "text": "an answer nobody can store"},
+    ]});
+    let script = scratch.write("outage.json", &script.to_string());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args([
+            "run",
+            "--workspace",
+            &scratch.ws().display().to_string(),
+            "--toolhive=false",
+        ])
+        .args(["--mock-script", &script.display().to_string()])
+        .args(["--store-url", &cluster.url_without_password("postgres")])
+        .args(["--session", "through-an-outage", "--output", "jsonl", "read it"])
+        .env("PGPASSWORD", cluster.password())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "tool.result" {
+                return;
+            }
+        }
+        panic!("the run ended before its tool result");
+    })
+    .await
+    .unwrap();
+    // The database goes away for good while the model answers.
+    tokio::task::block_in_place(|| cluster.kill());
+    let gone = Instant::now();
+    let mut printed = Vec::new();
+    let output = tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push((gone.elapsed(), line));
+        }
+        child.wait_with_output().await.unwrap()
+    })
+    .await
+    .expect("the process exits during an outage");
+    let exited = gone.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{}", cluster.port())),
+        "names the server: {stderr}"
+    );
+    // One store time limit for the operation that meets the outage, then the rest of the
+    // shutdown (final save, lease release) fails fast instead of waiting its own limit.
+    assert!(
+        exited < STORE_LIMIT + Duration::from_secs(4),
+        "exited {exited:?} after the database went away; printed {printed:?}; {stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_is_exit_1_naming_the_host_without_the_password() {
     let scratch = Scratch::new();

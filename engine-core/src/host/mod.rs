@@ -21,7 +21,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
+use engine_ports::{
+    CommandExpander, EventLog, MemoryStore, PermissionMode, SessionStore, ToolCallLog, Usage,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -146,6 +148,88 @@ pub trait SessionHost: Send + Sync {
     /// name; `None` unless the price of every model that spent tokens is known
     /// (never a guess).
     fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64>;
+
+    /// The log of every session's events (a face replays a stored session's history
+    /// from it).
+    fn event_log(&self) -> Arc<dyn EventLog>;
+
+    /// The audit of every session's tool calls (who decided each call, how long it
+    /// queued and ran), which the events do not carry.
+    fn tool_call_log(&self) -> Arc<dyn ToolCallLog>;
+
+    /// The memory scopes that are on (project memory, then the user model), each
+    /// with its store, for a face that lists and forgets facts as the operator.
+    fn memory_scopes(&self) -> Vec<MemoryScope>;
+
+    /// The server-global MCP servers now, in connect order: live status and counts
+    /// of the connected ones, the (redacted) error of those that failed.
+    fn mcp_servers(&self) -> Vec<McpServerStatus>;
+
+    /// Probes the session store (a listing within a time limit) and says where it
+    /// lives and whether it answered.
+    async fn store_health(&self) -> StoreHealth;
+}
+
+/// One memory scope a face may list and prune.
+#[derive(Clone)]
+pub struct MemoryScope {
+    /// `project` (project memory) or `user` (the user model).
+    pub name: &'static str,
+    /// Where it lives, for people (a directory, a database scope, `in memory`).
+    pub place: String,
+    /// The store.
+    pub store: Arc<dyn MemoryStore>,
+}
+
+impl fmt::Debug for MemoryScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryScope")
+            .field("name", &self.name)
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One server-global MCP server, as a face shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct McpServerStatus {
+    /// The server name.
+    pub name: String,
+    /// `streamable-http` or `stdio`.
+    pub transport: String,
+    /// `static` or `toolhive(<group>)`.
+    pub source: String,
+    /// `connected`, `dropped`, `closed` or `failed`.
+    pub status: String,
+    /// Why it failed (redacted), for `failed`.
+    pub error: Option<String>,
+    /// Whether it failed for want of a login (`mecated mcp login <name>`).
+    pub login_needed: bool,
+    /// Tools in its snapshot.
+    pub tools: usize,
+    /// Resources in its snapshot.
+    pub resources: usize,
+    /// Prompts in its snapshot.
+    pub prompts: usize,
+}
+
+/// What a probe of the session store found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoreHealth {
+    /// `jsonl`, `postgres` or `memory`.
+    pub kind: &'static str,
+    /// Where it lives, for people (a directory, `host:port/db`, `in memory`).
+    pub place: String,
+    /// Whether sessions outlive the process.
+    pub persistent: bool,
+    /// Whether the probe answered in time.
+    pub ok: bool,
+    /// The sessions it listed.
+    pub sessions: Option<usize>,
+    /// How long the probe took, in microseconds.
+    pub probe_micros: u64,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// A fresh random session id: 32 lowercase hex digits (128 bits).

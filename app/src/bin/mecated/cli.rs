@@ -426,7 +426,7 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
     /// More models a session may choose besides the configured one, comma-separated
-    /// (ACP's model picker, the HTTP create body's `model`).
+    /// (ACP's model picker, the HTTP create body's `model`, the chat's `/model`).
     #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = parse_model_name)]
     pub(crate) models: Vec<String>,
     /// A prices file (the built-in table's JSON format, US dollars per million

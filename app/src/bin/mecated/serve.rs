@@ -50,6 +50,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             let addr = server.local_addr();
             tracing::info!(%addr, "serving the HTTP API");
             out::stderr(&format!("mecated serve: listening on http://{addr}"));
+            out::stderr(&format!(
+                "mecated serve: Mecatl Studio at http://{addr}/ (open it in a browser)"
+            ));
             match server.serve(shutdown(signals)).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => out::failure(error),

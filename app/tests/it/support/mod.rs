@@ -7,6 +7,7 @@ pub use test_peers::logs;
 pub mod mcp_fixture;
 pub mod oauth;
 pub mod pty;
+pub mod webdriver;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
