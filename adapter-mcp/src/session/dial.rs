@@ -13,12 +13,14 @@ use rmcp::service::{
     RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use super::failure::error_chain;
 use super::handler::{DirtyFlags, Handler, ListKind};
 use super::{Advertised, RequestLimits, Session};
 use crate::calls::InFlightCalls;
 use crate::config::{ServerConfig, TransportConfig};
+use crate::http::{HttpLayer, Layered};
 use crate::stdio::{self, ChildProcess};
 
 /// Everything a dial needs besides the config.
@@ -99,27 +101,9 @@ async fn dial_with(
             let served = match &ctx.auth {
                 Some(auth) => {
                     let client = crate::auth::AuthorizedClient::new(client, Arc::clone(auth));
-                    handler
-                        .serve_with_lifecycle(
-                            StreamableHttpClientTransport::with_client(
-                                crate::http::Layered(client),
-                                transport_config,
-                            ),
-                            mode,
-                        )
-                        .await
+                    serve_http(handler, client, transport_config, mode).await
                 }
-                None => {
-                    handler
-                        .serve_with_lifecycle(
-                            StreamableHttpClientTransport::with_client(
-                                crate::http::Layered(client),
-                                transport_config,
-                            ),
-                            mode,
-                        )
-                        .await
-                }
+                None => serve_http(handler, client, transport_config, mode).await,
             };
             let service = served.map_err(|e| DialError {
                 cause: match &ctx.auth {
@@ -165,6 +149,17 @@ async fn dial_with(
             }
         }
     }
+}
+
+/// Runs the handshake of `mode` over streamable HTTP on `client`.
+async fn serve_http<L: HttpLayer>(
+    handler: Handler,
+    client: L,
+    config: StreamableHttpClientTransportConfig,
+    mode: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError> {
+    let transport = StreamableHttpClientTransport::with_client(Layered(client), config);
+    handler.serve_with_lifecycle(transport, mode).await
 }
 
 /// How a connect starts: `server/discover` offering 2026-07-28, and a server that

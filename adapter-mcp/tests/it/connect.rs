@@ -114,32 +114,20 @@ async fn accepted_names_arrive_verbatim() {
 }
 
 #[tokio::test]
-async fn one_bad_name_fails_the_whole_server() {
+async fn one_bad_name_skips_only_that_tool() {
     for bad in [
         json!("bad\nname"),
         json!("x".repeat(257 - "mcp__fake__".len() + 1)),
     ] {
+        let capture = Capture::start();
         let server = FixtureServer::start(FakeState::new()).await;
         raw_tools(&server, json!([{"name": "good"}, {"name": bad}]));
-        let connected = McpManager::connect(
-            vec![http_config("fake", &server.url())],
-            ConnectOptions::default(),
-        )
-        .await;
-        assert!(connected.manager.is_empty());
-        assert_eq!(connected.failures.len(), 1);
-        assert!(
-            connected.failures[0].error.contains("\"fake\""),
-            "{:?}",
-            connected.failures
-        );
-        assert!(
-            connected
-                .manager
-                .tool_snapshot(MountOptions::default())
-                .tools()
-                .is_empty()
-        );
+        let manager = connect_all(vec![http_config("fake", &server.url())]).await;
+        assert_eq!(tool_names(&manager), ["mcp__fake__good"]);
+        let warns = capture.warns_with("tools/list entry 1 is skipped");
+        assert_eq!(warns.len(), 1, "{:?}", capture.events());
+        assert!(warns[0].message.contains("\"fake\""), "{warns:?}");
+        manager.close().await.unwrap();
     }
 }
 
