@@ -8,15 +8,17 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
+use crate::calls::InFlightCalls;
 use crate::config::Redirects;
 
 /// Most redirect hops a request follows under [`Redirects::SameOrigin`].
@@ -58,18 +60,23 @@ pub(crate) fn build_client(redirects: Redirects) -> Result<reqwest::Client, reqw
 /// - the standalone GET stream of a session refused with a 4xx other than 405;
 /// - any request after the flag was set (fails fast instead of dialling the dead
 ///   session).
+///
+/// It also tells a request at once when its reply goes over a size limit (a JSON
+/// body, or an SSE event of its response stream): see `size_limit.rs`.
 #[derive(Clone)]
 pub(crate) struct SessionAwareClient {
     inner: reqwest::Client,
     lost: Arc<AtomicBool>,
+    calls: Arc<InFlightCalls>,
 }
 
 impl SessionAwareClient {
-    /// Wraps `inner` with a fresh flag (one per session).
-    pub(crate) fn new(inner: reqwest::Client) -> Self {
+    /// Wraps `inner` with a fresh flag, for the session whose requests are `calls`.
+    pub(crate) fn new(inner: reqwest::Client, calls: Arc<InFlightCalls>) -> Self {
         Self {
             inner,
             lost: Arc::new(AtomicBool::new(false)),
+            calls,
         }
     }
 
@@ -125,6 +132,42 @@ impl SessionAwareClient {
         result
     }
 
+    /// Tells request `id` when its reply went over a limit: the JSON body now, an
+    /// SSE event of its response stream when the stream meets it. rmcp's own
+    /// error for either ends the request too, but names neither the request nor
+    /// the limit (and its SSE error type is private: it is known by its text).
+    fn watch_size(
+        &self,
+        id: Option<RequestId>,
+        limits: StreamableHttpResponseLimits,
+        result: HttpResult<StreamableHttpPostResponse>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let Some(id) = id else {
+            return result;
+        };
+        match result {
+            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                self.calls.too_large(Some(&id), max_size);
+                Err(StreamableHttpError::ResponseBodyTooLarge { max_size })
+            }
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                let calls = Arc::clone(&self.calls);
+                let limit = limits.max_sse_event_size;
+                let stream = stream.inspect(move |event| {
+                    if let Err(SseError::Body(error)) = event
+                        && error
+                            .to_string()
+                            .starts_with("SSE event exceeded the maximum size")
+                    {
+                        calls.too_large(Some(&id), limit);
+                    }
+                });
+                Ok(StreamableHttpPostResponse::Sse(stream.boxed(), session))
+            }
+            other => other,
+        }
+    }
+
     fn fail_fast<T>(&self, session_attached: bool) -> Option<HttpResult<T>> {
         (session_attached && self.lost.load(Ordering::SeqCst))
             .then_some(Err(StreamableHttpError::SessionExpired))
@@ -143,6 +186,10 @@ impl HttpLayer for SessionAwareClient {
         if let Some(refused) = self.fail_fast(attached) {
             return refused;
         }
+        let id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
         let result = self
             .inner
             .post_message_with_response_limits(
@@ -154,7 +201,7 @@ impl HttpLayer for SessionAwareClient {
                 limits,
             )
             .await;
-        self.check_post(attached, without_url(result))
+        self.watch_size(id, limits, self.check_post(attached, without_url(result)))
     }
 
     async fn delete(&self, target: Target, session_id: Arc<str>) -> HttpResult<()> {

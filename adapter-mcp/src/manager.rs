@@ -523,6 +523,17 @@ pub(crate) async fn call_tool_on(
                 subject: tool.to_owned(),
                 after,
             },
+            McpError::TooLarge {
+                server,
+                operation,
+                limit,
+                ..
+            } => McpError::TooLarge {
+                server,
+                operation,
+                subject: tool.to_owned(),
+                limit,
+            },
             other => other,
         })
 }

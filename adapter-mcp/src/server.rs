@@ -345,6 +345,12 @@ impl ServerState {
                 subject: operation.method().to_owned(),
                 after,
             },
+            Failure::TooLarge(limit) => McpError::TooLarge {
+                server: self.config.name.clone(),
+                operation,
+                subject: operation.method().to_owned(),
+                limit,
+            },
             Failure::Remote(data) => McpError::Remote {
                 server: self.config.name.clone(),
                 operation,
@@ -674,6 +680,7 @@ fn failure_text(failure: &Failure) -> String {
     match failure {
         Failure::Cancelled => "cancelled".to_owned(),
         Failure::TimedOut(after) => format!("no answer within {}", seconds(*after)),
+        Failure::TooLarge(limit) => format!("a reply over the {limit}-byte limit of one message"),
         Failure::NotDelivered(text) | Failure::PossiblyDelivered(text) | Failure::Other(text) => text.clone(),
         Failure::Remote(data) => format!("{} (JSON-RPC error {})", data.message, data.code.0),
     }

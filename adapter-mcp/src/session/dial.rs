@@ -21,6 +21,7 @@ use super::{Advertised, RequestLimits, Session};
 use crate::calls::InFlightCalls;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::http::{HttpLayer, Layered};
+use crate::size_limit::{LineWatch, MAX_MESSAGE_BYTES};
 use crate::stdio::{self, ChildProcess};
 
 /// Everything a dial needs besides the config.
@@ -95,7 +96,7 @@ async fn dial_with(
                 None => crate::http::build_client(crate::config::Redirects::None)
                     .map_err(|e| DialError::new(format!("cannot build the HTTP client: {e}"), None))?,
             };
-            let client = crate::http::SessionAwareClient::new(client);
+            let client = crate::http::SessionAwareClient::new(client, Arc::clone(&calls));
             let lost = client.lost_flag();
             let transport_config = crate::http::transport_config(url, headers.as_ref());
             let served = match &ctx.auth {
@@ -124,10 +125,8 @@ async fn dial_with(
             let spawned = stdio::spawn(&ctx.server, program, args, cwd, env, config.sandbox.as_ref())
                 .map_err(|e| DialError::new(format!("cannot start {program:?}: {e}"), None))?;
             let process = spawned.process;
-            match handler
-                .serve_with_lifecycle((spawned.stdout, spawned.stdin), mode)
-                .await
-            {
+            let stdout = LineWatch::new(spawned.stdout, Arc::clone(&calls), MAX_MESSAGE_BYTES);
+            match handler.serve_with_lifecycle((stdout, spawned.stdin), mode).await {
                 Ok(service) => Ok(finish(service, ctx, Some(process), None, generation, calls).await),
                 Err(e) => {
                     // A child that died at once has said why on stderr: let it finish.

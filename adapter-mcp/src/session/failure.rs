@@ -19,6 +19,9 @@ pub(crate) enum Failure {
     /// No reply within the request limits: the server was told the request is
     /// cancelled; whether it ran is unknown.
     TimedOut(Duration),
+    /// The reply went over the size limit of one message (bytes): the server was
+    /// told the request is cancelled; the session stays.
+    TooLarge(usize),
     /// A JSON-RPC error reply: a successful round trip.
     Remote(ErrorData),
     /// Anything else, verbatim.

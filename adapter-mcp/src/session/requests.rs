@@ -123,6 +123,12 @@ impl Session {
         let result = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(Failure::Cancelled),
+            // Before the reply: over HTTP the transport's own error for the same
+            // cause follows the mark.
+            limit = entry.too_large() => {
+                guard.reason = "response too large";
+                return Err(Failure::TooLarge(limit));
+            }
             result = handle.await_response() => result,
             after = expiry(&entry, self.limits, deadline) => {
                 guard.reason = "request timeout";

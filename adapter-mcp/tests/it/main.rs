@@ -30,4 +30,5 @@ mod resilience;
 mod sandbox;
 mod stdio;
 mod structured;
+mod too_large;
 mod toolhive;
