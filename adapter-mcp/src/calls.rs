@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use engine_core::Elicitor;
 use rmcp::model::{ProgressToken, RequestId};
@@ -35,6 +35,9 @@ pub(crate) struct CallEntry {
     activity: Notify,
     /// Questions of this request waiting for the user.
     asking: AtomicUsize,
+    /// The size limit its reply went over, once the transport saw that.
+    too_large: OnceLock<usize>,
+    too_large_seen: Notify,
 }
 
 impl CallEntry {
@@ -46,6 +49,18 @@ impl CallEntry {
     /// Resolves at the next sign of life (progress, an answered question).
     pub(crate) async fn activity(&self) {
         self.activity.notified().await;
+    }
+
+    /// Resolves once the reply to this request went over the size limit of one
+    /// message (the limit).
+    pub(crate) async fn too_large(&self) -> usize {
+        loop {
+            if let Some(limit) = self.too_large.get() {
+                return *limit;
+            }
+            // One waiter (the request itself): a wake-up before it waits is kept.
+            self.too_large_seen.notified().await;
+        }
     }
 
     /// Marks a question as waiting for the user until the guard drops.
@@ -84,6 +99,8 @@ impl InFlightCalls {
             elicitor,
             activity: Notify::new(),
             asking: AtomicUsize::new(0),
+            too_large: OnceLock::new(),
+            too_large_seen: Notify::new(),
         });
         self.lock().insert(id, Arc::clone(&entry));
         entry
@@ -104,6 +121,27 @@ impl InFlightCalls {
         if let Some(entry) = entry {
             entry.activity.notify_one();
         }
+    }
+
+    /// A reply went over the size limit of one message (`limit` bytes): the request
+    /// named `id` fails with that, or without an id the one request in flight.
+    /// Returns whether a request was told: with several in flight and no id, none
+    /// is (each ends by its own time limits).
+    pub(crate) fn too_large(&self, id: Option<&RequestId>, limit: usize) -> bool {
+        let entry = {
+            let entries = self.lock();
+            match id {
+                Some(id) => entries.get(id).cloned(),
+                None if entries.len() == 1 => entries.values().next().cloned(),
+                None => None,
+            }
+        };
+        let Some(entry) = entry else {
+            return false;
+        };
+        let _ = entry.too_large.set(limit);
+        entry.too_large_seen.notify_one();
+        true
     }
 
     /// The request a question belongs to (see the module documentation); the error
@@ -177,6 +215,22 @@ mod tests {
             "the request it answers to has ended"
         );
         assert_eq!(calls.route(None).err().unwrap(), "no tool call is in progress");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_reply_fails_the_request_it_names_or_else_a_lone_one() {
+        let calls = InFlightCalls::default();
+        let first = calls.register(RequestId::Number(1), token(1), None);
+        assert!(calls.too_large(None, 16));
+        assert_eq!(first.too_large().await, 16);
+        let second = calls.register(RequestId::Number(2), token(2), None);
+        assert!(
+            !calls.too_large(None, 32),
+            "two in flight and no id: nobody is told"
+        );
+        assert!(!calls.too_large(Some(&RequestId::Number(9)), 32));
+        assert!(calls.too_large(Some(&RequestId::Number(2)), 32));
+        assert_eq!(second.too_large().await, 32);
     }
 
     #[tokio::test]

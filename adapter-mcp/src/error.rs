@@ -110,6 +110,23 @@ pub enum McpError {
         /// The limit that ran out.
         after: std::time::Duration,
     },
+    /// The reply went over the size limit of one message, seen as soon as it
+    /// passed the limit: the server was sent `notifications/cancelled` and the
+    /// reply discarded (the session stays).
+    #[error(
+        "{}: MCP server {server:?} answered {subject} with more than {limit} bytes, the limit of one message; the result was discarded",
+        operation.prefix()
+    )]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// The operation.
+        operation: Operation,
+        /// What was asked: the remote tool name of a call, else the method.
+        subject: String,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// The server answered with a JSON-RPC error (a successful round trip).
     #[error("{}: {message} (JSON-RPC error {code})", operation.prefix())]
     Remote {
@@ -156,6 +173,7 @@ impl McpError {
             | Self::UnavailableAfterReconnect { server, .. }
             | Self::OutcomeUnknown { server, .. }
             | Self::TimedOut { server, .. }
+            | Self::TooLarge { server, .. }
             | Self::Remote { server, .. }
             | Self::Failed { server, .. } => Some(server),
             Self::Cancelled => None,

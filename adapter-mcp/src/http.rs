@@ -4,18 +4,21 @@
 //! whatever the server's SDK answers.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
+use crate::calls::InFlightCalls;
 use crate::config::Redirects;
 
 /// Most redirect hops a request follows under [`Redirects::SameOrigin`].
@@ -57,18 +60,23 @@ pub(crate) fn build_client(redirects: Redirects) -> Result<reqwest::Client, reqw
 /// - the standalone GET stream of a session refused with a 4xx other than 405;
 /// - any request after the flag was set (fails fast instead of dialling the dead
 ///   session).
+///
+/// It also tells a request at once when its reply goes over a size limit (a JSON
+/// body, or an SSE event of its response stream): see `size_limit.rs`.
 #[derive(Clone)]
 pub(crate) struct SessionAwareClient {
     inner: reqwest::Client,
     lost: Arc<AtomicBool>,
+    calls: Arc<InFlightCalls>,
 }
 
 impl SessionAwareClient {
-    /// Wraps `inner` with a fresh flag (one per session).
-    pub(crate) fn new(inner: reqwest::Client) -> Self {
+    /// Wraps `inner` with a fresh flag, for the session whose requests are `calls`.
+    pub(crate) fn new(inner: reqwest::Client, calls: Arc<InFlightCalls>) -> Self {
         Self {
             inner,
             lost: Arc::new(AtomicBool::new(false)),
+            calls,
         }
     }
 
@@ -86,8 +94,8 @@ impl SessionAwareClient {
     fn check_post(
         &self,
         session_attached: bool,
-        result: Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        result: HttpResult<StreamableHttpPostResponse>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
         match result {
             Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _)) if error.id.is_none() => {
                 if session_attached {
@@ -111,11 +119,7 @@ impl SessionAwareClient {
         }
     }
 
-    fn check_stream(
-        &self,
-        session_attached: bool,
-        result: Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+    fn check_stream(&self, session_attached: bool, result: HttpResult<SseStream>) -> HttpResult<SseStream> {
         if let Err(StreamableHttpError::Client(error)) = &result
             && session_attached
             && let Some(status) = error.status()
@@ -128,13 +132,177 @@ impl SessionAwareClient {
         result
     }
 
-    fn fail_fast<T>(&self, session_attached: bool) -> Option<Result<T, StreamableHttpError<reqwest::Error>>> {
+    /// Tells request `id` when its reply went over a limit: the JSON body now, an
+    /// SSE event of its response stream when the stream meets it. rmcp's own
+    /// error for either ends the request too, but names neither the request nor
+    /// the limit (and its SSE error type is private: it is known by its text).
+    fn watch_size(
+        &self,
+        id: Option<RequestId>,
+        limits: StreamableHttpResponseLimits,
+        result: HttpResult<StreamableHttpPostResponse>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let Some(id) = id else {
+            return result;
+        };
+        match result {
+            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                self.calls.too_large(Some(&id), max_size);
+                Err(StreamableHttpError::ResponseBodyTooLarge { max_size })
+            }
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                let calls = Arc::clone(&self.calls);
+                let limit = limits.max_sse_event_size;
+                let stream = stream.inspect(move |event| {
+                    if let Err(SseError::Body(error)) = event
+                        && error
+                            .to_string()
+                            .starts_with("SSE event exceeded the maximum size")
+                    {
+                        calls.too_large(Some(&id), limit);
+                    }
+                });
+                Ok(StreamableHttpPostResponse::Sse(stream.boxed(), session))
+            }
+            other => other,
+        }
+    }
+
+    fn fail_fast<T>(&self, session_attached: bool) -> Option<HttpResult<T>> {
         (session_attached && self.lost.load(Ordering::SeqCst))
             .then_some(Err(StreamableHttpError::SessionExpired))
     }
 }
 
-impl StreamableHttpClient for SessionAwareClient {
+impl HttpLayer for SessionAwareClient {
+    async fn post(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        message: ClientJsonRpcMessage,
+        limits: StreamableHttpResponseLimits,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let id = match &message {
+            JsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let result = self
+            .inner
+            .post_message_with_response_limits(
+                target.uri,
+                message,
+                session_id,
+                target.auth_header,
+                target.headers,
+                limits,
+            )
+            .await;
+        self.watch_size(id, limits, self.check_post(attached, without_url(result)))
+    }
+
+    async fn delete(&self, target: Target, session_id: Arc<str>) -> HttpResult<()> {
+        without_url(
+            self.inner
+                .delete_session(target.uri, session_id, target.auth_header, target.headers)
+                .await,
+        )
+    }
+
+    async fn stream(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<SseStream> {
+        let attached = session_id.is_some();
+        if let Some(refused) = self.fail_fast(attached) {
+            return refused;
+        }
+        let result = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                target.uri,
+                session_id,
+                last_event_id,
+                target.auth_header,
+                target.headers,
+                max_sse_event_size,
+            )
+            .await;
+        self.check_stream(attached, without_url(result))
+    }
+}
+
+/// What every request of a session carries besides its session, body and limits.
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) uri: Arc<str>,
+    /// The bearer token (without `Bearer `), when one is configured or obtained.
+    pub(crate) auth_header: Option<String>,
+    /// The configured headers and the protocol's own (rmcp sets those).
+    pub(crate) headers: HashMap<HeaderName, HeaderValue>,
+}
+
+impl Target {
+    fn new(uri: Arc<str>, auth_header: Option<String>, headers: HashMap<HeaderName, HeaderValue>) -> Self {
+        Self {
+            uri,
+            auth_header,
+            headers,
+        }
+    }
+}
+
+/// An SSE response stream as rmcp reads it.
+pub(crate) type SseStream = BoxStream<'static, Result<Sse, SseError>>;
+
+/// What one request of our HTTP client gives.
+pub(crate) type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+/// One layer of our streamable-HTTP client (session awareness, OAuth): the three
+/// requests rmcp's transport makes, each with the transport's size limits.
+///
+/// rmcp's `StreamableHttpClient` has six methods, three of them variants that only
+/// add a limit; [`Layered`] implements it once over a layer, so each layer writes
+/// only the logic that is its own and no layer can forget a limit.
+pub(crate) trait HttpLayer: Clone + Send + Sync + 'static {
+    /// A POST of one JSON-RPC message, its response bounded by `limits`.
+    fn post(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        message: ClientJsonRpcMessage,
+        limits: StreamableHttpResponseLimits,
+    ) -> impl Future<Output = HttpResult<StreamableHttpPostResponse>> + Send + '_;
+
+    /// The DELETE that ends a session.
+    fn delete(
+        &self,
+        target: Target,
+        session_id: Arc<str>,
+    ) -> impl Future<Output = HttpResult<()>> + Send + '_;
+
+    /// The GET of an SSE stream, each event bounded by `max_sse_event_size` bytes.
+    fn stream(
+        &self,
+        target: Target,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        max_sse_event_size: usize,
+    ) -> impl Future<Output = HttpResult<SseStream>> + Send + '_;
+}
+
+/// rmcp's client trait over one [`HttpLayer`]: every variant forwards to the layer
+/// with its limits (the defaults when rmcp passes none).
+#[derive(Clone)]
+pub(crate) struct Layered<L>(pub(crate) L);
+
+impl<L: HttpLayer> StreamableHttpClient for Layered<L> {
     type Error = reqwest::Error;
 
     async fn post_message(
@@ -144,16 +312,16 @@ impl StreamableHttpClient for SessionAwareClient {
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0
+            .post(
+                target,
+                session_id,
+                message,
+                StreamableHttpResponseLimits::default(),
+            )
+            .await
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -164,11 +332,11 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+    ) -> HttpResult<StreamableHttpPostResponse> {
         let mut limits = StreamableHttpResponseLimits::default();
         limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.post(target, session_id, message, limits).await
     }
 
     async fn post_message_with_response_limits(
@@ -179,16 +347,9 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let attached = session_id.is_some();
-        if let Some(refused) = self.fail_fast(attached) {
-            return refused;
-        }
-        let result = self
-            .inner
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await;
-        self.check_post(attached, without_url(result))
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.post(target, session_id, message, limits).await
     }
 
     async fn delete_session(
@@ -197,12 +358,9 @@ impl StreamableHttpClient for SessionAwareClient {
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), StreamableHttpError<Self::Error>> {
-        without_url(
-            self.inner
-                .delete_session(uri, session_id, auth_header, custom_headers)
-                .await,
-        )
+    ) -> HttpResult<()> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0.delete(target, session_id).await
     }
 
     async fn get_stream(
@@ -212,16 +370,10 @@ impl StreamableHttpClient for SessionAwareClient {
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default().max_sse_event_size,
-        )
-        .await
+    ) -> HttpResult<SseStream> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        let limit = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.0.stream(target, session_id, last_event_id, limit).await
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -232,32 +384,18 @@ impl StreamableHttpClient for SessionAwareClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        let attached = session_id.is_some();
-        if let Some(refused) = self.fail_fast(attached) {
-            return refused;
-        }
-        let result = self
-            .inner
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await;
-        self.check_stream(attached, without_url(result))
+    ) -> HttpResult<SseStream> {
+        let target = Target::new(uri, auth_header, custom_headers);
+        self.0
+            .stream(target, session_id, last_event_id, max_sse_event_size)
+            .await
     }
 }
 
 /// `result` with the URL taken out of a client error. rmcp logs transport errors
 /// itself, and a URL can hold what a `${VAR}` expanded to (or a token in its query);
 /// diagnostics name the endpoint on their own, as written.
-fn without_url<T>(
-    result: Result<T, StreamableHttpError<reqwest::Error>>,
-) -> Result<T, StreamableHttpError<reqwest::Error>> {
+fn without_url<T>(result: HttpResult<T>) -> HttpResult<T> {
     result.map_err(|error| match error {
         StreamableHttpError::Client(error) => StreamableHttpError::Client(error.without_url()),
         other => other,

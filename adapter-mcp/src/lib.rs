@@ -69,6 +69,7 @@ mod resources;
 mod server;
 mod server_name;
 mod session;
+mod size_limit;
 mod stdio;
 mod tool;
 mod toolhive;

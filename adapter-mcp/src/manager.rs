@@ -98,6 +98,9 @@ pub struct McpServerInfo {
     pub resources: usize,
     /// Prompts in its snapshot.
     pub prompts: usize,
+    /// The protocol revision its current session negotiated (`2026-07-28` with a
+    /// server that offers it, else what the server answered to `initialize`).
+    pub protocol: String,
 }
 
 /// The MCP tools of all servers at one moment, for catalog assembly without I/O.
@@ -261,6 +264,7 @@ impl McpManager {
                 tools: s.tools_snapshot().len(),
                 resources: s.resources_snapshot().len(),
                 prompts: s.prompts_snapshot().len(),
+                protocol: s.protocol(),
             })
             .collect()
     }
@@ -518,6 +522,17 @@ pub(crate) async fn call_tool_on(
                 operation,
                 subject: tool.to_owned(),
                 after,
+            },
+            McpError::TooLarge {
+                server,
+                operation,
+                limit,
+                ..
+            } => McpError::TooLarge {
+                server,
+                operation,
+                subject: tool.to_owned(),
+                limit,
             },
             other => other,
         })

@@ -229,6 +229,11 @@ impl ServerState {
         self.current().is_dead()
     }
 
+    /// The protocol revision the current session negotiated.
+    pub(crate) fn protocol(&self) -> String {
+        self.current().protocol.to_string()
+    }
+
     /// The stdio child's pid of the current session.
     pub(crate) fn child_pid(&self) -> Option<u32> {
         self.current().child_pid()
@@ -339,6 +344,12 @@ impl ServerState {
                 operation,
                 subject: operation.method().to_owned(),
                 after,
+            },
+            Failure::TooLarge(limit) => McpError::TooLarge {
+                server: self.config.name.clone(),
+                operation,
+                subject: operation.method().to_owned(),
+                limit,
             },
             Failure::Remote(data) => McpError::Remote {
                 server: self.config.name.clone(),
@@ -669,6 +680,7 @@ fn failure_text(failure: &Failure) -> String {
     match failure {
         Failure::Cancelled => "cancelled".to_owned(),
         Failure::TimedOut(after) => format!("no answer within {}", seconds(*after)),
+        Failure::TooLarge(limit) => format!("a reply over the {limit}-byte limit of one message"),
         Failure::NotDelivered(text) | Failure::PossiblyDelivered(text) | Failure::Other(text) => text.clone(),
         Failure::Remote(data) => format!("{} (JSON-RPC error {})", data.message, data.code.0),
     }

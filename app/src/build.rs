@@ -600,6 +600,7 @@ fn server_entries(
                     tools: info.tools,
                     resources: info.resources,
                     prompts: info.prompts,
+                    protocol: Some(info.protocol.clone()),
                 });
             }
             failures
@@ -614,6 +615,7 @@ fn server_entries(
                     tools: 0,
                     resources: 0,
                     prompts: 0,
+                    protocol: None,
                 })
         })
         .collect()

@@ -140,6 +140,8 @@ pub struct McpServerEntry {
     pub resources: usize,
     /// Prompts in its snapshot.
     pub prompts: usize,
+    /// The MCP protocol revision negotiated with it (`None` when it failed).
+    pub protocol: Option<String>,
 }
 
 /// One resolved skill.

@@ -333,35 +333,57 @@ pub fn bearer_server(test: &str, token: &str) -> Option<PeerProcess> {
     Some(peer)
 }
 
-/// The command that starts `tests/peers/py/elicit_server.py` (Python MCP SDK:
-/// `ask_name` elicits, `measure` and `loose` return structured output) serving
-/// streamable HTTP on `port`; `None` when the venv is missing and skipping is allowed.
-pub fn elicit_server_command(test: &str, port: u16) -> Option<Command> {
-    let python = venv_bin(test, "python3")?;
-    let mut command = Command::new(python);
-    command
-        .arg(repo_root().join("tests/peers/py/elicit_server.py"))
-        .arg(port.to_string());
-    Some(command)
-}
-
 /// The program and arguments that run `tests/peers/py/elicit_server.py` over stdio
 /// (for an MCP client that spawns it); `None` when the venv is missing and skipping
-/// is allowed.
-pub fn elicit_server_stdio(test: &str) -> Option<(PathBuf, Vec<String>)> {
+/// is allowed. `legacy`: the server answers `server/discover` as a server from before
+/// 2026-07-28 does (method not found), so a client falls back to `initialize`.
+pub fn elicit_server_stdio(test: &str, legacy: bool) -> Option<(PathBuf, Vec<String>)> {
     let python = venv_bin(test, "python3")?;
     let script = repo_root().join("tests/peers/py/elicit_server.py");
-    Some((python, vec![script.display().to_string(), "stdio".to_owned()]))
+    let mut args = vec![script.display().to_string(), "stdio".to_owned()];
+    if legacy {
+        args.push("--legacy".to_owned());
+    }
+    Some((python, args))
 }
 
-/// Starts `tests/peers/py/elicit_server.py` on a free port; it serves
-/// `http://127.0.0.1:<port>/mcp`.
+/// Starts `tests/peers/py/elicit_server.py` (Python MCP SDK: `ask_name` elicits,
+/// `measure` and `loose` return structured output) on a free port; it serves
+/// `http://127.0.0.1:<port>/mcp`, protocol 2026-07-28 and the older revisions.
 ///
 /// # Panics
 /// When the venv is missing (and skipping is not allowed) or the server never listens.
 pub fn elicit_server(test: &str) -> Option<PeerProcess> {
-    elicit_server_command(test, 0)?;
-    let peer = PeerProcess::start(|port| elicit_server_command(test, port).expect("venv checked above"))
-        .unwrap_or_else(|error| panic!("elicit_server.py did not start: {error}"));
+    start_elicit_server(test, false)
+}
+
+/// [`elicit_server`] as a server from before 2026-07-28: it answers
+/// `server/discover` with "method not found", so a client falls back to
+/// `initialize` and the server's questions are requests sent during the call.
+///
+/// # Panics
+/// When the venv is missing (and skipping is not allowed) or the server never listens.
+pub fn elicit_server_legacy(test: &str) -> Option<PeerProcess> {
+    start_elicit_server(test, true)
+}
+
+fn elicit_command(test: &str, first: &str, legacy: bool) -> Option<Command> {
+    let python = venv_bin(test, "python3")?;
+    let mut command = Command::new(python);
+    command
+        .arg(repo_root().join("tests/peers/py/elicit_server.py"))
+        .arg(first);
+    if legacy {
+        command.arg("--legacy");
+    }
+    Some(command)
+}
+
+fn start_elicit_server(test: &str, legacy: bool) -> Option<PeerProcess> {
+    elicit_command(test, "0", legacy)?;
+    let peer = PeerProcess::start(|port| {
+        elicit_command(test, &port.to_string(), legacy).expect("venv checked above")
+    })
+    .unwrap_or_else(|error| panic!("elicit_server.py did not start: {error}"));
     Some(peer)
 }

@@ -4,23 +4,18 @@
 //! [`ServerAuth`] and the request sent again, at most [`MAX_AUTHORIZATIONS`] times.
 //! A refused request did not run, so sending it again replays nothing.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::stream::BoxStream;
-use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::AuthError;
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
+    StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use sse_stream::Sse;
+
+use crate::http::{HttpLayer, HttpResult, SseStream, Target};
 
 use super::{MAX_AUTHORIZATIONS, ServerAuth};
-
-type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
 
 /// `inner` with the server's OAuth tokens attached and its challenges answered.
 #[derive(Clone)]
@@ -67,120 +62,54 @@ fn refused(text: String) -> StreamableHttpError<reqwest::Error> {
     StreamableHttpError::Auth(AuthError::AuthorizationFailed(text))
 }
 
-impl<C> StreamableHttpClient for AuthorizedClient<C>
-where
-    C: StreamableHttpClient<Error = reqwest::Error> + Sync,
-{
-    type Error = reqwest::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> HttpResult<StreamableHttpPostResponse> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
+/// `target` carrying `token` instead of the token it came with.
+fn with_auth(target: &Target, token: Option<String>) -> Target {
+    Target {
+        auth_header: token,
+        ..target.clone()
     }
+}
 
-    async fn post_message_with_max_sse_event_size(
+impl<C: HttpLayer> HttpLayer for AuthorizedClient<C> {
+    async fn post(
         &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
+        target: Target,
         session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> HttpResult<StreamableHttpPostResponse> {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
-        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
         message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        self.with_token(auth_header, |token| {
-            self.inner.post_message_with_response_limits(
-                Arc::clone(&uri),
-                message.clone(),
+        self.with_token(target.auth_header.clone(), |token| {
+            self.inner.post(
+                with_auth(&target, token),
                 session_id.clone(),
-                token,
-                custom_headers.clone(),
+                message.clone(),
                 limits,
             )
         })
         .await
     }
 
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> HttpResult<()> {
+    async fn delete(&self, target: Target, session_id: Arc<str>) -> HttpResult<()> {
         // Closing never starts an authorization: the current token or none.
-        let token = match auth_header {
-            Some(given) => Some(given),
+        let token = match &target.auth_header {
+            Some(given) => Some(given.clone()),
             None => self.auth.token().await.ok().flatten(),
         };
-        self.inner
-            .delete_session(uri, session_id, token, custom_headers)
-            .await
+        self.inner.delete(with_auth(&target, token), session_id).await
     }
 
-    async fn get_stream(
+    async fn stream(
         &self,
-        uri: Arc<str>,
+        target: Target,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default().max_sse_event_size,
-        )
-        .await
-    }
-
-    async fn get_stream_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> HttpResult<BoxStream<'static, Result<Sse, SseError>>> {
-        self.with_token(auth_header, |token| {
-            self.inner.get_stream_with_max_sse_event_size(
-                Arc::clone(&uri),
+    ) -> HttpResult<SseStream> {
+        self.with_token(target.auth_header.clone(), |token| {
+            self.inner.stream(
+                with_auth(&target, token),
                 session_id.clone(),
                 last_event_id.clone(),
-                token,
-                custom_headers.clone(),
                 max_sse_event_size,
             )
         })

@@ -1,9 +1,11 @@
-//! A real server's questions during a tool call (the Python SDK's `elicit_server.py`,
-//! form elicitation): the client advertises form elicitation, a question reaches the
-//! elicitor of the call that caused it — over streamable HTTP by the response stream
-//! it came on, even with several calls of one shared server in flight; over stdio
-//! when one call is in flight — and the answer goes back to the server. A question
-//! waiting for its user does not count against the request's idle time.
+//! A real server's questions during a tool call, as servers from before 2026-07-28 ask
+//! them (the Python SDK's `elicit_server.py --legacy`, form elicitation: a request
+//! sent during the call): the client advertises form elicitation, a question reaches
+//! the elicitor of the call that caused it — over streamable HTTP by the response
+//! stream it came on, even with several calls of one shared server in flight; over
+//! stdio when one call is in flight — and the answer goes back to the server. A
+//! question waiting for its user does not count against the request's idle time.
+//! (`protocol.rs` has the same questions under 2026-07-28.)
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,15 +22,15 @@ use crate::support::{catalog_of, connect_all, environment, http_config};
 
 /// Answers every question with `answer` (after the barrier, when given) and keeps
 /// what it was asked.
-struct Scripted {
-    answer: ElicitationResponse,
-    barrier: Option<Arc<Barrier>>,
-    delay: Duration,
-    asked: Mutex<Vec<ElicitationRequest>>,
+pub struct Scripted {
+    pub answer: ElicitationResponse,
+    pub barrier: Option<Arc<Barrier>>,
+    pub delay: Duration,
+    pub asked: Mutex<Vec<ElicitationRequest>>,
 }
 
 impl Scripted {
-    fn new(answer: ElicitationResponse) -> Arc<Self> {
+    pub fn new(answer: ElicitationResponse) -> Arc<Self> {
         Arc::new(Self {
             answer,
             barrier: None,
@@ -37,7 +39,7 @@ impl Scripted {
         })
     }
 
-    fn accepting(content: Value) -> Arc<Self> {
+    pub fn accepting(content: Value) -> Arc<Self> {
         Self::new(ElicitationResponse::accept(content.as_object().unwrap().clone()))
     }
 }
@@ -57,7 +59,7 @@ impl Elicitor for Scripted {
     }
 }
 
-async fn ask(catalog: &Catalog, env: &Environment, elicitor: Arc<Scripted>) -> ToolResult {
+pub async fn ask(catalog: &Catalog, env: &Environment, elicitor: Arc<Scripted>) -> ToolResult {
     let tool = catalog.lookup("mcp__py__ask_name").unwrap();
     let env = env.with_elicitor(elicitor);
     let call = ToolCall::new("c1", "mcp__py__ask_name", "{}");
@@ -66,17 +68,22 @@ async fn ask(catalog: &Catalog, env: &Environment, elicitor: Arc<Scripted>) -> T
         .unwrap()
 }
 
-fn http(peer: &test_peers::PeerProcess) -> ServerConfig {
+pub fn http(peer: &test_peers::PeerProcess) -> ServerConfig {
     http_config("py", &format!("{}/mcp", peer.base_url()))
 }
 
 #[tokio::test]
 async fn a_question_over_http_reaches_the_call_that_caused_it_and_the_answer_the_server() {
     const TEST: &str = "a_question_over_http_reaches_the_call_that_caused_it_and_the_answer_the_server";
-    let Some(peer) = test_peers::elicit_server(TEST) else {
+    let Some(peer) = test_peers::elicit_server_legacy(TEST) else {
         return;
     };
     let manager = connect_all(vec![http(&peer)]).await;
+    assert_eq!(
+        manager.servers()[0].protocol,
+        "2025-11-25",
+        "the server predates 2026-07-28"
+    );
     let catalog = catalog_of(&manager).await;
     let (env, _dir) = environment();
 
@@ -119,7 +126,7 @@ async fn a_question_over_http_reaches_the_call_that_caused_it_and_the_answer_the
 #[tokio::test]
 async fn a_question_waiting_for_its_user_does_not_use_up_the_idle_time() {
     const TEST: &str = "a_question_waiting_for_its_user_does_not_use_up_the_idle_time";
-    let Some(peer) = test_peers::elicit_server(TEST) else {
+    let Some(peer) = test_peers::elicit_server_legacy(TEST) else {
         return;
     };
     let options = ConnectOptions {
@@ -146,13 +153,20 @@ async fn a_question_waiting_for_its_user_does_not_use_up_the_idle_time() {
 #[tokio::test]
 async fn a_question_over_stdio_reaches_the_one_call_in_flight() {
     const TEST: &str = "a_question_over_stdio_reaches_the_one_call_in_flight";
-    let Some((python, args)) = test_peers::elicit_server_stdio(TEST) else {
+    let Some((python, args)) = test_peers::elicit_server_stdio(TEST, true) else {
         return;
     };
     let workspace = tempfile::tempdir().unwrap();
+    // A Python server can take longer than the 10 s negotiation probe to start on a
+    // loaded machine (it is then started again: see `session/dial.rs`).
     let config = ServerConfig::stdio("py", python.display().to_string(), args, workspace.path())
-        .with_connect_timeout(Duration::from_secs(20));
+        .with_connect_timeout(Duration::from_secs(60));
     let manager = connect_all(vec![config]).await;
+    assert_eq!(
+        manager.servers()[0].protocol,
+        "2025-11-25",
+        "the server predates 2026-07-28"
+    );
     let catalog = catalog_of(&manager).await;
     let (env, _dir) = environment();
     let result = ask(&catalog, &env, Scripted::accepting(json!({"name": "Ada"}))).await;

@@ -237,7 +237,7 @@ async fn time_and_git_over_stdio() {
     let configs = parse_mcp_flags(&flags, |_| None).unwrap();
     let configs = configs
         .into_iter()
-        .map(|c| c.with_connect_timeout(Duration::from_secs(20)))
+        .map(|c| c.with_connect_timeout(Duration::from_secs(60)))
         .collect();
     let manager = connect_all(configs).await;
     let catalog = catalog_of(&manager).await;

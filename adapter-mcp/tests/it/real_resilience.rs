@@ -99,13 +99,16 @@ async fn a_typescript_sdk_server_restarted_on_its_port_answers_the_next_call_aft
 }
 
 #[tokio::test]
-async fn a_python_sdk_server_restarted_on_its_port_answers_the_next_call_after_one_reconnect() {
+async fn a_python_sdk_server_restarted_on_its_port_answers_the_next_call_without_a_reconnect() {
     const TEST: &str = "py_restart";
     let Some(peer) = test_peers::live_server(TEST) else {
         return;
     };
     let capture = Capture::start();
     let manager = connect_all(vec![http_config("live", &format!("{}/mcp", peer.base_url()))]).await;
+    // Under 2026-07-28 there is no session to lose: the restarted server simply
+    // answers the next request (the TypeScript SDK tests above cover session loss).
+    assert_eq!(manager.servers()[0].protocol, "2026-07-28");
     let catalog = catalog_of(&manager).await;
     assert_eq!(first_line(&live_echo(&catalog, "first").await), "echo:first");
 
@@ -113,7 +116,7 @@ async fn a_python_sdk_server_restarted_on_its_port_answers_the_next_call_after_o
     let second = live_echo(&catalog, "second").await;
     assert!(!second.is_error(), "{second:?}");
     assert_eq!(first_line(&second), "echo:second");
-    assert_eq!(capture.reconnects(), (1, 1, 0));
+    assert_eq!(capture.reconnects(), (0, 0, 0));
     manager.close().await.unwrap();
 }
 

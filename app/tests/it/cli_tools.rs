@@ -149,15 +149,18 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
             "error",
             "tools",
             "resources",
-            "prompts"
+            "prompts",
+            "protocol"
         ]
     );
+    // The fixture server (rmcp) offers the current revision, so it is negotiated.
     assert_eq!(
         servers[0],
         json!({"name": "s", "transport": "streamable-http", "source": "static", "status": "connected",
-               "error": null, "tools": 2, "resources": 1, "prompts": 0})
+               "error": null, "tools": 2, "resources": 1, "prompts": 0, "protocol": "2026-07-28"})
     );
     assert_eq!(servers[1]["status"], "failed");
+    assert_eq!(servers[1]["protocol"], Value::Null);
     assert_eq!(servers[1]["source"], "static");
     assert_eq!(servers[1]["tools"], 0);
     assert!(

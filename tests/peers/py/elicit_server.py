@@ -1,11 +1,19 @@
 """An MCP server on the Python SDK (mcp 2.x) that elicits and returns structured output:
 `elicit_server.py PORT` serves streamable HTTP at http://127.0.0.1:PORT/mcp;
-`elicit_server.py stdio` serves on stdin/stdout.
+`elicit_server.py stdio` serves on stdin/stdout. It speaks protocol 2026-07-28 (no
+`initialize`; a question is an `input_required` result and the call comes again with
+the answer) as well as the revisions up to 2025-11-25 (a question is a request sent
+during the call). With `--legacy` after the first argument it is a server from before
+2026-07-28: it answers `server/discover` with "method not found" (over stdio it runs
+the SDK's handshake-only loop, which does so itself), so a client falls back to
+`initialize`.
 
 Tools:
 - ask_name() asks the user (form elicitation: `name` string required, `age` integer
   optional) and answers "hello <name>" (", age <age>" when given), or "declined" /
-  "cancelled" with the user's action;
+  "cancelled" with the user's action. It asks through a resolver
+  (`Resolve(Elicit(...))`), the SDK's form for every revision: a request during the
+  call up to 2025-11-25, an `input_required` result under 2026-07-28;
 - measure(mode) declares an output schema {answer: integer, label: string} and
   returns, by mode, matching structured content ("good"), content that does not
   match it ("bad": answer is a string, label a number) or none at all ("missing");
@@ -14,9 +22,15 @@ Tools:
 """
 
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent
+import anyio
+
+from mcp.server.mcpserver import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND, CallToolResult, RequestParams, TextContent
 from pydantic import BaseModel, Field
 
 server = MCPServer("elicit-server")
@@ -32,16 +46,19 @@ class Answer(BaseModel):
     label: str
 
 
+def ask_person() -> Elicit[Person]:
+    return Elicit("What is your name?", Person)
+
+
 @server.tool()
-async def ask_name(ctx: Context) -> str:
+async def ask_name(person: Annotated[ElicitationResult[Person], Resolve(ask_person)]) -> str:
     """Asks the user for their name."""
-    result = await ctx.elicit("What is your name?", Person)
-    if result.action == "accept":
-        text = f"hello {result.data.name}"
-        if result.data.age is not None:
-            text += f", age {result.data.age}"
+    if isinstance(person, AcceptedElicitation):
+        text = f"hello {person.data.name}"
+        if person.data.age is not None:
+            text += f", age {person.data.age}"
         return text
-    return "declined" if result.action == "decline" else "cancelled"
+    return "declined" if person.action == "decline" else "cancelled"
 
 
 @server.tool()
@@ -69,7 +86,33 @@ loose_meta = server._tool_manager.get_tool("loose").fn_metadata
 loose_meta.output_model = None
 loose_meta.output_schema = {"type": "object", "properties": {"anything": {"type": "no-such-type"}}}
 
-if sys.argv[1] == "stdio":
+legacy = "--legacy" in sys.argv[2:]
+if legacy:
+    # Over HTTP the SDK serves a 2026-07-28 request on its own entry: refuse the
+    # probe there. Over stdio, serve the handshake-era loop only.
+
+    async def no_discover(ctx, params):
+        raise MCPError(METHOD_NOT_FOUND, "Method not found")
+
+    server._lowlevel_server.add_request_handler("server/discover", RequestParams, no_discover)
+
+
+async def serve_stdio_legacy():
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        async with lowlevel.lifespan(lowlevel) as state:
+            await serve_loop(
+                lowlevel,
+                read_stream,
+                write_stream,
+                lifespan_state=state,
+                init_options=lowlevel.create_initialization_options(),
+            )
+
+
+if sys.argv[1] == "stdio" and legacy:
+    anyio.run(serve_stdio_legacy)
+elif sys.argv[1] == "stdio":
     server.run("stdio")
 else:
     server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))

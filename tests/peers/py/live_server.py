@@ -5,7 +5,8 @@ Serves streamable HTTP at http://127.0.0.1:PORT/mcp. Tools:
 - hang() never answers (the request stays open until the client gives up);
 - tick(seconds) reports progress every second and answers "ticked <seconds>";
 - grow(name) adds a tool `name` (answering "<name>:<text>") at run time and sends
-  notifications/tools/list_changed to the caller's session.
+  notifications/tools/list_changed to the caller's session (up to 2025-11-25) and to
+  the `subscriptions/listen` streams (2026-07-28).
 """
 
 import asyncio
@@ -49,7 +50,10 @@ async def grow(name: str, ctx: Context) -> str:
         return f"{name}:{text}"
 
     server.add_tool(added, name=name, description=f"Added at run time as {name}.")
+    # Up to 2025-11-25 the notification goes to the caller's session; under
+    # 2026-07-28 to the clients' `subscriptions/listen` streams.
     await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
     return f"added {name}"
 
 

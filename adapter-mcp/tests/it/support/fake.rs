@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role,
-    ServerCapabilities, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
+    DiscoverResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -76,6 +76,11 @@ pub struct FakeState {
     pub last_arguments: Mutex<Option<Option<serde_json::Map<String, Value>>>>,
     pub slow_started: AtomicUsize,
     pub slow_release: Notify,
+    /// Whether it offers protocol 2026-07-28. By default it is a server from before
+    /// it (`server/discover` is "method not found", so clients use `initialize` and
+    /// get a session): the session-loss, close and connect-deadline tests are about
+    /// sessions, which 2026-07-28 no longer has.
+    pub modern: AtomicBool,
 }
 
 impl FakeState {
@@ -160,6 +165,16 @@ impl Fake {
 }
 
 impl ServerHandler for Fake {
+    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        if !self.0.modern.load(Ordering::SeqCst) {
+            return Err(ErrorData::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     fn get_info(&self) -> InitializeResult {
         let mut capabilities = json!({"tools": {"listChanged": true}});
         if self.0.resources.lock().unwrap().is_some() {

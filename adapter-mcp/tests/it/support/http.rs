@@ -41,6 +41,9 @@ pub enum Mode {
     Calls404,
     /// Every request gets a 307 to this URL.
     Redirect(String),
+    /// Every `tools/call` is answered with a 400 MiB text result written 1 MiB
+    /// every 50 ms (20 s): as one SSE event when `sse`, else as a JSON body.
+    HugeCalls { sse: bool },
 }
 
 /// What the fault layer saw and how it behaves.
@@ -253,6 +256,10 @@ async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: 
                 .insert("location", HeaderValue::from_str(&to).unwrap());
             return response;
         }
+        Mode::HugeCalls { sse } if method.as_deref() == Some("tools/call") => {
+            return huge_reply(id.unwrap_or(Value::Null), sse);
+        }
+        Mode::HugeCalls { .. } => {}
         Mode::DropSlowCalls => {
             let slow = method.as_deref() == Some("tools/call")
                 && params
@@ -300,4 +307,36 @@ async fn fault_layer(State(faults): State<Arc<Faults>>, request: Request, next: 
         }
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// A `tools/call` reply of 400 MiB of text, written 1 MiB every 50 ms.
+fn huge_reply(id: Value, sse: bool) -> Response {
+    const CHUNKS: usize = 400;
+    let open = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#);
+    let (open, close, content_type) = if sse {
+        (
+            format!("event: message\ndata: {open}"),
+            "\"}]}}\n\n",
+            "text/event-stream",
+        )
+    } else {
+        (open, "\"}]}}", "application/json")
+    };
+    let chunk = Bytes::from(vec![b'x'; 1 << 20]);
+    let body = futures::stream::unfold(0_usize, move |sent| {
+        let (open, chunk) = (open.clone(), chunk.clone());
+        async move {
+            let piece = match sent {
+                0 => Bytes::from(open),
+                n if n <= CHUNKS => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    chunk
+                }
+                n if n == CHUNKS + 1 => Bytes::from_static(close.as_bytes()),
+                _ => return None,
+            };
+            Some((Ok::<_, std::io::Error>(piece), sent + 1))
+        }
+    });
+    ([("content-type", content_type)], Body::from_stream(body)).into_response()
 }
