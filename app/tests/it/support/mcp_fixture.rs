@@ -1,6 +1,9 @@
 //! An in-process streamable-HTTP MCP server on rmcp's server side, for loopback
 //! tests and benches: configurable tools (each answers `<prefix><text or path>`),
-//! optional text resources, and counts of requests and session `DELETE`s.
+//! optional text resources, and counts of requests and session `DELETE`s. It speaks
+//! the session revisions only (2025-11-25 and older: `initialize`, `Mcp-Session-Id`,
+//! a `DELETE` at close), so tests can see a client's session begin and end; the
+//! stateless 2026-07-28 revision is tested in adapter-mcp.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,10 +15,10 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, InitializeResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
+    DiscoverResult, ErrorData, InitializeResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -183,6 +186,11 @@ struct Handler {
 }
 
 impl ServerHandler for Handler {
+    /// Not offered: a client falls back to `initialize` and a session.
+    async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        Err(ErrorData::method_not_found::<DiscoverRequestMethod>())
+    }
+
     fn get_info(&self) -> InitializeResult {
         let mut capabilities = json!({"tools": {}});
         if !self.spec.resources.is_empty() {
