@@ -1,20 +1,44 @@
-//! Cost of a whole turn on the engine `mecated run` builds: `app::build` with the
+//! Cost of a whole run on the engine `mecated run` builds: `app::build` with the
 //! product's scripted mock model (`--mock-script`), the in-memory store and the core
-//! tools, one fresh session per iteration, the run's event stream drained (the session
-//! is deleted again outside the timed part).
+//! tools, the run's event stream drained.
 //!
-//! - `turn/mock/text`: one run of one text turn (the per-turn floor).
+//! - `turn/mock/text`: one run of one text turn on a fresh session (the per-run floor
+//!   of a one-shot `mecated run`); the session is deleted outside the timed part.
 //! - `turn/mock/read_then_text`: one tool turn (a `Read` of a small file, allowed by
-//!   the default `--approve read-only`) and one text turn; the difference from
-//!   `text` is the cost of a turn with a real tool call.
+//!   the default `--approve read-only`) and one text turn, on a fresh session.
+//! - `turn/mock/session/text`, `turn/mock/session/read_then_text`: the same runs as
+//!   runs 2..[`SESSION_RUNS`] of one session (a chat, an ACP or HTTP client): each
+//!   session's first run and its deletion are not timed. The conversation grows by
+//!   2 or 4 messages a run; nothing the engine does per turn grows with it (see the
+//!   engine-core `long_session` example).
 //!
-//! No target in the spec; the figures go into BENCHMARKS.md next to the dispatcher's
-//! per-call overhead.
+//! Targets: fresh session ≤ 60 µs (text) and ≤ 120 µs (read + text); in one session
+//! ≤ 30 µs and ≤ 45 µs.
+//!
+//! Where a run's instructions went before the turn listings were cached (callgrind,
+//! release build; per run, runs 21–120 minus runs 1–20; 523k instructions a text run,
+//! 956k a read + text run):
+//!
+//! | function (inclusive)                                   | text | read + text |
+//! |--------------------------------------------------------|------|-------------|
+//! | `turn_specs` (listing the catalog: `session.init` + each turn) | 47 % | 39 % |
+//! | … of which the delegation tools' `spec()` (`json!` schemas)    | 45 % | 37 % |
+//! | `context::fixed_bytes` (serialising every schema per turn)     | 18 % | 19 % |
+//! | the event log (`InMemoryStore` append per event)               | 6 %  | 3 %  |
+//! | the `Read` call (`FileTool::run`)                              | —    | 8 %  |
+//!
+//! Fresh and in-session runs cost the same: creating or loading a session is small.
+//!
+//! `TURN_BENCH_PROFILE=<bench id>:<runs>` runs one of the four loops `runs` times
+//! without criterion and exits, for `valgrind --tool=callgrind` (instruction counts,
+//! stable on a loaded machine): two runs with different counts give the
+//! instructions of one run as their difference over the difference in runs.
 
 // A benchmark program: a broken setup is fatal.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +49,9 @@ use criterion::Criterion;
 use engine_ports::{SessionId, ToolCall};
 use futures::StreamExt as _;
 
+/// Runs per session in the `session/*` benches (the first one is not timed).
+const SESSION_RUNS: u32 = 100;
+
 async fn built_with(ws: &std::path::Path, turns: Vec<MockTurn>) -> Built {
     let mut cfg = AppConfig::new(ws);
     cfg.skills.host = Some(HostEnv {
@@ -32,25 +59,75 @@ async fn built_with(ws: &std::path::Path, turns: Vec<MockTurn>) -> Built {
         home: None,
         xdg_config_home: None,
     });
-    cfg.model = ModelConfig::MockScript(MockScript::new(turns));
+    // The script is replayed per session from its first turn: one session of
+    // `SESSION_RUNS` runs plays it to its end.
+    let script = (0..SESSION_RUNS).flat_map(|_| turns.clone());
+    cfg.model = ModelConfig::MockScript(MockScript::new(script));
     build(cfg).await.unwrap()
+}
+
+/// One run of `session` with its events drained.
+async fn one_run(built: &Built, session: &SessionId) {
+    let run = built.shared_engine().run(session, "go").unwrap();
+    black_box(run.count().await);
+}
+
+fn next_session(counter: &AtomicU64) -> SessionId {
+    SessionId::from(format!("bench-{}", counter.fetch_add(1, Ordering::Relaxed)))
 }
 
 /// `iters` runs, each on a fresh session whose events are drained; only the runs are
 /// timed. Each session is deleted afterwards so the in-memory store stays small.
-async fn runs(built: &Built, counter: &AtomicU64, iters: u64) -> Duration {
+async fn fresh_runs(built: &Built, counter: &AtomicU64, iters: u64) -> Duration {
     let store = built.store().session_store();
     let mut total = Duration::ZERO;
     for _ in 0..iters {
-        let session = SessionId::from(format!("bench-{}", counter.fetch_add(1, Ordering::Relaxed)));
+        let session = next_session(counter);
         let started = Instant::now();
-        let run = built.shared_engine().run(&session, "go").unwrap();
-        black_box(run.count().await);
+        one_run(built, &session).await;
         total += started.elapsed();
         store.delete(&session).await.unwrap();
     }
     total
 }
+
+/// The session the `session/*` benches are in, and how many runs it had.
+type Cursor = Mutex<Option<(SessionId, u32)>>;
+
+/// `iters` runs of later runs of one session: a session's first run is not timed,
+/// and after [`SESSION_RUNS`] runs it is deleted (not timed) and a new one begins.
+async fn session_runs(built: &Built, counter: &AtomicU64, cursor: &Cursor, iters: u64) -> Duration {
+    let store = built.store().session_store();
+    let mut current = cursor.lock().unwrap().take();
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let (session, done) = match current.take() {
+            Some((session, done)) if done < SESSION_RUNS => (session, done),
+            ended => {
+                if let Some((session, _)) = ended {
+                    store.delete(&session).await.unwrap();
+                }
+                let session = next_session(counter);
+                one_run(built, &session).await;
+                (session, 1)
+            }
+        };
+        let started = Instant::now();
+        one_run(built, &session).await;
+        total += started.elapsed();
+        current = Some((session, done + 1));
+    }
+    *cursor.lock().unwrap() = current;
+    total
+}
+
+/// The four benches: id, which build (`true`: the `Read` script), in one session.
+const BENCHES: [(&str, bool, bool); 4] = [
+    ("turn/mock/text", false, false),
+    ("turn/mock/read_then_text", true, false),
+    ("turn/mock/session/text", false, true),
+    ("turn/mock/session/read_then_text", true, true),
+];
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -76,16 +153,42 @@ fn main() {
         (text, read)
     });
     let counter = AtomicU64::new(0);
-    let mut criterion = Criterion::default().configure_from_args();
-    criterion.bench_function("turn/mock/text", |b| {
-        b.to_async(&runtime)
-            .iter_custom(|iters| runs(&text, &counter, iters));
-    });
-    criterion.bench_function("turn/mock/read_then_text", |b| {
-        b.to_async(&runtime)
-            .iter_custom(|iters| runs(&read, &counter, iters));
-    });
-    criterion.final_summary();
+    if let Ok(profile) = std::env::var("TURN_BENCH_PROFILE") {
+        let (id, runs) = profile
+            .split_once(':')
+            .expect("TURN_BENCH_PROFILE=<bench id>:<runs>");
+        let runs: u64 = runs.parse().expect("TURN_BENCH_PROFILE: runs is a number");
+        let (_, reads, in_session) = BENCHES
+            .into_iter()
+            .find(|(name, _, _)| *name == id)
+            .expect("TURN_BENCH_PROFILE: one of the bench ids");
+        let built = if reads { &read } else { &text };
+        let cursor = Cursor::default();
+        runtime.block_on(async {
+            if in_session {
+                session_runs(built, &counter, &cursor, runs).await
+            } else {
+                fresh_runs(built, &counter, runs).await
+            }
+        });
+    } else {
+        let mut criterion = Criterion::default().configure_from_args();
+        for (id, reads, in_session) in BENCHES {
+            let built = if reads { &read } else { &text };
+            let cursor = &Cursor::default();
+            let counter = &counter;
+            criterion.bench_function(id, |b| {
+                b.to_async(&runtime).iter_custom(|iters| async move {
+                    if in_session {
+                        session_runs(built, counter, cursor, iters).await
+                    } else {
+                        fresh_runs(built, counter, iters).await
+                    }
+                });
+            });
+        }
+        criterion.final_summary();
+    }
     runtime.block_on(async {
         text.close().await.unwrap();
         read.close().await.unwrap();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use engine_ports::{PermissionMode, ToolSpec};
 
+use crate::disclosure::TurnCache;
 use crate::tool::Tool;
 use crate::tool_search::SearchCache;
 
@@ -70,6 +71,9 @@ pub struct Catalog {
     /// What `ToolSearch` derives from the tools (keyword index, deferred listing),
     /// built on first use and dropped by every registration.
     search: SearchCache,
+    /// What turns advertise (per mode view and disclosure, nothing hydrated), built
+    /// on first use and dropped by every registration.
+    turns: TurnCache,
 }
 
 /// A registration the catalog refused; the catalog is unchanged.
@@ -155,6 +159,7 @@ impl Catalog {
         self.by_key.insert(Arc::clone(&key), Arc::clone(&tool));
         self.ordered.insert(key, tool);
         self.search = SearchCache::default();
+        self.turns = TurnCache::default();
         Ok(())
     }
 
@@ -270,6 +275,11 @@ impl Catalog {
     /// The catalog's `ToolSearch` cache (the caller builds what is missing).
     pub(crate) fn search_cache(&self) -> &SearchCache {
         &self.search
+    }
+
+    /// The catalog's cache of turn listings (the caller builds what is missing).
+    pub(crate) fn turn_cache(&self) -> &TurnCache {
+        &self.turns
     }
 }
 

@@ -12,6 +12,7 @@ use std::collections::HashSet;
 
 use engine_ports::{ContentPart, Conversation, Message, ReportedContext, ToolSpec, WeakPrefix};
 
+use crate::disclosure::TurnTools;
 use crate::output_cap::floor_char_boundary;
 
 /// The window of a model the table does not know, in tokens.
@@ -218,18 +219,18 @@ pub(crate) fn message_bytes(message: &Message) -> u64 {
 
 /// The bytes every request of a turn carries besides its messages: the system
 /// prompt and the tool specs (name, description, schema).
-pub(crate) fn fixed_bytes(system: &str, tools: &[ToolSpec]) -> u64 {
-    let specs: u64 = tools
-        .iter()
-        .map(|spec| {
-            let schema = spec
-                .schema()
-                .and_then(|schema| serde_json::to_vec(schema).ok())
-                .map_or(0, |bytes| bytes.len());
-            (spec.name().len() + spec.description().len() + schema) as u64
-        })
-        .sum();
-    system.len() as u64 + specs
+pub(crate) fn fixed_bytes(system: &str, tools: &TurnTools) -> u64 {
+    system.len() as u64 + tools.bytes
+}
+
+/// The bytes one tool spec adds to every request: its name, description and
+/// argument schema (as JSON).
+pub(crate) fn spec_bytes(spec: &ToolSpec) -> u64 {
+    let schema = spec
+        .schema()
+        .and_then(|schema| serde_json::to_vec(schema).ok())
+        .map_or(0, |bytes| bytes.len());
+    (spec.name().len() + spec.description().len() + schema) as u64
 }
 
 /// Running byte totals of a conversation's messages ([`message_bytes`]), kept

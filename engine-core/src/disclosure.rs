@@ -42,6 +42,7 @@
 //! `advertised_spec` says whether it is Disclosable.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 use engine_ports::{PermissionMode, SessionSnapshot, ToolResult, ToolSpec};
 
@@ -121,6 +122,70 @@ pub fn turn_specs(
     hydrated: &BTreeSet<String>,
     disclosure: Disclosure,
 ) -> Vec<ToolSpec> {
+    turn_tools(catalog, mode, hydrated, disclosure).specs.clone()
+}
+
+/// What one turn advertises ([`turn_specs`]) and the bytes its specs add to every
+/// request ([`spec_bytes`](crate::context::spec_bytes) summed).
+#[derive(Debug)]
+pub(crate) struct TurnTools {
+    /// The specs, sorted by name.
+    pub(crate) specs: Vec<ToolSpec>,
+    /// Their bytes, as the request estimate counts them.
+    pub(crate) bytes: u64,
+}
+
+impl TurnTools {
+    pub(crate) fn new(specs: Vec<ToolSpec>) -> Self {
+        let bytes = specs.iter().map(crate::context::spec_bytes).sum();
+        Self { specs, bytes }
+    }
+}
+
+/// A catalog's turn listings with nothing hydrated — every session's until a
+/// `ToolSearch` hydrates a tool — per mode view (`[0]` the default modes, `[1]` plan
+/// mode) and resolved disclosure (`Off`, `Light`, `Deferred`), each built on first use.
+/// The catalog drops it at every registration; a frozen catalog's listings never
+/// change, so turns share them instead of listing and measuring the tools each time.
+#[derive(Clone, Default)]
+pub(crate) struct TurnCache {
+    slots: [[OnceLock<Arc<TurnTools>>; 3]; 2],
+}
+
+/// [`turn_specs`] with the specs' bytes, shared: from the catalog's [`TurnCache`]
+/// when nothing is hydrated (or nothing can be: `Off`), else built for this turn.
+pub(crate) fn turn_tools(
+    catalog: &Catalog,
+    mode: PermissionMode,
+    hydrated: &BTreeSet<String>,
+    disclosure: Disclosure,
+) -> Arc<TurnTools> {
+    let kind = match disclosure {
+        Disclosure::Off | Disclosure::Auto => 0,
+        Disclosure::Light => 1,
+        Disclosure::Deferred => 2,
+    };
+    if kind != 0 && !hydrated.is_empty() {
+        return Arc::new(TurnTools::new(list_turn_specs(
+            catalog, mode, hydrated, disclosure,
+        )));
+    }
+    let view = usize::from(mode == PermissionMode::Plan);
+    let slot = &catalog.turn_cache().slots[view][kind];
+    Arc::clone(slot.get_or_init(|| {
+        Arc::new(TurnTools::new(list_turn_specs(
+            catalog, mode, hydrated, disclosure,
+        )))
+    }))
+}
+
+/// [`turn_specs`], listed from the catalog.
+fn list_turn_specs(
+    catalog: &Catalog,
+    mode: PermissionMode,
+    hydrated: &BTreeSet<String>,
+    disclosure: Disclosure,
+) -> Vec<ToolSpec> {
     let (mut specs, search) = match disclosure {
         Disclosure::Off | Disclosure::Auto => return catalog.specs(mode),
         Disclosure::Light => (catalog.advertised_specs_for(mode, hydrated), tool_search_spec()),
@@ -187,7 +252,11 @@ mod tests {
     use async_trait::async_trait;
     use engine_ports::{CancellationToken, ToolCall, ToolResult, ToolSpec};
 
-    use super::TurnHydration;
+    use std::collections::BTreeSet;
+
+    use engine_ports::PermissionMode;
+
+    use super::{Disclosure, TurnHydration, turn_tools};
     use crate::catalog::Catalog;
     use crate::environment::Environment;
     use crate::tool::{Tool, ToolError};
@@ -238,5 +307,27 @@ mod tests {
         let mut hydration = TurnHydration::default();
         hydration.add_search_result(&catalog, &found(r#"[{"name":"Mcp"},{"name":"Alpha"}]"#));
         assert_eq!(hydration.into_names(), ["Alpha", "Mcp"]);
+    }
+
+    #[test]
+    fn a_turn_listing_weighs_the_specs_it_lists_before_and_after_a_registration() {
+        let mut catalog = Catalog::new();
+        catalog.must_register(Arc::new(Named("Read", false)));
+        catalog.must_register(Arc::new(Named("Mcp", true)));
+        let none = BTreeSet::new();
+        let weighed = |catalog: &Catalog, disclosure| {
+            let tools = turn_tools(catalog, PermissionMode::Default, &none, disclosure);
+            let bytes: u64 = tools.specs.iter().map(crate::context::spec_bytes).sum();
+            (tools.bytes, bytes)
+        };
+        for disclosure in [Disclosure::Off, Disclosure::Light, Disclosure::Deferred] {
+            let (kept, counted) = weighed(&catalog, disclosure);
+            assert_eq!(kept, counted, "{disclosure:?}");
+        }
+        let off = weighed(&catalog, Disclosure::Off).0;
+        catalog.must_register(Arc::new(Named("Grep", false)));
+        let (kept, counted) = weighed(&catalog, Disclosure::Off);
+        assert_eq!(kept, counted);
+        assert!(kept > off, "the registered tool weighs in");
     }
 }

@@ -30,7 +30,8 @@ use crate::environment::Environment;
 /// [`Tool::dispatch_serial`] and [`Tool::call_read_only`].
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
-    /// The full spec. Its name is read once, at registration, as the catalog key.
+    /// The full spec. Its name is read once, at registration, as the catalog key; the
+    /// spec is the same for the tool's life (a catalog lists it once for all turns).
     fn spec(&self) -> ToolSpec;
 
     /// Whether the tool never mutates anything a session can observe.

@@ -32,19 +32,23 @@ impl ScopedTool for InspectSubagentTool {
     type Args = InspectArgs;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            INSPECT_SUBAGENT_TOOL_NAME,
-            "Shows the stored transcript of a subagent or a Parallel branch of this session: its last 40 \
-             messages (user, assistant with the tools it called, tool results), each cut at 1,000 characters. \
-             Give the agentId a Subagent or Parallel result named. Read-only.",
-        )
-        .with_schema(json!({
-            "type": "object",
-            "properties": {
-                "agent_id": {"type": "string", "description": "A subagent-… or parallel-… id of this session."}
-            },
-            "required": ["agent_id"]
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new(
+                INSPECT_SUBAGENT_TOOL_NAME,
+                "Shows the stored transcript of a subagent or a Parallel branch of this session: its last 40 \
+                 messages (user, assistant with the tools it called, tool results), each cut at 1,000 characters. \
+                 Give the agentId a Subagent or Parallel result named. Read-only.",
+            )
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "agent_id": {"type": "string", "description": "A subagent-… or parallel-… id of this session."}
+                },
+                "required": ["agent_id"]
+            }))
+        });
+        SPEC.clone()
     }
 
     async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {
@@ -104,20 +108,24 @@ impl ScopedTool for SubagentStatusTool {
     type Args = StatusArgs;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            SUBAGENT_STATUS_TOOL_NAME,
-            "Without agent_id: lists the subagents of this run (id, foreground or background, running or \
-             finished, how it stopped, whether its result was delivered). With agent_id: whether it is running \
-             or finished, and a background subagent's result the first time it is asked for; wait_ms (at most \
-             120000) waits that long for it to finish first. Read-only.",
-        )
-        .with_schema(json!({
-            "type": "object",
-            "properties": {
-                "agent_id": {"type": "string", "description": "A subagent of this run."},
-                "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_STATUS_WAIT_MS, "description": "Wait up to this long for it to finish."}
-            }
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new(
+                SUBAGENT_STATUS_TOOL_NAME,
+                "Without agent_id: lists the subagents of this run (id, foreground or background, running or \
+                 finished, how it stopped, whether its result was delivered). With agent_id: whether it is running \
+                 or finished, and a background subagent's result the first time it is asked for; wait_ms (at most \
+                 120000) waits that long for it to finish first. Read-only.",
+            )
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "agent_id": {"type": "string", "description": "A subagent of this run."},
+                    "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_STATUS_WAIT_MS, "description": "Wait up to this long for it to finish."}
+                }
+            }))
+        });
+        SPEC.clone()
     }
 
     async fn run(&self, at: Scoped<'_>, args: StatusArgs) -> Result<ToolResult, ToolError> {

@@ -82,27 +82,31 @@ impl ScopedTool for ParallelTool {
     type Args = Args;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            PARALLEL_TOOL_NAME,
-            "Runs 1 to 16 tasks as parallel branches, each a child agent with a fresh context on its own full \
-             copy of the workspace (at most 8 at once): a branch may change its copy, never the workspace. join \
-             all (default) reports every branch; first keeps the first branch that succeeds and cancels the \
-             rest; judge (or best) has a judge pick the best successful branch by criteria. The winner's copy is \
-             kept and its changed files listed; apply (with first or judge) applies them to the workspace, all or \
-             nothing, refused when a changed file also changed in the workspace meanwhile. Every call needs \
-             approval (it copies the workspace once per task).",
-        )
-        .with_schema(json!({
-            "type": "object",
-            "properties": {
-                "tasks": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_PARALLEL_TASKS, "description": "One task per branch."},
-                "shared": {"type": "string", "description": "Instructions put before every task."},
-                "join": {"type": "string", "enum": ["all", "first", "judge", "best"]},
-                "criteria": {"type": "string", "description": "What the judge looks for (judge only)."},
-                "apply": {"type": "boolean", "description": "Apply the winner's changes to the workspace."}
-            },
-            "required": ["tasks"]
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new(
+                PARALLEL_TOOL_NAME,
+                "Runs 1 to 16 tasks as parallel branches, each a child agent with a fresh context on its own full \
+                 copy of the workspace (at most 8 at once): a branch may change its copy, never the workspace. join \
+                 all (default) reports every branch; first keeps the first branch that succeeds and cancels the \
+                 rest; judge (or best) has a judge pick the best successful branch by criteria. The winner's copy is \
+                 kept and its changed files listed; apply (with first or judge) applies them to the workspace, all or \
+                 nothing, refused when a changed file also changed in the workspace meanwhile. Every call needs \
+                 approval (it copies the workspace once per task).",
+            )
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "tasks": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_PARALLEL_TASKS, "description": "One task per branch."},
+                    "shared": {"type": "string", "description": "Instructions put before every task."},
+                    "join": {"type": "string", "enum": ["all", "first", "judge", "best"]},
+                    "criteria": {"type": "string", "description": "What the judge looks for (judge only)."},
+                    "apply": {"type": "boolean", "description": "Apply the winner's changes to the workspace."}
+                },
+                "required": ["tasks"]
+            }))
+        });
+        SPEC.clone()
     }
 
     async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {

@@ -90,8 +90,8 @@ impl Args {
 /// asks like `Edit`, and is refused in plan mode). The named agents are listed in its
 /// description, computed once at construction.
 pub struct SubagentTool {
-    description: String,
-    agents: Vec<String>,
+    /// Built once at construction: the catalog asks for it on every turn.
+    spec: ToolSpec,
 }
 
 impl SubagentTool {
@@ -124,11 +124,40 @@ impl SubagentTool {
                 description.push_str(&format!("\n- … and {} more", agents.len() - LISTED_AGENTS));
             }
         }
+        let agents: Vec<&str> = agents.iter().map(|agent| agent.name.as_str()).collect();
         Self {
-            description,
-            agents: agents.iter().map(|agent| agent.name.clone()).collect(),
+            spec: subagent_spec(&description, &agents),
         }
     }
+}
+
+/// The spec of `Subagent` with `description`, offering `agents` by name.
+fn subagent_spec(description: &str, agents: &[&str]) -> ToolSpec {
+    let mut agent = json!({
+        "type": "string",
+        "description": "A named agent (system prompt, tools, model)."
+    });
+    if !agents.is_empty() {
+        agent["enum"] = json!(agents);
+    }
+    ToolSpec::new(SUBAGENT_TOOL_NAME, description).with_schema(json!({
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "The task and everything needed for it (the subagent does not see this conversation unless fork)."},
+            "description": {"type": "string", "description": "A 3 to 8 word label."},
+            "agent": agent,
+            "model": {"type": "string", "description": "Provider model name."},
+            "max_turns": {"type": "integer", "minimum": 1, "description": "Default and limit 100."},
+            "max_tool_calls": {"type": "integer", "minimum": 1, "description": "Default and limit 500."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_SUBAGENT_TIMEOUT_MS, "description": "Stop it after this long."},
+            "background": {"type": "boolean", "description": "Return at once; it keeps running (read-only only)."},
+            "fork": {"type": "boolean", "description": "Start from a copy of this conversation."},
+            "resume": {"type": "string", "description": "An earlier agentId of this session to continue with prompt."},
+            "mode": {"type": "string", "enum": ["read-only", "read-write"]},
+            "output_schema": {"type": "object", "description": "JSON Schema of the result."}
+        },
+        "required": ["prompt"]
+    }))
 }
 
 #[async_trait]
@@ -137,31 +166,7 @@ impl ScopedTool for SubagentTool {
     type Args = Args;
 
     fn spec(&self) -> ToolSpec {
-        let mut agent = json!({
-            "type": "string",
-            "description": "A named agent (system prompt, tools, model)."
-        });
-        if !self.agents.is_empty() {
-            agent["enum"] = json!(self.agents);
-        }
-        ToolSpec::new(SUBAGENT_TOOL_NAME, self.description.clone()).with_schema(json!({
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string", "description": "The task and everything needed for it (the subagent does not see this conversation unless fork)."},
-                "description": {"type": "string", "description": "A 3 to 8 word label."},
-                "agent": agent,
-                "model": {"type": "string", "description": "Provider model name."},
-                "max_turns": {"type": "integer", "minimum": 1, "description": "Default and limit 100."},
-                "max_tool_calls": {"type": "integer", "minimum": 1, "description": "Default and limit 500."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_SUBAGENT_TIMEOUT_MS, "description": "Stop it after this long."},
-                "background": {"type": "boolean", "description": "Return at once; it keeps running (read-only only)."},
-                "fork": {"type": "boolean", "description": "Start from a copy of this conversation."},
-                "resume": {"type": "string", "description": "An earlier agentId of this session to continue with prompt."},
-                "mode": {"type": "string", "enum": ["read-only", "read-write"]},
-                "output_schema": {"type": "object", "description": "JSON Schema of the result."}
-            },
-            "required": ["prompt"]
-        }))
+        self.spec.clone()
     }
 
     fn call_read_only(&self, call: &ToolCall) -> bool {

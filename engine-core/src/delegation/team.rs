@@ -73,36 +73,40 @@ impl ScopedTool for TeamTool {
     type Args = Args;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            TEAM_TOOL_NAME,
-            "Runs a team of child agents on one goal: each member gets its role, the goal and the roster, and \
-             tools to message teammates, add, claim and complete tasks and record findings. Members work in \
-             rounds (a member runs when a message or a task waits for it) until no work is left, then the lead \
-             (the first member) writes the report from the findings and completed tasks. Mutating members work on \
-             their own copy of the workspace (nothing is merged back); the others read the workspace. The result \
-             starts with `Team id: <id>` for InspectMember.",
-        )
-        .with_schema(json!({
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string"},
-                "members": {
-                    "type": "array", "minItems": 1, "maxItems": MAX_TEAM_MEMBERS,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "name": {"type": "string", "description": MEMBER_NAME_GRAMMAR},
-                            "role": {"type": "string"},
-                            "mutating": {"type": "boolean", "description": "Works on its own workspace copy."}
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new(
+                TEAM_TOOL_NAME,
+                "Runs a team of child agents on one goal: each member gets its role, the goal and the roster, and \
+                 tools to message teammates, add, claim and complete tasks and record findings. Members work in \
+                 rounds (a member runs when a message or a task waits for it) until no work is left, then the lead \
+                 (the first member) writes the report from the findings and completed tasks. Mutating members work on \
+                 their own copy of the workspace (nothing is merged back); the others read the workspace. The result \
+                 starts with `Team id: <id>` for InspectMember.",
+            )
+            .with_schema(json!({
+                "type": "object",
+                "properties": {
+                    "goal": {"type": "string"},
+                    "members": {
+                        "type": "array", "minItems": 1, "maxItems": MAX_TEAM_MEMBERS,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "description": MEMBER_NAME_GRAMMAR},
+                                "role": {"type": "string"},
+                                "mutating": {"type": "boolean", "description": "Works on its own workspace copy."}
+                            },
+                            "required": ["name", "role"]
                         },
-                        "required": ["name", "role"]
+                        "description": "The first member is the lead."
                     },
-                    "description": "The first member is the lead."
+                    "max_team_tokens": {"type": "integer", "minimum": 1, "description": "A lower token budget for this team."}
                 },
-                "max_team_tokens": {"type": "integer", "minimum": 1, "description": "A lower token budget for this team."}
-            },
-            "required": ["goal", "members"]
-        }))
+                "required": ["goal", "members"]
+            }))
+        });
+        SPEC.clone()
     }
 
     async fn run(&self, at: Scoped<'_>, args: Args) -> Result<ToolResult, ToolError> {
@@ -666,16 +670,20 @@ impl ScopedTool for InspectMemberTool {
     type Args = InspectArgs;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            INSPECT_MEMBER_TOOL_NAME,
-            "Shows the stored transcript of one member of a team of this session (as InspectSubagent does): \
-             give the Team id a Team result named, and the member's name. Read-only.",
-        )
-        .with_schema(json!({
-            "type": "object",
-            "properties": {"team_id": {"type": "string"}, "member": {"type": "string"}},
-            "required": ["team_id", "member"]
-        }))
+        // Built once: the catalog asks for it on every turn.
+        static SPEC: std::sync::LazyLock<ToolSpec> = std::sync::LazyLock::new(|| {
+            ToolSpec::new(
+                INSPECT_MEMBER_TOOL_NAME,
+                "Shows the stored transcript of one member of a team of this session (as InspectSubagent does): \
+                 give the Team id a Team result named, and the member's name. Read-only.",
+            )
+            .with_schema(json!({
+                "type": "object",
+                "properties": {"team_id": {"type": "string"}, "member": {"type": "string"}},
+                "required": ["team_id", "member"]
+            }))
+        });
+        SPEC.clone()
     }
 
     async fn run(&self, at: Scoped<'_>, args: InspectArgs) -> Result<ToolResult, ToolError> {

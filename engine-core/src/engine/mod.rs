@@ -25,7 +25,7 @@ use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};
 use crate::context::ConversationSizes;
 use crate::delegation::ChildEngines;
-use crate::disclosure::Disclosure;
+use crate::disclosure::{Disclosure, TurnTools};
 use crate::dispatch::{AskAnswer, DispatchConfig, Dispatcher};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
 use crate::environment::Environment;
@@ -227,11 +227,16 @@ impl Inner {
 
     /// The specs a turn advertises without the tools a bare `deny` rule hides:
     /// the model never sees a tool it may never call.
-    fn visible(&self, mut specs: Vec<engine_ports::ToolSpec>) -> Vec<engine_ports::ToolSpec> {
-        if let Some(rules) = &self.rules {
-            specs.retain(|spec| rules.hides(spec.name()).is_none());
+    fn visible(&self, tools: Arc<TurnTools>) -> Arc<TurnTools> {
+        let Some(rules) = &self.rules else {
+            return tools;
+        };
+        let hidden = |spec: &engine_ports::ToolSpec| rules.hides(spec.name()).is_some();
+        if !tools.specs.iter().any(hidden) {
+            return tools;
         }
-        specs
+        let specs = tools.specs.iter().filter(|spec| !hidden(spec)).cloned().collect();
+        Arc::new(TurnTools::new(specs))
     }
 
     /// Whether this is `session`'s first run on this engine (remembering that it

@@ -19,7 +19,7 @@ use super::{EngineError, Inner, SessionModel};
 use crate::catalog::Catalog;
 use crate::context::{self, ConversationSizes};
 use crate::delegation::DelegationScope;
-use crate::disclosure::{hydrate, turn_specs};
+use crate::disclosure::{hydrate, turn_tools};
 use crate::dispatch::{TurnContext, normalize_owned_call_ids};
 use crate::emitter::{Delivery, EventEmitter};
 use crate::environment::Environment;
@@ -166,7 +166,7 @@ impl RunTask {
         let mut sizes = inner.take_sizes(&self.session);
 
         let mut catalog = inner.latest_catalog().await;
-        let advertised = inner.visible(turn_specs(
+        let advertised = inner.visible(turn_tools(
             &catalog.1,
             snapshot.mode,
             &snapshot.hydrated,
@@ -177,7 +177,7 @@ impl RunTask {
                 session_id: self.session.clone(),
                 mode: snapshot.mode,
                 model: model.name.clone(),
-                tools: advertised.iter().map(|s| s.name().to_owned()).collect(),
+                tools: advertised.specs.iter().map(|s| s.name().to_owned()).collect(),
                 mcp_servers: inner.config.mcp_servers.clone(),
                 sandbox: inner.config.sandbox.clone(),
             })
@@ -290,7 +290,7 @@ impl RunTask {
                 self.switch_catalog(emitter, catalog).await;
                 self.deliver_notices(snapshot);
             }
-            let tools = inner.visible(turn_specs(
+            let tools = inner.visible(turn_tools(
                 &catalog.1,
                 snapshot.mode,
                 &snapshot.hydrated,
@@ -329,7 +329,7 @@ impl RunTask {
                     model: model.name.clone(),
                     system: system.clone(),
                     messages: snapshot.conversation.clone(),
-                    tools: tools.clone(),
+                    tools: tools.specs.clone(),
                     purpose: inner.config.purpose,
                     max_tokens: Some(max_tokens),
                 };

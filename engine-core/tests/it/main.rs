@@ -19,3 +19,4 @@ mod search_quality;
 mod session_hooks;
 mod session_model;
 mod support;
+mod turn_listing;
