@@ -12,9 +12,6 @@
 //! any body it has is declared `application/json` (which a page cannot send
 //! cross-origin without a preflight that this server never approves).
 
-use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -22,89 +19,19 @@ use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 
+use http_guard::{Admission, quoted};
+
 use super::MAX_BODY_BYTES;
 use super::auth::{AuthToken, check_bearer};
 use super::error::ApiError;
 use super::server::ServerState;
 
-/// The longest piece of a refused header value quoted back in an error.
-const QUOTED_HEADER_CAP: usize = 100;
-
-/// A `Host` the operator allows besides the loopback names (`--allowed-host`):
-/// `NAME` matches that host name on any port, `NAME:PORT` only that port. Names
-/// compare case-insensitively; IPv6 addresses are written in brackets (`[fd00::1]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AllowedHost {
-    host: String,
-    port: Option<u16>,
-}
-
-impl FromStr for AllowedHost {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        const EXPECTED: &str = "expected a host name or address with an optional port, such as \
-                                mecatl.internal, mecatl.internal:8081 or [fd00::1]:8081";
-        let lower = value.trim().to_ascii_lowercase();
-        let valid_chars = lower
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'[' | b']'));
-        match split_authority(&lower) {
-            Some((host, port)) if valid_chars && !host.is_empty() => Ok(Self {
-                host: host.to_owned(),
-                port,
-            }),
-            _ => Err(EXPECTED.to_owned()),
-        }
-    }
-}
-
-impl fmt::Display for AllowedHost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.port {
-            Some(port) => write!(f, "{}:{port}", self.host),
-            None => f.write_str(&self.host),
-        }
-    }
-}
-
-/// An `Origin` the operator allows (`--allowed-origin`): `scheme://host[:port]`,
-/// matched exactly (case-insensitively) against the whole `Origin` header.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AllowedOrigin(String);
-
-impl FromStr for AllowedOrigin {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        const EXPECTED: &str = "expected an origin scheme://host[:port] without a path, such as \
-                                http://localhost:3000 or https://app.example.com";
-        let lower = value.trim().to_ascii_lowercase();
-        let Some((scheme, authority)) = lower.split_once("://") else {
-            return Err(EXPECTED.to_owned());
-        };
-        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            && scheme
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-        if !scheme_ok || AllowedHost::from_str(authority).is_err() {
-            return Err(EXPECTED.to_owned());
-        }
-        Ok(Self(lower))
-    }
-}
-
-impl fmt::Display for AllowedOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub use http_guard::{AllowedHost, AllowedOrigin};
 
 /// What the guard admits, fixed when the server binds.
 #[derive(Debug)]
 pub(crate) struct RequestPolicy {
-    allowed_hosts: Vec<AllowedHost>,
-    allowed_origins: Vec<AllowedOrigin>,
+    admission: Admission,
     auth_token: Option<AuthToken>,
 }
 
@@ -115,8 +42,7 @@ impl RequestPolicy {
         auth_token: Option<AuthToken>,
     ) -> Self {
         Self {
-            allowed_hosts,
-            allowed_origins,
+            admission: Admission::new(allowed_hosts, allowed_origins, auth_token.is_some()),
             auth_token,
         }
     }
@@ -137,90 +63,29 @@ impl RequestPolicy {
     }
 
     /// With a token any host passes (the token is the protection); without one,
-    /// `Host` (and an absolute request target) must name a loopback or allowed host.
+    /// `Host` (and an absolute request target) must name a loopback or allowed host
+    /// (the shared rule, [`Admission::check_host`]).
     fn check_host(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), ApiError> {
-        if self.auth_token.is_some() {
-            return Ok(());
-        }
-        let mut hosts = headers.get_all(header::HOST).iter();
-        let host = match (hosts.next(), hosts.next()) {
-            (Some(value), None) => value.to_str().unwrap_or(""),
-            (None, _) => return Err(self.host_refused("the request has no Host header")),
-            (Some(_), Some(_)) => return Err(self.host_refused("the request has more than one Host header")),
-        };
-        if !self.host_allowed(host) {
-            return Err(self.host_refused(&format!("Host {} is not allowed", quoted(host))));
-        }
-        if let Some(authority) = uri.authority()
-            && !self.host_allowed(authority.as_str())
-        {
-            return Err(self.host_refused(&format!(
-                "the request target names host {}, which is not allowed",
-                quoted(authority.as_str())
-            )));
-        }
-        Ok(())
+        let hosts = headers
+            .get_all(header::HOST)
+            .iter()
+            .map(|value| value.to_str().unwrap_or(""));
+        let target = uri.authority().map(|authority| authority.as_str());
+        self.admission
+            .check_host(hosts, target)
+            .map_err(|message| ApiError::new(StatusCode::FORBIDDEN, message))
     }
 
-    fn host_allowed(&self, value: &str) -> bool {
-        let lower = value.trim().to_ascii_lowercase();
-        let Some((host, port)) = split_authority(&lower) else {
-            return false;
-        };
-        is_loopback_name(host)
-            || self
-                .allowed_hosts
-                .iter()
-                .any(|allowed| allowed.host == host && allowed.port.is_none_or(|p| Some(p) == port))
-    }
-
-    fn host_refused(&self, what: &str) -> ApiError {
-        let extra = if self.allowed_hosts.is_empty() {
-            String::new()
-        } else {
-            let names: Vec<String> = self.allowed_hosts.iter().map(ToString::to_string).collect();
-            format!(", or one of {}", names.join(", "))
-        };
-        ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "{what}: expected Host localhost, 127.0.0.1 or [::1] (any port){extra}; \
-                 allow more with --allowed-host, or set an auth token"
-            ),
-        )
-    }
-
-    /// A request without `Origin` (curl, SDKs) passes; with one, it must be allowed.
+    /// A request without `Origin` (curl, SDKs) passes; with one, it must be allowed
+    /// (the shared rule, [`Admission::check_origin`]).
     fn check_origin(&self, headers: &HeaderMap) -> Result<(), ApiError> {
-        let mut refused = None;
-        for value in headers.get_all(header::ORIGIN) {
-            let origin = value.to_str().unwrap_or("");
-            if !self
-                .allowed_origins
-                .iter()
-                .any(|allowed| allowed.0.eq_ignore_ascii_case(origin.trim()))
-            {
-                refused = Some(origin);
-                break;
-            }
-        }
-        let Some(origin) = refused else {
-            return Ok(());
-        };
-        let expected = if self.allowed_origins.is_empty() {
-            "no Origin header (requests from web pages are refused unless --allowed-origin names their origin)"
-                .to_owned()
-        } else {
-            let names: Vec<String> = self.allowed_origins.iter().map(ToString::to_string).collect();
-            format!(
-                "no Origin header, or one of {} (--allowed-origin)",
-                names.join(", ")
-            )
-        };
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!("Origin {} is not allowed: expected {expected}", quoted(origin)),
-        ))
+        let origins = headers
+            .get_all(header::ORIGIN)
+            .iter()
+            .map(|value| value.to_str().unwrap_or(""));
+        self.admission
+            .check_origin(origins, None)
+            .map_err(|message| ApiError::new(StatusCode::FORBIDDEN, message))
     }
 }
 
@@ -290,55 +155,6 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
 fn has_body(headers: &HeaderMap) -> bool {
     headers.contains_key(header::TRANSFER_ENCODING)
         || declared_length(headers).is_some_and(|length| length > 0)
-}
-
-/// `host[:port]` or `[v6][:port]` → the host (brackets kept) and the port; `None`
-/// for anything else.
-fn split_authority(value: &str) -> Option<(&str, Option<u16>)> {
-    let (host, port) = if value.starts_with('[') {
-        let end = value.find(']')?;
-        let (host, rest) = value.split_at(end + 1);
-        match rest {
-            "" => (host, None),
-            _ => (host, Some(rest.strip_prefix(':')?)),
-        }
-    } else {
-        match value.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (value, None),
-        }
-    };
-    let port = match port {
-        None => None,
-        Some(port) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => {
-            Some(port.parse().ok()?)
-        }
-        Some(_) => return None,
-    };
-    Some((host, port))
-}
-
-/// `localhost`, any `127.x.y.z`, or `[::1]` (already lower-case, port removed).
-fn is_loopback_name(host: &str) -> bool {
-    if host == "localhost" {
-        return true;
-    }
-    if let Some(v6) = host.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
-        return v6.parse::<Ipv6Addr>().is_ok_and(|ip| ip.is_loopback());
-    }
-    host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// A header value quoted for an error message, cut to [`QUOTED_HEADER_CAP`] bytes.
-fn quoted(value: &str) -> String {
-    if value.len() <= QUOTED_HEADER_CAP {
-        return format!("{value:?}");
-    }
-    let mut end = QUOTED_HEADER_CAP;
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}…", &value[..end])
 }
 
 #[cfg(test)]
