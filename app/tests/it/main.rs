@@ -24,6 +24,7 @@ mod http_api;
 mod lifecycle;
 mod mcp_lifecycle;
 mod mcp_login;
+mod mcp_serve;
 mod memory;
 mod model_limits;
 mod pg_store;
