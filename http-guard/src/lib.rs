@@ -402,14 +402,36 @@ mod tests {
     #[test]
     fn origins_must_be_listed_exactly() {
         let open = Admission::default();
-        assert_eq!(open.check_origin([]), Ok(()));
-        let refused = open.check_origin(["http://evil.example"]).unwrap_err();
+        assert_eq!(open.check_origin([], None), Ok(()));
+        let refused = open.check_origin(["http://evil.example"], None).unwrap_err();
         assert!(
             refused.starts_with("Origin \"http://evil.example\" is not allowed"),
             "{refused}"
         );
         let listed = Admission::new(Vec::new(), vec!["http://localhost:3000".parse().unwrap()], true);
-        assert_eq!(listed.check_origin(["HTTP://LOCALHOST:3000"]), Ok(()));
-        assert!(listed.check_origin(["http://localhost:3001"]).is_err());
+        assert_eq!(listed.check_origin(["HTTP://LOCALHOST:3000"], None), Ok(()));
+        assert!(listed.check_origin(["http://localhost:3001"], None).is_err());
+    }
+
+    #[test]
+    fn a_same_origin_request_passes_only_when_the_face_admits_it() {
+        let host = Some("127.0.0.1:8090");
+        assert!(
+            Admission::default()
+                .check_origin(["http://127.0.0.1:8090"], host)
+                .is_err()
+        );
+        let same = Admission::default().with_same_origin();
+        assert_eq!(same.check_origin(["http://127.0.0.1:8090"], host), Ok(()));
+        assert_eq!(same.check_origin(["HTTPS://127.0.0.1:8090"], host), Ok(()));
+        for other in [
+            "http://127.0.0.1:8091",
+            "http://127.0.0.1",
+            "http://evil.example",
+            "ftp://127.0.0.1:8090",
+        ] {
+            assert!(same.check_origin([other], host).is_err(), "{other}");
+        }
+        assert!(same.check_origin(["http://127.0.0.1:8090"], None).is_err());
     }
 }
