@@ -241,7 +241,9 @@ impl Admission {
             let origin = origin.trim();
             ["http://", "https://"].iter().any(|scheme| {
                 origin.len() == scheme.len() + host.len()
-                    && origin[..scheme.len()].eq_ignore_ascii_case(scheme)
+                    && origin
+                        .get(..scheme.len())
+                        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(scheme))
                     && origin
                         .get(scheme.len()..)
                         .is_some_and(|rest| rest.eq_ignore_ascii_case(host))
@@ -433,5 +435,9 @@ mod tests {
             assert!(same.check_origin([other], host).is_err(), "{other}");
         }
         assert!(same.check_origin(["http://127.0.0.1:8090"], None).is_err());
+        // As long as the same-origin text, with a character across its scheme's end.
+        let odd = "http:/\u{2026}27.0.0.1:809";
+        assert_eq!(odd.len(), "http://127.0.0.1:8090".len());
+        assert!(same.check_origin([odd], host).is_err());
     }
 }
