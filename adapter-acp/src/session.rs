@@ -11,6 +11,7 @@ use std::time::Duration;
 use engine_core::Engine;
 use engine_ports::{SessionId, SessionStore, Usage, Verdict};
 use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
 
 use engine_core::host::{HostedSession, SessionHost};
 
@@ -106,6 +107,9 @@ pub(crate) struct Sessions {
     open: Mutex<HashMap<String, Arc<Session>>>,
     /// The client advertised form elicitation in `initialize`.
     client_elicitation: AtomicBool,
+    /// The tasks following prompts: they outlive the connection, so a prompt
+    /// running when it ends can finish (within the drain bound).
+    pub(crate) prompts: TaskTracker,
 }
 
 impl Sessions {
@@ -116,6 +120,7 @@ impl Sessions {
             workspace,
             open: Mutex::default(),
             client_elicitation: AtomicBool::new(false),
+            prompts: TaskTracker::new(),
         }
     }
 
@@ -199,6 +204,31 @@ impl Sessions {
         if let Some(session) = self.get(id) {
             session.cancel();
         }
+    }
+
+    /// Once the connection ended: waits (at most `limit`) for the running prompts to
+    /// finish; `false` when some were still running then.
+    pub(crate) async fn drain(&self, limit: Duration) -> bool {
+        self.prompts.close();
+        if self.prompts.is_empty() {
+            return true;
+        }
+        if limit.is_zero() {
+            return false;
+        }
+        let running = self.prompts.len();
+        tracing::info!(
+            running,
+            "the connection ended: letting running prompts finish for {limit:?}"
+        );
+        let finished = tokio::time::timeout(limit, self.prompts.wait()).await.is_ok();
+        if !finished {
+            tracing::warn!(
+                running = self.prompts.len(),
+                "prompts still running after {limit:?}: cancelling them"
+            );
+        }
+        finished
     }
 
     /// Closes every session: runs cancelled and asks denied, then each private engine

@@ -252,6 +252,7 @@ mod tests {
             call_id: ToolCallId::from("w1"),
             verdict: Verdict::AllowOnce,
             saved_rule: None,
+            reason: None,
         })
         .unwrap();
         assert_eq!(
@@ -264,6 +265,7 @@ mod tests {
                 call_id: ToolCallId::from("w1"),
                 verdict: Verdict::Deny,
                 saved_rule: None,
+                reason: None,
             })
             .is_none()
         );

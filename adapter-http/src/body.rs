@@ -13,7 +13,7 @@ use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::guard::body_too_large;
+use super::guard::refused;
 use super::server::ServerState;
 
 /// A request body: `None` when empty, else a JSON object.
@@ -38,7 +38,7 @@ impl FromRequest<Arc<ServerState>> for JsonBody {
             })?;
         let bytes = read.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                body_too_large()
+                refused(state.policy.body_too_large())
             } else {
                 ApiError::new(rejection.status(), rejection.body_text())
             }
@@ -102,6 +102,44 @@ pub(crate) fn create_body(body: Option<Map<String, Value>>) -> Result<CreateBody
     })
 }
 
+/// `PATCH /v1/sessions/{id}`: `{mode?, model?}`, at least one.
+#[derive(Debug, Default)]
+pub(crate) struct UpdateBody {
+    /// The new mode.
+    pub(crate) mode: Option<PermissionMode>,
+    /// The new model: `Some(None)` (`null`) goes back to the server's.
+    pub(crate) model: Option<Option<String>>,
+}
+
+/// Parses an update body.
+pub(crate) fn update_body(body: Option<Map<String, Value>>) -> Result<UpdateBody, ApiError> {
+    let map = body.unwrap_or_default();
+    only_fields(&map, &["mode", "model"])?;
+    if map.is_empty() {
+        return Err(ApiError::bad_request(
+            "nothing to change: send {\"mode\": \"plan\"} and/or {\"model\": \"<name>\"}",
+        ));
+    }
+    let mode = match map.get("mode") {
+        None => None,
+        Some(Value::String(value)) => Some(mode_value("mode", value)?),
+        Some(other) => return Err(invalid("mode", other, &expected_one_of::<PermissionMode>())),
+    };
+    let model = match map.get("model") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(Value::String(value)) => Some(Some(value.clone())),
+        Some(other) => {
+            return Err(invalid(
+                "model",
+                other,
+                "expected a model name (a string), or null for the server's model",
+            ));
+        }
+    };
+    Ok(UpdateBody { mode, model })
+}
+
 /// `POST /v1/sessions/{id}/prompt`: `{text}`, a non-empty string.
 pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, ApiError> {
     let map = body.unwrap_or_default();
@@ -118,12 +156,13 @@ pub(crate) fn prompt_text(body: Option<Map<String, Value>>) -> Result<String, Ap
     }
 }
 
-/// `POST /v1/sessions/{id}/approve`: `{ask_id, verdict, save_rule?}`; `save_rule:
-/// true` (only with `allow_always`) also saves the ask's `suggested_rule` in the
-/// project's settings.
+/// `POST /v1/sessions/{id}/approve`: `{ask_id, verdict, save_rule?, reason?}`;
+/// `save_rule: true` (only with `allow_always`) also saves the ask's
+/// `suggested_rule` in the project's settings; `reason` (only with `deny`) is what
+/// the model reads about the denial.
 pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, AskAnswer), ApiError> {
     let map = body.unwrap_or_default();
-    only_fields(&map, &["ask_id", "verdict", "save_rule"])?;
+    only_fields(&map, &["ask_id", "verdict", "save_rule", "reason"])?;
     let ask_id = event_id(&map, "ask_id", "a permission.ask event")?;
     let verdict = one_of::<Verdict>(&map, "verdict")?;
     let save_rule = match map.get("save_rule") {
@@ -137,7 +176,28 @@ pub(crate) fn approval(body: Option<Map<String, Value>>) -> Result<(String, AskA
             verdict.as_str()
         )));
     }
-    Ok((ask_id, AskAnswer { verdict, save_rule }))
+    let reason = match map.get("reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(_)) if verdict != Verdict::Deny => {
+            return Err(ApiError::bad_request(format!(
+                "field \"reason\" is given with verdict {:?}: a reason goes with \"deny\" only",
+                verdict.as_str()
+            )));
+        }
+        Some(Value::String(reason)) => Some(reason),
+        Some(other) => return Err(invalid("reason", other, "expected a string")),
+    };
+    if let Some(reason) = reason {
+        return Ok((ask_id, AskAnswer::deny_because(reason)));
+    }
+    Ok((
+        ask_id,
+        AskAnswer {
+            verdict,
+            save_rule,
+            reason: None,
+        },
+    ))
 }
 
 /// `POST /v1/sessions/{id}/elicit`: `{elicitation_id, action, content?}`; `content`
@@ -294,6 +354,35 @@ mod tests {
         );
         let error = approval(object(r#"{"ask_id":"a1","verdict":"maybe"}"#)).unwrap_err();
         assert!(error.message().contains("maybe") && error.message().contains("verdict"));
+    }
+
+    #[test]
+    fn a_denial_may_carry_a_reason_for_the_model_and_nothing_else_may() {
+        assert_eq!(
+            approval(object(
+                r#"{"ask_id":"a1","verdict":"deny","reason":"  use notes.md instead "}"#
+            ))
+            .unwrap(),
+            ("a1".to_owned(), AskAnswer::deny_because("use notes.md instead"))
+        );
+        assert_eq!(
+            approval(object(r#"{"ask_id":"a1","verdict":"deny","reason":"   "}"#))
+                .unwrap()
+                .1,
+            AskAnswer::from(Verdict::Deny),
+            "a blank reason is no reason"
+        );
+        let error = approval(object(
+            r#"{"ask_id":"a1","verdict":"allow_once","reason":"why not"}"#,
+        ))
+        .unwrap_err();
+        assert!(
+            error.message().contains("reason") && error.message().contains("deny"),
+            "{}",
+            error.message()
+        );
+        let error = approval(object(r#"{"ask_id":"a1","verdict":"deny","reason":7}"#)).unwrap_err();
+        assert!(error.message().contains("reason"), "{}", error.message());
     }
 
     #[test]

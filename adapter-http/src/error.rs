@@ -14,6 +14,8 @@ use engine_core::host::HostError;
 pub(crate) struct ApiError {
     status: StatusCode,
     message: String,
+    /// Seconds for a `Retry-After` header (a refusal that is only for now).
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
@@ -22,7 +24,14 @@ impl ApiError {
         Self {
             status,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same answer with `Retry-After: seconds`.
+    pub(crate) fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// 400.
@@ -45,9 +54,14 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, message)
     }
 
-    /// 503 while the server shuts down.
+    /// 503 with `Retry-After` once the server drains or shuts down: new sessions
+    /// and prompts belong on another replica (or this one after its restart).
     pub(crate) fn shutting_down() -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "the server is shutting down")
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down: it takes no new sessions or prompts; retry on another replica or after its restart",
+        )
+        .retry_after(RETRY_AFTER_SECS)
     }
 
     /// 500 for a store failure (its messages name ids and paths, never contents);
@@ -73,9 +87,18 @@ impl ApiError {
     }
 }
 
+/// The `Retry-After` of a refusal that is only for now (draining, every live
+/// session busy): a client retrying after it reaches another replica or a freed slot.
+pub(crate) const RETRY_AFTER_SECS: u32 = 1;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(serde_json::json!({ "error": self.message }))).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -11,6 +11,7 @@ use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse as _, Response};
 use engine_core::ElicitationAnswerError;
 use engine_ports::{SessionId, SessionListing, SessionSnapshot, format_rfc3339_micros};
+use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -20,13 +21,13 @@ use super::body::{
 use super::error::ApiError;
 use super::server::ServerState;
 use super::sessions::HttpSession;
-use super::sse;
+use super::{READY_PROBE_TIMEOUT, sse};
 use engine_core::host::{HostedSession, OpenSession, ToolEntry, new_session_id};
 
 type AppState = State<Arc<ServerState>>;
 
 /// The `{id}` of a session path (a JSON 400 when it is not valid UTF-8).
-pub(crate) struct SessionPath(SessionId);
+pub(crate) struct SessionPath(pub(crate) SessionId);
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
     type Rejection = ApiError;
@@ -42,6 +43,46 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
 /// `GET /healthz`: open, even with a token.
 pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: open, even with a token. 200 `{"status": "ready", "checks"}` when
+/// the store answers its probe (within [`READY_PROBE_TIMEOUT`]), the global MCP
+/// servers are connected or given up and the server is not draining; else 503
+/// `{"status": "not_ready", "failed": [...], "checks", "error"}` naming the failed
+/// checks. The store's own error goes to the log, not to this unauthenticated answer.
+pub(crate) async fn readyz(State(state): AppState) -> Response {
+    let probe = tokio::time::timeout(READY_PROBE_TIMEOUT, state.host.session_store().probe()).await;
+    let store = match probe {
+        Ok(Ok(())) => json!({"ok": true}),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "readiness: the store probe failed");
+            json!({"ok": false, "reason": "the store did not answer its probe (see the server's log)"})
+        }
+        Err(_) => {
+            tracing::warn!("readiness: the store probe took over {READY_PROBE_TIMEOUT:?}");
+            json!({"ok": false, "reason": format!("the store did not answer within {READY_PROBE_TIMEOUT:?}")})
+        }
+    };
+    let servers = state.host.global_servers();
+    let mcp = json!({
+        "ok": servers.settled(),
+        "connected": servers.connected,
+        "given_up": servers.given_up,
+        "connecting": servers.connecting,
+    });
+    let draining = state.is_draining();
+    let drain = json!({"ok": !draining});
+    let checks = json!({"store": store, "mcp": mcp, "drain": drain});
+    let failed: Vec<&str> = ["store", "mcp", "drain"]
+        .into_iter()
+        .filter(|name| checks[*name]["ok"] != json!(true))
+        .collect();
+    if failed.is_empty() {
+        return Json(json!({"status": "ready", "checks": checks})).into_response();
+    }
+    let error = format!("not ready: {}", failed.join(", "));
+    let body = json!({"status": "not_ready", "failed": failed, "checks": checks, "error": error});
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
 /// `POST /v1/sessions {mode?, model?, mcp_servers?}` → 201 `{"session_id"}`. A
@@ -100,18 +141,39 @@ pub(crate) async fn create(State(state): AppState, JsonBody(body): JsonBody) -> 
         .into_response())
 }
 
-/// `GET /v1/sessions` → every stored session, most recently modified first (from the
-/// store's listing: no snapshot is loaded).
+/// How many snapshots the listing loads at once (for their titles and models).
+const LIST_LOADS: usize = 8;
+
+/// `GET /v1/sessions` → every stored session, most recently modified first: the
+/// store's listing, each with its `title` ([`SessionSnapshot::title`], `null` before
+/// a prompt) and `model` read from its snapshot (a snapshot that no longer loads is
+/// listed without them).
 pub(crate) async fn list(State(state): AppState) -> Result<Json<Value>, ApiError> {
     let store = state.host.session_store();
     let mut listings = store.list().await.map_err(|e| ApiError::store(&e))?;
     listings.sort_by(|a, b| b.modified_at.cmp(&a.modified_at).then_with(|| a.id.cmp(&b.id)));
-    let sessions: Vec<Value> = listings.iter().map(|listing| summary(&state, listing)).collect();
+    let sessions: Vec<Value> = futures::stream::iter(listings)
+        .map(|listing| {
+            let store = Arc::clone(&store);
+            let state = Arc::clone(&state);
+            async move {
+                let mut view = summary(&state, &listing);
+                if let Ok(snapshot) = store.load(&listing.id).await {
+                    view["title"] = json!(snapshot.title());
+                    view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
+                }
+                view
+            }
+        })
+        .buffered(LIST_LOADS)
+        .collect()
+        .await;
     Ok(Json(json!({"sessions": sessions})))
 }
 
-/// `GET /v1/sessions/{id}` → one summary, with the session's model, its usage so
-/// far and, when every model it ran on has a known price, its estimated cost.
+/// `GET /v1/sessions/{id}` → one summary (its listing entry: title and model
+/// included), with its usage so far and, when every model it ran on has a known
+/// price, its estimated cost.
 pub(crate) async fn show(
     State(state): AppState,
     SessionPath(id): SessionPath,
@@ -123,6 +185,7 @@ pub(crate) async fn show(
     };
     let snapshot = stored(&state, &id).await?;
     let mut view = summary(&state, &listing);
+    view["title"] = json!(snapshot.title());
     view["model"] = json!(snapshot.model.as_deref().unwrap_or(state.host.model()));
     view["usage"] = json!(snapshot.usage);
     if let Some(cost) = state.host.cost(&snapshot.model_usage) {
@@ -162,11 +225,15 @@ pub(crate) async fn prompt(
 ) -> Result<Response, ApiError> {
     let text = prompt_text(body)?;
     state.ensure_open()?;
-    let session = live_session(&state, &id).await?;
+    // A session unloaded between the lookup and the start is looked up (loaded) again.
+    let (session, run) = loop {
+        let session = live_session(&state, &id).await?;
+        if let Some(run) = session.start_run(&text).await? {
+            break (session, run);
+        }
+    };
     let (events, response) = sse::channel(state.keep_alive);
-    session
-        .start_run(text, move |run| sse::forward(run, events))
-        .await?;
+    session.follow(&state.runs, sse::forward(run, events));
     Ok(response)
 }
 
@@ -255,7 +322,8 @@ pub(crate) struct ToolsQuery {
 }
 
 /// `GET /v1/sessions/{id}/tools?mode=` → the session's tools in `mode` (default:
-/// the session's mode), sorted by name.
+/// the session's mode), sorted by name, and the tools the shared catalog skipped
+/// (`SessionHost::skipped_tools`: name, family, why).
 pub(crate) async fn tools(
     State(state): AppState,
     SessionPath(id): SessionPath,
@@ -270,7 +338,9 @@ pub(crate) async fn tools(
         None => state.host.tools(mode),
     };
     let tools: Vec<Value> = tools.iter().map(tool_json).collect();
-    Ok(Json(json!({"tools": tools})))
+    Ok(Json(
+        json!({"tools": tools, "skipped": state.host.skipped_tools()}),
+    ))
 }
 
 /// `GET /v1/sessions/{id}/commands` → the command palette (slash commands, skills,
@@ -299,11 +369,11 @@ pub(crate) async fn no_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no route for {method} {}", uri.path()))
 }
 
-/// Any request but `GET /healthz` on a connection over the cap: 503.
+/// Any request but `GET /healthz` and `GET /readyz` on a connection over the cap: 503.
 pub(crate) async fn over_capacity() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "too many open connections: only GET /healthz is answered now; retry later",
+        "too many open connections: only GET /healthz and GET /readyz are answered now; retry later",
     )
 }
 
@@ -338,7 +408,7 @@ async fn close_quietly(session_engine: Box<dyn HostedSession>) {
 }
 
 /// The stored snapshot of `id`; 404 naming it when the store does not hold it.
-async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
+pub(crate) async fn stored(state: &ServerState, id: &SessionId) -> Result<SessionSnapshot, ApiError> {
     match state.host.session_store().load(id).await {
         Ok(snapshot) => Ok(snapshot),
         Err(error) if error.is_not_found() => Err(ApiError::unknown_session(id.as_str())),

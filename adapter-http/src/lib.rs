@@ -3,11 +3,14 @@
 //!
 //! [`HttpServer::bind`] takes the process's host ([`engine_core::host::SessionHost`]) and a socket
 //! address; [`HttpServer::serve`] answers requests until its shutdown future
-//! resolves, then stops accepting, cancels every run, closes every session engine it
+//! resolves, then drains (no new session or prompt, running turns finish within a
+//! bound), stops accepting, cancels the runs left, closes every session engine it
 //! opened and returns — closing the host stays the caller's.
 //!
 //! | request | engine call |
 //! |---|---|
+//! | `GET /healthz` | none (alive) |
+//! | `GET /readyz` | `SessionStore::probe`, `SessionHost::global_servers`, the drain |
 //! | `POST /v1/sessions` | `SessionHost::open` + `Engine::create_session` |
 //! | `GET /v1/sessions[/{id}]` | `SessionStore::list` / `load` (+ `Engine::is_running`) |
 //! | `DELETE /v1/sessions/{id}` | `Engine::cancel`, `HostedSession::close`, `SessionStore::delete` |
@@ -16,6 +19,11 @@
 //! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
 //! | `GET /v1/sessions/{id}/tools` | `HostedSession::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
+//! | `PATCH /v1/sessions/{id}` | `Engine::set_mode` / `set_model` |
+//! | `GET /v1/sessions/{id}/events`, `…/audit` | `SessionHost::event_log`, `tool_call_log` |
+//! | `GET /v1/models`, `/v1/memory`, `/v1/mcp`, `/v1/store` | the host port's listings and probe |
+//! | `DELETE /v1/memory/{scope}/{key}` | `MemoryStore::forget` |
+//! | `GET /`, `/assets/…`; `POST /login`, `/logout` | the page (Mecatl Studio) and its login cookie |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
 //! loopback host or an allowed one unless a token is set (DNS rebinding), an
@@ -27,20 +35,21 @@
 //! connection is held; client-provided MCP servers are streamable HTTP only
 //! and only on a loopback listener; a client leaving an SSE stream cancels its run.
 
-mod auth;
 mod body;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod inspect;
 mod server;
 mod sessions;
 mod sse;
+mod studio;
 
-pub use auth::AuthToken;
-pub use guard::{AllowedHost, AllowedOrigin};
+pub use http_guard::{AllowedHost, AllowedOrigin, AuthToken};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
+pub use studio::{CONTENT_SECURITY_POLICY, asset_bytes};
 
 /// The largest request body accepted (1 MiB); a larger one is answered 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -60,6 +69,20 @@ pub const MAX_CONNECTIONS: usize = 256;
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How many connections over [`MAX_CONNECTIONS`] are still served, for `GET /healthz`
-/// only (any other request is answered 503), one request each: a monitor gets its
-/// answer while slow clients hold every ordinary slot.
+/// and `GET /readyz` only (any other request is answered 503), one request each: a
+/// monitor gets its answer while slow clients hold every ordinary slot.
 pub const HEALTH_CONNECTIONS: usize = 16;
+
+/// How long `GET /readyz` waits for the store's probe before it reports the store
+/// not ready (under the 3 s a probe of the Kubernetes example allows).
+pub const READY_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long running turns may go on once shutdown begins, by default (`--drain-secs`).
+pub const DRAIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How many sessions are live at once, by default (`--max-live-sessions`).
+pub const MAX_LIVE_SESSIONS: usize = 64;
+
+/// How long a session may go unused before it is unloaded, by default
+/// (`--idle-unload-secs`).
+pub const IDLE_UNLOAD: std::time::Duration = std::time::Duration::from_secs(600);

@@ -1,6 +1,7 @@
 //! [`HttpServer`]: binds the listener, accepts connections (bounded in number, each
 //! with a deadline for its request headers), routes requests through the guard, and
-//! shuts down in order (stop accepting, cancel runs, drain, close the session engines).
+//! shuts down in order (refuse new work while running turns finish, bounded; stop
+//! accepting, cancel the runs left, wait for open requests, close the session engines).
 
 use std::net::SocketAddr;
 use std::pin::pin;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -19,16 +20,17 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use super::auth::AuthToken;
 use super::error::ApiError;
-use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
-use super::sessions::Sessions;
+use super::guard::{FACE, check_request};
+use super::sessions::{Sessions, unload_idle_sessions};
 use super::{
-    BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES,
-    MAX_CONNECTIONS, handlers,
+    BODY_READ_TIMEOUT, DRAIN, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, IDLE_UNLOAD, KEEP_ALIVE_INTERVAL,
+    MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_LIVE_SESSIONS, handlers, inspect, studio,
 };
 use engine_core::host::SessionHost;
+use http_guard::{AllowedHost, AllowedOrigin, AuthToken, Guard};
 
 /// How the server behaves.
 #[derive(Clone, Debug)]
@@ -40,6 +42,17 @@ pub struct HttpOptions {
     /// How long shutdown waits for open requests once runs are cancelled (default
     /// 10 s); connections still open then are dropped.
     pub drain_timeout: Duration,
+    /// How long running turns may go on once shutdown begins (default 30 s,
+    /// `--drain-secs`): meanwhile new sessions and prompts are refused (503 with
+    /// `Retry-After`), `/readyz` answers 503 and everything else is served; runs
+    /// still going then are cancelled.
+    pub drain: Duration,
+    /// How many sessions are live at once (default 64, `--max-live-sessions`); past
+    /// it the least recently used idle one is unloaded to the store.
+    pub max_live_sessions: usize,
+    /// How long a session may go unused before it is unloaded to the store (default
+    /// 600 s, `--idle-unload-secs`); it is loaded back at its next prompt.
+    pub idle_unload: Duration,
     /// `Host` values accepted besides the loopback names (`--allowed-host`); without
     /// a token every other host is refused (403), which stops DNS rebinding. With a
     /// token any host is accepted.
@@ -51,7 +64,7 @@ pub struct HttpOptions {
     /// before it is closed; also bounds how long an idle connection is kept.
     pub header_read_timeout: Duration,
     /// How many connections are served at once (default 256). A connection accepted
-    /// over the cap is served for `GET /healthz` only, one request, while one of the
+    /// over the cap is served for `GET /healthz` and `GET /readyz` only, one request, while one of the
     /// [`HEALTH_CONNECTIONS`](crate::HEALTH_CONNECTIONS) is free; otherwise it is
     /// closed at once.
     pub max_connections: usize,
@@ -66,6 +79,9 @@ impl Default for HttpOptions {
             auth_token: None,
             keep_alive: KEEP_ALIVE_INTERVAL,
             drain_timeout: Duration::from_secs(10),
+            drain: DRAIN,
+            max_live_sessions: MAX_LIVE_SESSIONS,
+            idle_unload: IDLE_UNLOAD,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             header_read_timeout: HEADER_READ_TIMEOUT,
@@ -109,19 +125,34 @@ pub(crate) struct ServerState {
     pub(crate) loopback: bool,
     pub(crate) keep_alive: Duration,
     /// What requests are admitted (host, origin, token, body type and length).
-    pub(crate) policy: RequestPolicy,
+    pub(crate) policy: Guard,
     /// How long a request body may take to arrive (408 after).
     pub(crate) body_read_timeout: Duration,
+    /// Every run's forwarder (closed when the drain begins, so waiting on it waits
+    /// for the running turns).
+    pub(crate) runs: TaskTracker,
+    /// Set when the drain begins: no new session or prompt.
     closing: AtomicBool,
 }
 
 impl ServerState {
-    /// 503 once shutdown began.
+    /// 503 with `Retry-After` once the drain began.
     pub(crate) fn ensure_open(&self) -> Result<(), ApiError> {
-        if self.closing.load(Ordering::SeqCst) {
+        if self.is_draining() {
             return Err(ApiError::shutting_down());
         }
         Ok(())
+    }
+
+    /// Whether the drain (or the shutdown after it) began.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+
+    /// Refuses new sessions and runs from now on; running turns go on.
+    fn begin_drain(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        self.runs.close();
     }
 
     /// Refuses new sessions and runs, and cancels every run in progress (their
@@ -148,9 +179,11 @@ pub struct HttpServer {
     addr: SocketAddr,
     state: Arc<ServerState>,
     drain_timeout: Duration,
+    drain: Duration,
+    idle_unload: Duration,
     header_read_timeout: Duration,
     connections: OpenConnections,
-    /// The connections served over the cap, for `/healthz` only.
+    /// The connections served over the cap, for `/healthz` and `/readyz` only.
     health_connections: OpenConnections,
 }
 
@@ -210,14 +243,19 @@ impl HttpServer {
         let addr = listener
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;
-        let limit = host.max_sessions();
         let state = Arc::new(ServerState {
             host,
-            sessions: Sessions::new(limit),
+            sessions: Sessions::new(options.max_live_sessions),
             loopback,
             keep_alive: options.keep_alive,
-            policy: RequestPolicy::new(options.allowed_hosts, options.allowed_origins, options.auth_token),
+            policy: Guard::new(
+                FACE,
+                options.allowed_hosts,
+                options.allowed_origins,
+                options.auth_token,
+            ),
             body_read_timeout: options.body_read_timeout,
+            runs: TaskTracker::new(),
             closing: AtomicBool::new(false),
         });
         Ok(Self {
@@ -225,6 +263,8 @@ impl HttpServer {
             addr,
             state,
             drain_timeout: options.drain_timeout,
+            drain: options.drain,
+            idle_unload: options.idle_unload,
             header_read_timeout: options.header_read_timeout,
             connections: OpenConnections::new(options.max_connections),
             health_connections: OpenConnections::new(HEALTH_CONNECTIONS),
@@ -241,10 +281,13 @@ impl HttpServer {
         self.addr
     }
 
-    /// Serves until `shutdown` resolves; then stops accepting, cancels every run,
-    /// waits up to the drain timeout for open requests (SSE streams end with
-    /// `result`), closes every session engine it opened and returns. Closing the
-    /// host is the caller's next step.
+    /// Serves until `shutdown` resolves, then drains: new sessions and prompts are
+    /// refused (503 with `Retry-After`) and `/readyz` answers 503 while connections
+    /// are still accepted and the running turns go on, for at most the drain bound;
+    /// then it stops accepting, cancels the runs still going, waits up to the drain
+    /// timeout for open requests (SSE streams end with `result`), closes every
+    /// session engine it opened and returns. Closing the host (flushing the store)
+    /// is the caller's next step.
     ///
     /// # Errors
     /// None today: a failing `accept` is logged and retried (the variant
@@ -254,13 +297,13 @@ impl HttpServer {
             listener,
             state,
             drain_timeout,
+            drain,
+            idle_unload,
             header_read_timeout,
             connections,
             health_connections,
             ..
         } = self;
-        let service = TowerToHyperService::new(router(Arc::clone(&state)));
-        let health_service = TowerToHyperService::new(health_router(Arc::clone(&state)));
         let mut http = http1::Builder::new();
         // Slowloris: a connection gets `header_read_timeout` to deliver each request's
         // headers (idle keep-alive connections included), then it is closed.
@@ -270,51 +313,62 @@ impl HttpServer {
         // A health connection answers one request and closes.
         let mut health_http = http.clone();
         health_http.keep_alive(false);
-        let stopping = CancellationToken::new();
-        let mut tasks = JoinSet::new();
+        let mut acceptor = Acceptor {
+            service: TowerToHyperService::new(router(Arc::clone(&state))),
+            health_service: TowerToHyperService::new(health_router(Arc::clone(&state))),
+            http,
+            health_http,
+            connections,
+            health_connections,
+            stopping: CancellationToken::new(),
+            tasks: JoinSet::new(),
+        };
+        // A zero `idle_unload` turns the timer off (sessions are still unloaded at the cap).
+        let unloader = (!idle_unload.is_zero()).then(|| {
+            let state = Arc::clone(&state);
+            tokio::spawn(async move { unload_idle_sessions(&state.sessions, idle_unload).await })
+        });
         let mut shutdown = pin!(shutdown);
         loop {
-            let accepted = tokio::select! {
+            tokio::select! {
                 () = &mut shutdown => break,
-                accepted = listener.accept() => accepted,
-            };
-            while tasks.try_join_next().is_some() {}
-            let (tcp, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    accept_failed(&error).await;
-                    continue;
+                accepted = listener.accept() => acceptor.accept(accepted).await,
+            }
+        }
+        // The drain: still accepting (answers say "not here"), running turns go on.
+        state.begin_drain();
+        let running = state.runs.len();
+        tracing::info!(
+            running,
+            "draining: no new sessions or prompts; running turns may take {drain:?}"
+        );
+        let deadline = tokio::time::Instant::now() + drain;
+        {
+            let finished = state.runs.wait();
+            let mut finished = pin!(finished);
+            loop {
+                tokio::select! {
+                    () = &mut finished => {
+                        tracing::info!("drained: every running turn finished");
+                        break;
+                    }
+                    () = tokio::time::sleep_until(deadline) => {
+                        tracing::warn!(running = state.runs.len(), "turns still running after {drain:?} of drain: cancelling them");
+                        break;
+                    }
+                    accepted = listener.accept() => acceptor.accept(accepted).await,
                 }
-            };
-            // Over the cap the connection may still ask `/healthz` (one request, no
-            // body read), else it is closed at once rather than queued: a held
-            // descriptor is what a slow client wants.
-            let Ok(slot) = Arc::clone(&connections.slots).try_acquire_owned() else {
-                if let Ok(slot) = Arc::clone(&health_connections.slots).try_acquire_owned() {
-                    tasks.spawn(serve_connection(
-                        health_http.clone(),
-                        tcp,
-                        health_service.clone(),
-                        stopping.clone(),
-                        slot,
-                    ));
-                } else {
-                    tracing::debug!(%peer, max = connections.max, "too many open connections: closing a new one");
-                    drop(tcp);
-                }
-                continue;
-            };
-            tasks.spawn(serve_connection(
-                http.clone(),
-                tcp,
-                service.clone(),
-                stopping.clone(),
-                slot,
-            ));
+            }
         }
         drop(listener);
+        if let Some(unloader) = unloader {
+            unloader.abort();
+        }
         tracing::info!("shutting down: no new connections, cancelling runs");
         state.begin_shutdown();
+        let Acceptor {
+            stopping, mut tasks, ..
+        } = acceptor;
         stopping.cancel();
         let drained = tokio::time::timeout(drain_timeout, async {
             while tasks.join_next().await.is_some() {}
@@ -328,6 +382,58 @@ impl HttpServer {
         }
         state.close_sessions().await;
         Ok(())
+    }
+}
+
+/// Accepts connections: served in full under the cap, for `/healthz` and `/readyz`
+/// on a reserved connection over it, else closed at once.
+struct Acceptor {
+    service: TowerToHyperService<Router>,
+    health_service: TowerToHyperService<Router>,
+    http: http1::Builder,
+    health_http: http1::Builder,
+    connections: OpenConnections,
+    health_connections: OpenConnections,
+    /// Cancelled at shutdown: each connection finishes its request and closes.
+    stopping: CancellationToken,
+    tasks: JoinSet<()>,
+}
+
+impl Acceptor {
+    async fn accept(&mut self, accepted: std::io::Result<(TcpStream, SocketAddr)>) {
+        while self.tasks.try_join_next().is_some() {}
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                accept_failed(&error).await;
+                return;
+            }
+        };
+        // Over the cap the connection may still ask `/healthz` or `/readyz` (one
+        // request, no body read), else it is closed at once rather than queued: a held
+        // descriptor is what a slow client wants.
+        let Ok(slot) = Arc::clone(&self.connections.slots).try_acquire_owned() else {
+            if let Ok(slot) = Arc::clone(&self.health_connections.slots).try_acquire_owned() {
+                self.tasks.spawn(serve_connection(
+                    self.health_http.clone(),
+                    tcp,
+                    self.health_service.clone(),
+                    self.stopping.clone(),
+                    slot,
+                ));
+            } else {
+                tracing::debug!(%peer, max = self.connections.max, "too many open connections: closing a new one");
+                drop(tcp);
+            }
+            return;
+        };
+        self.tasks.spawn(serve_connection(
+            self.http.clone(),
+            tcp,
+            self.service.clone(),
+            self.stopping.clone(),
+            slot,
+        ));
     }
 }
 
@@ -384,11 +490,12 @@ impl std::fmt::Debug for HttpServer {
     }
 }
 
-/// The routes of a connection over the cap: `/healthz` behind the same guard, 503
-/// for anything else (no body is read).
+/// The routes of a connection over the cap: `/healthz` and `/readyz` behind the
+/// same guard, 503 for anything else (no body is read).
 fn health_router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/healthz", get(handlers::healthz))
+        .route("/readyz", get(handlers::readyz))
         .fallback(handlers::over_capacity)
         .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))
         .with_state(state)
@@ -398,8 +505,14 @@ fn health_router(state: Arc<ServerState>) -> Router {
 fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/healthz", get(handlers::healthz))
+        .route("/readyz", get(handlers::readyz))
         .route("/v1/sessions", post(handlers::create).get(handlers::list))
-        .route("/v1/sessions/{id}", get(handlers::show).delete(handlers::delete))
+        .route(
+            "/v1/sessions/{id}",
+            get(handlers::show)
+                .delete(handlers::delete)
+                .patch(inspect::update),
+        )
         .route("/v1/sessions/{id}/prompt", post(handlers::prompt))
         .route("/v1/sessions/{id}/approve", post(handlers::approve))
         .route("/v1/sessions/{id}/elicit", post(handlers::elicit))
@@ -407,6 +520,18 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}/cancel-child", post(handlers::cancel_child))
         .route("/v1/sessions/{id}/tools", get(handlers::tools))
         .route("/v1/sessions/{id}/commands", get(handlers::commands))
+        .route("/v1/sessions/{id}/events", get(inspect::events))
+        .route("/v1/sessions/{id}/audit", get(inspect::audit))
+        .route("/v1/models", get(inspect::models))
+        .route("/v1/memory", get(inspect::memory))
+        .route("/v1/memory/{scope}/{key}", delete(inspect::forget))
+        .route("/v1/mcp", get(inspect::mcp))
+        .route("/v1/store", get(inspect::store))
+        .route("/", get(studio::index))
+        .route("/favicon.ico", get(studio::favicon))
+        .route("/assets/{*file}", get(studio::asset))
+        .route("/login", post(studio::login))
+        .route("/logout", post(studio::logout))
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))

@@ -1,10 +1,11 @@
 //! Streamable HTTP (`mecated mcp serve --http-addr`): rmcp's session-keeping
 //! service at `/mcp` (`Mcp-Session-Id`, idle sessions closed after 5 minutes,
 //! bodies bounded while they stream) behind the guard every request passes first:
-//! `Host` and `Origin` by the shared rule of the `http-guard` crate (the rule of
-//! `mecated serve`; a same-origin request passes too, since this server serves no
-//! page another party could share its origin with), then the bearer token when
-//! one is set.
+//! the one guard of the HTTP faces (the `http-guard` crate, the rule of `mecated
+//! serve`): `Host`, `Origin` (the server's own or an allowed one; an allowed
+//! origin's preflight is answered here), the bearer token on every path when one is
+//! set, then a JSON body within [`MAX_MCP_BODY_BYTES`]. This face serves no page,
+//! so no login cookie is accepted.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,7 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
-use http_guard::{Admission, AllowedHost, AllowedOrigin, AuthToken};
+use http_guard::{Admission, AllowedHost, AllowedOrigin, AuthToken, Face, Guard};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -28,6 +29,17 @@ use crate::{McpServeError, McpServer};
 /// The largest request body (8 MiB, as large as an ACP line: a call's arguments
 /// may carry a file), enforced while the body streams.
 pub const MAX_MCP_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// This face for the guard: the token on every path, no page (no login cookie),
+/// what an MCP client in an allowed origin's page sends and reads.
+const FACE: Face = Face {
+    token_paths: None,
+    login: None,
+    cors_methods: "GET, POST, DELETE",
+    cors_headers: "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version",
+    cors_expose: Some("mcp-session-id"),
+    max_body_bytes: MAX_MCP_BODY_BYTES,
+};
 
 /// Who may reach the HTTP endpoint.
 #[derive(Clone, Debug, Default)]
@@ -48,12 +60,6 @@ pub struct McpHttpServer {
     listener: TcpListener,
     router: Router,
     stop: CancellationToken,
-}
-
-/// What the guard checks, fixed at bind.
-struct Guard {
-    admission: Admission,
-    token: Option<AuthToken>,
 }
 
 impl McpHttpServer {
@@ -88,15 +94,12 @@ impl McpHttpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let guard = Arc::new(Guard {
-            admission: Admission::new(
-                options.allowed_hosts,
-                options.allowed_origins,
-                options.auth_token.is_some(),
-            )
-            .with_same_origin(),
-            token: options.auth_token,
-        });
+        let guard = Arc::new(Guard::new(
+            FACE,
+            options.allowed_hosts,
+            options.allowed_origins,
+            options.auth_token,
+        ));
         let router = Router::new()
             .nest_service("/mcp", service)
             .layer(middleware::from_fn_with_state(guard, admit));
@@ -136,43 +139,34 @@ impl McpHttpServer {
     }
 }
 
-/// Every request: `Host` (DNS rebinding), `Origin` (cross-site pages), then the
-/// bearer token; 403 or 401 with a JSON-RPC error body naming what is expected.
+/// Every request passes [`Guard::admit`]: a refusal (403, 401, 415, 413) is
+/// answered with a JSON-RPC error body naming what is expected; an allowed origin's
+/// preflight is answered at once, and its answers name it.
 async fn admit(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let hosts = headers
-        .get_all(header::HOST)
-        .iter()
-        .map(|value| value.to_str().unwrap_or(""));
-    let host = headers.get(header::HOST).and_then(|value| value.to_str().ok());
-    let target = request.uri().authority().map(|authority| authority.as_str());
-    let origins = headers
-        .get_all(header::ORIGIN)
-        .iter()
-        .map(|value| value.to_str().unwrap_or(""));
-    let admitted = guard
-        .admission
-        .check_host(hosts, target)
-        .and_then(|()| guard.admission.check_origin(origins, host));
-    if let Err(message) = admitted {
-        return refusal(StatusCode::FORBIDDEN, &message);
-    }
-    if let Some(token) = &guard.token {
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok());
-        if !token.authorizes(authorization) {
-            let mut response = refusal(
-                StatusCode::UNAUTHORIZED,
-                "missing or invalid bearer token: send Authorization: Bearer <token>",
-            );
+    match guard.admit(request.method(), request.uri(), request.headers()) {
+        Err(refused) => {
+            let (status, message) = refused.into_parts();
+            let mut response = refusal(status, &message);
+            if status == StatusCode::UNAUTHORIZED {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
             response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
+        }
+        Ok(Admission::Preflight(origin)) => {
+            let mut response = StatusCode::NO_CONTENT.into_response();
+            response.headers_mut().extend(guard.preflight_headers(origin));
+            response
+        }
+        Ok(Admission::Pass { cors }) => {
+            let mut response = next.run(request).await;
+            if let Some(origin) = cors {
+                guard.add_cors(origin, response.headers_mut());
+            }
+            response
         }
     }
-    next.run(request).await
 }
 
 /// A refusal as a JSON-RPC error without an id (what MCP clients read).

@@ -254,15 +254,31 @@ fn decode_entries<T>(
         .collect()
 }
 
-/// Decodes and validates a tool listing; any bad entry fails the whole
-/// listing, naming the server and the rule.
+/// Decodes and validates a tool listing. An entry that is not an object or whose
+/// name breaks a rule (missing, not a string, empty, a control character, over 256
+/// bytes with its prefix) is skipped with a warning naming the server, the entry and
+/// the rule, so one bad tool never takes the server's other tools with it.
 pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDef>, String> {
+    let items = items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, item)| match tool_name_problem(server, &item) {
+            None => Some(item),
+            Some(problem) => {
+                tracing::warn!(
+                    server,
+                    entry = index,
+                    "MCP server {server:?}: tools/list entry {index} is skipped: {problem}"
+                );
+                None
+            }
+        })
+        .collect();
     decode_entries(server, ListKind::Tools, items, |entry| {
         let object = &entry.object;
         let remote = match object.get("name") {
             Some(Value::String(name)) => name.clone(),
-            None | Some(Value::Null) => String::new(),
-            Some(_) => return Err(entry.error("has a non-string name")),
+            _ => return Err(entry.error("has no string name")),
         };
         let full = validate_tool_name(server, &remote).map_err(|e| e.to_string())?;
         let description = entry.string("description").unwrap_or_default();
@@ -296,6 +312,18 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             output_validator,
         })
     })
+}
+
+/// Why a tool entry cannot be offered, if it cannot (its name's rule).
+fn tool_name_problem(server: &str, item: &Value) -> Option<String> {
+    let Value::Object(object) = item else {
+        return Some("it is not an object".to_owned());
+    };
+    match object.get("name") {
+        Some(Value::String(name)) => validate_tool_name(server, name).err().map(|e| e.to_string()),
+        None | Some(Value::Null) => Some("it has no name".to_owned()),
+        Some(_) => Some("its name is not a string".to_owned()),
+    }
 }
 
 /// Decodes a resource listing; entries without a string `uri` are a listing error.
@@ -367,6 +395,38 @@ mod tests {
                 assert_eq!(back.get(key), page.get(key), "{page} came back as {back}");
             }
         }
+    }
+
+    #[test]
+    fn a_tool_with_a_bad_name_is_skipped_and_the_others_are_kept() {
+        let capture = test_peers::logs::Capture::start();
+        let long = "x".repeat(300);
+        let tools = decode_tools(
+            "srv",
+            vec![
+                json!({"name": "first"}),
+                json!({"name": long}),
+                json!({"name": "bell\u{7}"}),
+                json!({"name": 7}),
+                json!({"description": "no name"}),
+                json!("not an object"),
+                json!({"name": "last"}),
+            ],
+        )
+        .unwrap();
+        let names: Vec<&str> = tools.iter().map(|tool| tool.remote.as_str()).collect();
+        assert_eq!(names, ["first", "last"]);
+        for index in 1..=5 {
+            let entry = format!("tools/list entry {index} is skipped");
+            assert_eq!(
+                capture.warns_with(&["\"srv\"", &entry]).len(),
+                1,
+                "{entry}: {:?}",
+                capture.all()
+            );
+        }
+        assert_eq!(capture.warns_with(&["entry 3", "not a string"]).len(), 1);
+        assert_eq!(capture.warns_with(&["entry 4", "no name"]).len(), 1);
     }
 
     #[test]

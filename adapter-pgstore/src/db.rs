@@ -7,7 +7,15 @@
 //! | no connection (refused, connect timeout, pool wait), SQLSTATE class 08, `57P01`–`57P03` (shutdown, restart), `40001`, `40P01`, `53300` | nothing was committed | retried with backoff (50 ms doubling to 1 s) until the deadline |
 //! | the connection broke after the statement went out, or the client stopped waiting | it may or may not have been committed | the connection is discarded; retried with [`Attempt::after_lost_reply`] set, so writes check for their own row first |
 //! | any other server error (statement timeout `57014`, constraint, …) | the statement failed | returned at once |
+//!
+//! **Outages.** An operation that found no connection for its whole time limit marks
+//! the database unreachable; until a connection is made again, each later operation
+//! only probes for [`OUTAGE_PROBE`] before failing (naming how long the outage has
+//! lasted), so a run that meets an outage ends about one time limit after it began
+//! instead of one time limit per remaining write (the end-of-run save, the lease's
+//! release). The first connection made restores the full time limit.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{
@@ -25,12 +33,17 @@ use crate::url::StoreUrl;
 const CLIENT_GRACE: Duration = Duration::from_secs(1);
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// How long an operation tries to connect while the database is known unreachable.
+pub(crate) const OUTAGE_PROBE: Duration = Duration::from_secs(1);
 
 /// The pool of one store plus what its errors name.
 pub(crate) struct Db {
     pool: Pool,
     target: String,
     timeout: Duration,
+    /// Since when no operation could connect (set when one gave up for want of a
+    /// connection, cleared by the next connection made).
+    outage: Mutex<Option<Instant>>,
 }
 
 /// What an attempt knows about the ones before it.
@@ -91,6 +104,7 @@ impl Db {
             pool,
             target: url.target(),
             timeout: options.timeout,
+            outage: Mutex::new(None),
         })
     }
 
@@ -108,18 +122,89 @@ impl Db {
         }
     }
 
-    /// The retry state of one operation (see [`retrying!`]).
+    /// One connection and `SELECT 1`, each attempted once within the store's time
+    /// limit (a readiness check: no retry, so a server that is down says so at once).
+    /// A connection that did not answer is never handed out again.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] naming the server: no connection, or no answer.
+    pub(crate) async fn probe(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let client = self
+            .connect_once(self.timeout)
+            .await
+            .map_err(|reason| self.error("probe", None, reason))?;
+        let remaining = self.timeout.saturating_sub(started.elapsed());
+        match tokio::time::timeout(remaining, client.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(self.error("probe", None, describe(&error))),
+            Err(_) => {
+                drop(Object::take(client));
+                Err(self.error("probe", None, format!("no answer within {:?}", self.timeout)))
+            }
+        }
+    }
+
+    /// The retry state of one operation (see [`retrying!`]): the full time limit, or
+    /// a probe of [`OUTAGE_PROBE`] while the database is known unreachable.
     pub(crate) fn tries<'a>(&'a self, op: &'static str, id: Option<&'a SessionId>) -> Tries<'a> {
         let started = Instant::now();
+        let outage = self.outage_since();
+        let limit = if outage.is_some() {
+            OUTAGE_PROBE
+        } else {
+            self.timeout + CLIENT_GRACE
+        };
         Tries {
             db: self,
             op,
             id,
             started,
-            deadline: started + self.timeout + CLIENT_GRACE,
+            deadline: started + limit,
             backoff: FIRST_BACKOFF,
             attempt: Attempt::default(),
             tries: 0,
+            outage,
+            unconnected: false,
+        }
+    }
+
+    /// Since when the database has been unreachable, if it is.
+    fn outage_since(&self) -> Option<Instant> {
+        *self
+            .outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that no connection could be made since `since` (the earliest wins).
+    fn outage_began(&self, since: Instant) {
+        let mut outage = self
+            .outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if outage.is_none_or(|known| since < known) {
+            *outage = Some(since);
+            tracing::warn!(
+                target = %self.target,
+                "the database is unreachable; store operations fail after a short probe until it is back"
+            );
+        }
+    }
+
+    /// A connection was made: the outage, if any, is over.
+    fn outage_ended(&self) {
+        let ended = self
+            .outage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(since) = ended {
+            tracing::info!(
+                target = %self.target,
+                lasted_secs = since.elapsed().as_secs_f64(),
+                "the database is reachable again"
+            );
         }
     }
 
@@ -154,6 +239,10 @@ pub(crate) struct Tries<'a> {
     backoff: Duration,
     attempt: Attempt,
     tries: u32,
+    /// Since when the database was known unreachable when the operation began.
+    outage: Option<Instant>,
+    /// Whether the last attempt found no connection (giving up then is an outage).
+    unconnected: bool,
 }
 
 impl Tries<'_> {
@@ -171,10 +260,24 @@ impl Tries<'_> {
             self.tries += 1;
             let remaining = self.deadline.saturating_duration_since(Instant::now());
             let failure = match tokio::time::timeout(remaining, self.db.pool.get()).await {
-                Err(_) => Failure::Transient(format!("no connection within {:?}", self.db.timeout)),
-                Ok(Ok(client)) => return Ok(client),
+                Err(_) => {
+                    self.unconnected = true;
+                    Failure::Transient(format!("no connection within {remaining:?}"))
+                }
+                Ok(Ok(client)) => {
+                    self.unconnected = false;
+                    if self.outage.take().is_some() {
+                        // Reachable again: this operation gets the full time limit.
+                        self.deadline = self.started + self.db.timeout + CLIENT_GRACE;
+                    }
+                    self.db.outage_ended();
+                    return Ok(client);
+                }
                 Ok(Err(PoolError::Closed)) => Failure::Fatal("the store is closed".to_owned()),
-                Ok(Err(other)) => Failure::Transient(pool_failure(&other)),
+                Ok(Err(other)) => {
+                    self.unconnected = true;
+                    Failure::Transient(pool_failure(&other))
+                }
             };
             self.pause(failure).await?;
         }
@@ -224,12 +327,25 @@ impl Tries<'_> {
         let now = Instant::now();
         if now + self.backoff >= self.deadline {
             let waited = now.duration_since(self.started).as_secs_f64();
+            if !self.unconnected {
+                return Err(self.db.error(
+                    self.op,
+                    self.id,
+                    format!(
+                        "{reason} (gave up after {} attempts in {waited:.1} s)",
+                        self.tries
+                    ),
+                ));
+            }
+            let since = self.outage.unwrap_or(self.started);
+            self.db.outage_began(since);
             return Err(self.db.error(
                 self.op,
                 self.id,
                 format!(
-                    "{reason} (gave up after {} attempts in {waited:.1} s)",
-                    self.tries
+                    "{reason} (gave up after {} attempts in {waited:.1} s; unreachable for {:.1} s)",
+                    self.tries,
+                    now.duration_since(since).as_secs_f64()
                 ),
             ));
         }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use deadpool_postgres::Object;
 use engine_ports::{
     Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
-    StoreError, ToolCallRecord, ToolCallRecorder,
+    StoreError, ToolCallLog, ToolCallRecord, ToolCallRecorder,
 };
 use tokio::runtime::Handle;
 use uuid::Uuid;
@@ -540,6 +540,11 @@ impl SessionStore for PgStore {
         }
     }
 
+    /// A pooled connection answers `SELECT 1` within the store's time limit.
+    async fn probe(&self) -> Result<(), StoreError> {
+        self.shared.db.probe().await
+    }
+
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
         check_id(id)?;
         let claim = lease::claim(&self.shared, id, "acquire_run").await?;
@@ -630,6 +635,40 @@ impl ToolCallRecorder for PgStore {
         batch::settle(&self.shared, session, "flush", true)
             .await
             .map_err(|error| RecorderError::lost(session, error.to_string()))
+    }
+}
+
+#[async_trait]
+impl ToolCallLog for PgStore {
+    async fn read(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError> {
+        check_id(session)?;
+        batch::settle(&self.shared, session, "read", false).await?;
+        let rows = retrying!(self.shared.db, "read", Some(session), |client, attempt| {
+            let statement = client
+                .prepare_cached(
+                    "SELECT pos, record::text FROM mecated_tool_calls WHERE session_id = $1 ORDER BY pos",
+                )
+                .await?;
+            client.query(&statement, &[&session.as_str()]).await
+        })?;
+        let mut records = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let text: &str = row.get(1);
+            match serde_json::from_str::<ToolCallRecord>(text) {
+                Ok(record) => records.push(record),
+                Err(error) => {
+                    let pos: i64 = row.get(0);
+                    return Err(StoreError::Corrupt {
+                        id: session.clone(),
+                        file: format!("mecated_tool_calls row {pos}"),
+                        line: None,
+                        reason: error.to_string(),
+                        prefix: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok(records)
     }
 }
 

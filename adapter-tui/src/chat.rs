@@ -79,12 +79,25 @@ impl Commands {
                  would pass 80 % of the context window"
                     .to_owned(),
             ),
-            Builtin::Model(None) => note(format!("model: {}", session.model())),
-            Builtin::Model(Some(_)) => note(format!(
-                "the model cannot be switched within a chat (the engine has one model per process): \
-                 start `mecated chat` with another --model; this chat uses {}",
-                session.model()
-            )),
+            Builtin::Model(None) => {
+                let current = session.model();
+                let others: Vec<&str> = session
+                    .models()
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|model| *model != current)
+                    .collect();
+                let choices = if others.is_empty() {
+                    " (no other model offered: start `mecated chat` with --models to offer some)".to_owned()
+                } else {
+                    format!(" (/model NAME switches to {})", others.join(", "))
+                };
+                note(format!("model: {current}{choices}"))
+            }
+            Builtin::Model(Some(name)) => match session.set_model(&name).await {
+                Ok(()) => note(format!("model: {name} from the next prompt on")),
+                Err(error) => Outcome::Lines(vec![Line::new(Style::Bad, error)]),
+            },
             Builtin::Cost => {
                 let usage = session.usage();
                 let cache = if usage.cache_read_tokens + usage.cache_write_tokens > 0 {

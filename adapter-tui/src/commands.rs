@@ -19,7 +19,7 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
         "/resume [ID|N] — continue a past session of this workspace; /resume delete N",
     ),
     ("cost", "/cost — tokens used so far"),
-    ("model", "/model — the model of this chat"),
+    ("model", "/model [NAME] — show or switch the model of this chat"),
     ("help", "/help — this list"),
     ("exit", "/exit — leave (Ctrl-D at an empty prompt too)"),
 ];

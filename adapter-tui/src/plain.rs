@@ -8,8 +8,8 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use engine_core::ElicitationResponse;
 use engine_core::host::SessionHost;
+use engine_core::{AskAnswer, ElicitationResponse};
 use engine_ports::{SessionId, StopReason, Verdict};
 use futures::StreamExt as _;
 use serde_json::Map;
@@ -213,32 +213,45 @@ async fn follow(plain: &mut Plain, session: &mut ChatSession, mut run: engine_co
     }
 }
 
-/// Reads `y`, `a` or `n` (asking again for anything else); the end of input, an
-/// interrupt or a termination deny (and the last two cancel the run).
-async fn ask_verdict(plain: &mut Plain, run: &mut engine_core::Run) -> Verdict {
+/// Reads `y`, `a` or `n` (asking again for anything else); `n` may be followed by a
+/// reason for the model (`n use notes.md instead`). The end of input, an interrupt
+/// or a termination deny (and the last two cancel the run).
+async fn ask_verdict(plain: &mut Plain, run: &mut engine_core::Run) -> AskAnswer {
     loop {
-        plain.say("  allow? y = yes once, a = always (this tool, this session), n = no");
+        plain.say("  allow? y = yes once, a = always (this tool, this session), n [why] = no");
         match plain.read().await {
-            Input::Line(line) => match line.trim() {
-                "y" | "yes" => return Verdict::AllowOnce,
-                "a" | "always" => return Verdict::AllowAlways,
-                "n" | "no" => return Verdict::Deny,
-                _ => {}
-            },
+            Input::Line(line) => {
+                if let Some(answer) = parse_verdict(&line) {
+                    return answer;
+                }
+            }
             Input::End => {
                 plain.ending = true;
-                return Verdict::Deny;
+                return Verdict::Deny.into();
             }
             Input::Interrupt => {
                 run.cancel();
-                return Verdict::Deny;
+                return Verdict::Deny.into();
             }
             Input::Terminate => {
                 plain.ending = true;
                 run.cancel();
-                return Verdict::Deny;
+                return Verdict::Deny.into();
             }
         }
+    }
+}
+
+/// `y`, `a`, `n` (or `yes`, `always`, `no`), the denial with the rest of the line as
+/// its reason; `None` for anything else.
+fn parse_verdict(line: &str) -> Option<AskAnswer> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    match word.trim_end_matches([',', ':']) {
+        "y" | "yes" if rest.is_empty() => Some(Verdict::AllowOnce.into()),
+        "a" | "always" if rest.is_empty() => Some(Verdict::AllowAlways.into()),
+        "n" | "no" => Some(AskAnswer::deny_because(rest)),
+        _ => None,
     }
 }
 
@@ -274,4 +287,34 @@ async fn answer_question(plain: &mut Plain, question: &Question) -> Option<Elici
         }
     }
     Some(ElicitationResponse::accept(content))
+}
+
+#[cfg(test)]
+mod tests {
+    use engine_core::AskAnswer;
+    use engine_ports::Verdict;
+
+    use super::parse_verdict;
+
+    #[test]
+    fn a_plain_no_may_carry_the_reason_for_the_model_on_the_same_line() {
+        assert_eq!(parse_verdict(" y "), Some(Verdict::AllowOnce.into()));
+        assert_eq!(parse_verdict("always"), Some(Verdict::AllowAlways.into()));
+        assert_eq!(parse_verdict("n"), Some(Verdict::Deny.into()));
+        assert_eq!(
+            parse_verdict("no, write notes.md instead"),
+            Some(AskAnswer::deny_because("write notes.md instead"))
+        );
+        assert_eq!(
+            parse_verdict("n   the tests run in CI"),
+            Some(AskAnswer::deny_because("the tests run in CI"))
+        );
+        assert_eq!(
+            parse_verdict("yes please"),
+            None,
+            "only a denial takes words after it"
+        );
+        assert_eq!(parse_verdict("nope"), None);
+        assert_eq!(parse_verdict(""), None);
+    }
 }

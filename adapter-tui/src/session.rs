@@ -7,13 +7,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use engine_core::host::{HostedSession, OpenSession, SessionHost, ToolEntry, new_session_id};
-use engine_core::{ElicitationResponse, EngineError, Run};
-use engine_ports::{
-    Message, PermissionMode, SessionId, SessionListing, SessionSnapshot, StoreError, Usage, Verdict,
-};
-
-/// Longest title of a listed session, in characters.
-const TITLE_CHARS: usize = 60;
+use engine_core::{AskAnswer, ElicitationResponse, EngineError, Run};
+use engine_ports::{PermissionMode, SessionId, SessionListing, SessionSnapshot, StoreError, Usage};
 
 /// A stored session of this workspace, as the picker lists it.
 #[derive(Clone, Debug)]
@@ -36,6 +31,9 @@ pub(crate) struct ChatSession {
     /// Whether the store holds it (a new session is created at its first prompt).
     stored: bool,
     mode: PermissionMode,
+    /// The model chosen with `/model` (or stored with a resumed session); `None`:
+    /// the host's default.
+    model: Option<String>,
     /// Tokens of the session so far: the stored total plus this process's runs.
     usage: Usage,
 }
@@ -62,6 +60,7 @@ impl ChatSession {
             id: SessionId::from(new_session_id()),
             stored: false,
             mode: mode.unwrap_or(default_mode),
+            model: None,
             usage: Usage::default(),
         };
         let snapshot = match resume {
@@ -102,6 +101,7 @@ impl ChatSession {
         self.id = id.clone();
         self.stored = true;
         self.mode = snapshot.mode;
+        self.model.clone_from(&snapshot.model);
         self.usage = snapshot.usage;
         Ok(snapshot)
     }
@@ -123,9 +123,40 @@ impl ChatSession {
         self.mode
     }
 
-    /// The model the engine sends.
+    /// The model the session runs on.
     pub(crate) fn model(&self) -> String {
-        self.hosted.engine().config().model.clone()
+        self.model.clone().unwrap_or_else(|| self.host.model().to_owned())
+    }
+
+    /// The models the session may switch to, the default first.
+    pub(crate) fn models(&self) -> &[String] {
+        self.host.models()
+    }
+
+    /// Switches the model from the next prompt on: kept for the first prompt of a
+    /// new session (and for the next session after `/clear`), saved in the store for
+    /// a stored one.
+    ///
+    /// # Errors
+    /// The name is not one of [`models`](Self::models) (the message lists them), or
+    /// the engine refused (a run holds the session).
+    pub(crate) async fn set_model(&mut self, name: &str) -> Result<(), String> {
+        if !self.models().iter().any(|model| model == name) {
+            return Err(format!(
+                "no model {name:?} here: choose one of {} (start `mecated chat` with --models to offer others)",
+                self.models().join(", ")
+            ));
+        }
+        let chosen = (name != self.host.model()).then(|| name.to_owned());
+        if self.stored {
+            self.hosted
+                .engine()
+                .set_model(&self.id, chosen.clone())
+                .await
+                .map_err(|error| format!("the model cannot be changed: {error}"))?;
+        }
+        self.model = chosen;
+        Ok(())
     }
 
     /// Tokens so far.
@@ -171,6 +202,12 @@ impl ChatSession {
                 Ok(()) | Err(EngineError::Store(StoreError::AlreadyExists { .. })) => {}
                 Err(error) => return Err(format!("the session cannot be created: {error}")),
             }
+            if self.model.is_some() {
+                engine
+                    .set_model(&self.id, self.model.clone())
+                    .await
+                    .map_err(|error| format!("the session's model cannot be set: {error}"))?;
+            }
             self.stored = true;
         }
         let run = engine.run(&self.id, prompt).map_err(|error| error.to_string())?;
@@ -186,8 +223,8 @@ impl ChatSession {
     }
 
     /// Answers a permission ask; `false` when it is no longer open.
-    pub(crate) fn approve(&self, ask_id: &str, verdict: Verdict) -> bool {
-        self.hosted.engine().approve(&self.id, ask_id, verdict)
+    pub(crate) fn approve(&self, ask_id: &str, answer: impl Into<AskAnswer>) -> bool {
+        self.hosted.engine().approve(&self.id, ask_id, answer)
     }
 
     /// Answers a tool's question.
@@ -261,14 +298,7 @@ impl ChatSession {
     }
 }
 
-/// The first line of a session's first prompt, bounded.
+/// The session's title (the one rule, [`SessionSnapshot::title`]), printable.
 fn title(snapshot: &SessionSnapshot) -> String {
-    let first = snapshot.conversation.iter().find_map(|message| match message {
-        Message::User { text } => text.lines().map(str::trim).find(|line| !line.is_empty()),
-        _ => None,
-    });
-    crate::style::printable(&engine_ports::clip_chars(
-        first.unwrap_or("(no prompt)"),
-        TITLE_CHARS,
-    ))
+    crate::style::printable(&snapshot.title().unwrap_or_else(|| "(no prompt)".to_owned()))
 }

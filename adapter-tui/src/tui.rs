@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crossterm::event::{Event as TermEvent, EventStream, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use engine_core::host::SessionHost;
-use engine_core::{ElicitationResponse, Run};
+use engine_core::{AskAnswer, ElicitationResponse, Run};
 use engine_ports::{CommandInfo, Event, SessionId, StopReason, Verdict};
 use futures::StreamExt as _;
 use serde_json::Map;
@@ -22,7 +22,7 @@ use crate::commands::{Builtin, common_prefix, completions, next_mode, parse};
 use crate::editor::Editor;
 use crate::history::History;
 use crate::session::ChatSession;
-use crate::style::{Line, Style};
+use crate::style::{Line, Style, printable};
 use crate::term::{Prompt, Term};
 use crate::view::{Ask, Question, Shown, View};
 use crate::{ChatError, ChatOptions, Resume, Signals};
@@ -43,6 +43,8 @@ enum Flow {
 /// What waits for the person during a turn.
 enum Pending {
     Ask(Ask),
+    /// A denied ask (its id): the person may type what the model should know.
+    Reason(String),
     /// The form, the answers so far, and how many fields were asked (skipped
     /// optional ones included).
     Question(Question, Map<String, serde_json::Value>, usize),
@@ -217,6 +219,14 @@ impl Ui {
                 lines: (vec![""], (0, 0)),
                 below: Vec::new(),
             }),
+            Some(Pending::Reason(_)) => self.term.prompt(&Prompt {
+                marker: "why not? › ",
+                lines: self.editor.lines(),
+                below: vec![Line::new(
+                    Style::Dim,
+                    "Enter tells the model (empty: no reason) · Esc stops the run",
+                )],
+            }),
             Some(Pending::Question(question, _, asked)) => {
                 let field = question.fields.get(*asked).map(crate::view::Field::prompt);
                 let marker = format!("{} › ", field.unwrap_or_default());
@@ -282,7 +292,10 @@ impl Ui {
     fn typing(&self) -> bool {
         match &self.running {
             None => true,
-            Some(running) => matches!(running.pending.front(), Some(Pending::Question(..))),
+            Some(running) => matches!(
+                running.pending.front(),
+                Some(Pending::Question(..) | Pending::Reason(_))
+            ),
         }
     }
 
@@ -307,6 +320,11 @@ impl Ui {
                     _ => return Flow::Go,
                 };
                 if let Some(Pending::Ask(ask)) = running.pending.pop_front() {
+                    if verdict == Verdict::Deny {
+                        // The denial is sent with the reason typed next (or none).
+                        running.pending.push_front(Pending::Reason(ask.ask_id));
+                        return Flow::Go;
+                    }
                     let said = match verdict {
                         Verdict::AllowOnce => "  → yes, once",
                         Verdict::AllowAlways => "  → yes, always for this tool in this session",
@@ -317,6 +335,14 @@ impl Ui {
                         self.term
                             .lines(&[Line::new(Style::Dim, "  (the ask was already closed)")]);
                     }
+                }
+                Flow::Go
+            }
+            Some(Pending::Reason(_)) => {
+                match key.code {
+                    KeyCode::Esc => return self.interrupt(true),
+                    KeyCode::Enter if !key.modifiers.contains(KeyModifiers::ALT) => self.deny_with_reason(),
+                    _ => edit(&mut self.editor, key, ctrl, &[]),
                 }
                 Flow::Go
             }
@@ -531,6 +557,27 @@ impl Ui {
 
     /// Enter on a question's field: keeps a valid answer and asks the next field,
     /// or answers the form once every field is in.
+    /// Sends the denial of the ask waiting for its reason, with what was typed.
+    fn deny_with_reason(&mut self) {
+        let Some(running) = &mut self.running else {
+            return;
+        };
+        let Some(Pending::Reason(ask_id)) = running.pending.pop_front() else {
+            return;
+        };
+        let typed = self.editor.take();
+        let answer = AskAnswer::deny_because(&typed);
+        let said = match &answer.reason {
+            Some(reason) => Line::new(Style::Dim, "  → no: ").push(Style::Plain, printable(reason)),
+            None => Line::new(Style::Dim, "  → no"),
+        };
+        self.term.lines(&[said]);
+        if !self.session.approve(&ask_id, answer) {
+            self.term
+                .lines(&[Line::new(Style::Dim, "  (the ask was already closed)")]);
+        }
+    }
+
     fn answer_field(&mut self) {
         let Some(Running { pending, .. }) = &mut self.running else {
             return;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use adapter_mcp::{McpError, McpManager};
 use engine_core::{Catalog, CatalogError, ChildAccess, ChildSpec, TOOL_SEARCH_NAME, Tool};
 use engine_ports::{Diagnostic, Diagnostics, Level};
-use serde::Serialize;
 
 use crate::assets::CatalogAssets;
+pub use engine_core::host::SkippedTool;
 use engine_core::host::{FAMILY_ORDER, Family};
 
 /// What one assembly gets besides the shared assets.
@@ -26,17 +26,6 @@ pub struct CatalogInputs<'a> {
     /// read-only tools and the core tools, which act on the copy) and, when given,
     /// only its tool names; then its own extra tools, in the delegation family's place.
     pub child: Option<&'a ChildSpec>,
-}
-
-/// A tool the catalog did not take (first wins): `tools --json` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SkippedTool {
-    /// The tool name.
-    pub name: String,
-    /// Its own family.
-    pub family: Family,
-    /// Why, naming the family that kept the name.
-    pub reason: String,
 }
 
 /// Two non-MCP families registered the same name: a bug, which fails the build.

@@ -11,6 +11,7 @@ use engine_ports::{MemoryStore, SkillMeta, SkillSource};
 use crate::global_mcp::GlobalMcp;
 use crate::memory::{MemoryConfig, MemorySetting, MemoryStores, OpenedMemory};
 use crate::store::AppStore;
+use engine_core::host::MemoryScope;
 
 /// The handles and prebuilt tools catalog assembly reads. Nothing here does I/O when
 /// read: MCP tool lists come from the pinned snapshot of [`GlobalMcp`], skills from
@@ -46,6 +47,8 @@ pub(crate) struct MemoryAssets {
     pub(crate) project_place: String,
     pub(crate) user: Vec<Arc<dyn Tool>>,
     pub(crate) user_place: String,
+    /// The scopes that are on, for the faces that list and prune facts.
+    pub(crate) scopes: Vec<MemoryScope>,
 }
 
 impl MemoryAssets {
@@ -62,11 +65,25 @@ impl MemoryAssets {
             "--no-user-model",
             engine_core::user_model_tools,
         );
+        let scopes = [
+            ("project", stores.project.as_ref()),
+            ("user", stores.user.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, opened)| {
+            opened.map(|memory| MemoryScope {
+                name,
+                place: memory.place.clone(),
+                store: Arc::clone(&memory.store),
+            })
+        })
+        .collect();
         Self {
             project,
             project_place,
             user,
             user_place,
+            scopes,
         }
     }
 }

@@ -138,6 +138,17 @@ impl Built {
             model: self.model.clone(),
             models: self.models.clone(),
             prices: Arc::clone(&self.prices),
+            app_store: self.store.clone(),
+            memory_scopes: self.assets.memory.scopes.clone(),
+            global: self.global.clone(),
+            mcp_report: self.report.mcp_servers.clone(),
+            skipped: self.report.skipped.clone(),
+            given_up: self
+                .report
+                .mcp_servers
+                .iter()
+                .filter(|server| server.status == "failed")
+                .count(),
         })
     }
 

@@ -7,19 +7,25 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use adapter_llm::ModelPrices;
 use adapter_mcp::{ClientServerKind, ClientServerSpec, ClientServersError};
 use async_trait::async_trait;
-use engine_core::host::{HostError, HostedSession, OpenSession, SessionHost, ToolEntry};
+use engine_core::host::{
+    GlobalServers, HostError, HostedSession, McpServerStatus, MemoryScope, OpenSession, SessionHost,
+    SkippedTool, StoreHealth, ToolEntry,
+};
 use engine_core::{Catalog, Engine};
-use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
+use engine_ports::{CommandExpander, EventLog, PermissionMode, SessionStore, ToolCallLog, Usage};
 
 use crate::assembly::FamilyMap;
 use crate::error::FactoryError;
 use crate::factory::{SessionEngine, SessionEngineFactory, SessionRequest};
+use crate::global_mcp::GlobalMcp;
 use crate::mcp_servers::parse_mcp_servers;
-use crate::report::tool_entries;
+use crate::report::{McpServerEntry, tool_entries};
+use crate::store::AppStore;
 
 /// What [`Built::host`](crate::Built::host) hands the faces: shared handles to the
 /// factory, the store, the shared catalog and the palette.
@@ -34,7 +40,20 @@ pub(crate) struct AppHost {
     pub(crate) model: String,
     pub(crate) models: Vec<String>,
     pub(crate) prices: Arc<ModelPrices>,
+    /// The store behind `store`, for its event log, audit and health.
+    pub(crate) app_store: AppStore,
+    pub(crate) memory_scopes: Vec<MemoryScope>,
+    pub(crate) global: GlobalMcp,
+    /// The build's MCP servers in connect order, failed ones with their error.
+    pub(crate) mcp_report: Vec<McpServerEntry>,
+    /// The build's skipped tools (the report's list).
+    pub(crate) skipped: Vec<SkippedTool>,
+    /// How many global servers were given up at build (unreachable in time).
+    pub(crate) given_up: usize,
 }
+
+/// How long a store health probe may take.
+const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[async_trait]
 impl SessionHost for AppHost {
@@ -72,6 +91,10 @@ impl SessionHost for AppHost {
         tool_entries(&self.shared_catalog, &self.shared_families, mode, disclosure)
     }
 
+    fn skipped_tools(&self) -> &[SkippedTool] {
+        &self.skipped
+    }
+
     fn max_sessions(&self) -> usize {
         self.factory.max_sessions()
     }
@@ -87,6 +110,84 @@ impl SessionHost for AppHost {
     fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64> {
         self.prices.cost_of(usage)
     }
+
+    /// `build` waits until every global server connected or was given up (its
+    /// startup timeout), so none is ever still connecting once a face has a host.
+    fn global_servers(&self) -> GlobalServers {
+        GlobalServers {
+            connected: self.global.servers().len(),
+            given_up: self.given_up,
+            connecting: 0,
+        }
+    }
+
+    fn event_log(&self) -> Arc<dyn EventLog> {
+        self.app_store.event_log()
+    }
+
+    fn tool_call_log(&self) -> Arc<dyn ToolCallLog> {
+        self.app_store.tool_call_log()
+    }
+
+    fn memory_scopes(&self) -> Vec<MemoryScope> {
+        self.memory_scopes.clone()
+    }
+
+    fn mcp_servers(&self) -> Vec<McpServerStatus> {
+        mcp_status(&self.mcp_report, &self.global.servers())
+    }
+
+    async fn store_health(&self) -> StoreHealth {
+        let started = Instant::now();
+        let listed = tokio::time::timeout(STORE_PROBE_TIMEOUT, self.store.list()).await;
+        let probe_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let (sessions, error) = match listed {
+            Ok(Ok(listings)) => (Some(listings.len()), None),
+            Ok(Err(error)) => (None, Some(error.to_string())),
+            Err(_) => (
+                None,
+                Some(format!(
+                    "the store did not list its sessions within {} s",
+                    STORE_PROBE_TIMEOUT.as_secs()
+                )),
+            ),
+        };
+        StoreHealth {
+            kind: self.app_store.kind(),
+            place: self.app_store.place(),
+            persistent: self.app_store.is_persistent(),
+            ok: error.is_none(),
+            sessions,
+            probe_micros,
+            error,
+        }
+    }
+}
+
+/// The build's MCP servers with the live status and counts of the connected ones;
+/// a failure that asks for a login says so.
+fn mcp_status(report: &[McpServerEntry], live: &[adapter_mcp::McpServerInfo]) -> Vec<McpServerStatus> {
+    report
+        .iter()
+        .map(|entry| {
+            let now = live.iter().find(|info| info.name == entry.name);
+            let login_needed = entry
+                .error
+                .as_deref()
+                .is_some_and(|error| error.contains("mecated mcp login"));
+            McpServerStatus {
+                name: entry.name.clone(),
+                transport: entry.transport.clone(),
+                source: entry.source.clone(),
+                status: now.map_or_else(|| entry.status.clone(), |info| info.status.as_str().to_owned()),
+                error: entry.error.clone(),
+                login_needed,
+                tools: now.map_or(entry.tools, |info| info.tools),
+                resources: now.map_or(entry.resources, |info| info.resources),
+                prompts: now.map_or(entry.prompts, |info| info.prompts),
+            }
+        })
+        .collect()
 }
 
 /// The client servers of `request`, parsed; stdio ones refused unless the request

@@ -68,9 +68,9 @@ pub use adapter_acp::{
     acp_line_transport, acp_stdio_transport,
 };
 pub use adapter_http::{
-    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
-    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
-    ServeError,
+    AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, CONTENT_SECURITY_POLICY, HEADER_READ_TIMEOUT,
+    HEALTH_CONNECTIONS, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS,
+    OpenConnections, ServeError, asset_bytes,
 };
 pub use adapter_mcp_server::{
     DEFAULT_CALL_TIMEOUT, LIST_CHANGE_POLL, MAX_MCP_BODY_BYTES, MCP_SERVER_NAME, McpHttpOptions,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use adapter_jsonlstore::{JsonlStore, SessionPaths, StoreOptions};
 use adapter_pgstore::PgStore;
 use engine_core::InMemoryStore;
-use engine_ports::{EventLog, SessionId, SessionStore, StoreError, ToolCallRecorder};
+use engine_ports::{EventLog, SessionId, SessionStore, StoreError, ToolCallLog, ToolCallRecorder};
 
 use crate::config::StoreConfig;
 use crate::error::BuildError;
@@ -81,6 +81,34 @@ impl AppStore {
             Self::Jsonl(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
             Self::Postgres(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
             Self::Memory(store) => Arc::clone(store) as Arc<dyn ToolCallRecorder>,
+        }
+    }
+
+    /// As the faces' audit reader.
+    pub fn tool_call_log(&self) -> Arc<dyn ToolCallLog> {
+        match self {
+            Self::Jsonl(store) => Arc::clone(store) as Arc<dyn ToolCallLog>,
+            Self::Postgres(store) => Arc::clone(store) as Arc<dyn ToolCallLog>,
+            Self::Memory(store) => Arc::clone(store) as Arc<dyn ToolCallLog>,
+        }
+    }
+
+    /// `jsonl`, `postgres` or `memory`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Jsonl(_) => "jsonl",
+            Self::Postgres(_) => "postgres",
+            Self::Memory(_) => "memory",
+        }
+    }
+
+    /// Where sessions live, for people: the directory, the database's
+    /// `host:port/db` (never a password), or `in memory`.
+    pub fn place(&self) -> String {
+        match self {
+            Self::Jsonl(store) => store.root().display().to_string(),
+            Self::Postgres(store) => store.target().to_owned(),
+            Self::Memory(_) => "in memory".to_owned(),
         }
     }
 

@@ -256,6 +256,16 @@ mod tests {
     }
 
     #[test]
+    fn the_base_text_reads_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = assemble_system_prompt(&config(dir.path()), dir.path()).unwrap();
+        let text = prompt
+            .text
+            .replace(&dir.path().display().to_string(), "<workspace>");
+        insta::assert_snapshot!("system_prompt_base_text", text);
+    }
+
+    #[test]
     fn agents_md_wins_over_claude_md_and_is_appended() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "Run the tests with make.\n").unwrap();

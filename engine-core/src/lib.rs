@@ -105,7 +105,7 @@ pub use delegation::{
 pub use disclosure::{AUTO_SHARE_PERCENT, Disclosure, auto_defers, tool_search_spec_for, turn_specs};
 pub use dispatch::{
     AskAnswer, AskRegistry, DEFAULT_CANCEL_GRACE, DEFAULT_MAX_PARALLEL_READS, DispatchConfig, Dispatcher,
-    TurnContext, TurnOutcome, normalize_call_ids,
+    MAX_DENY_REASON_CHARS, TurnContext, TurnOutcome, normalize_call_ids,
 };
 pub use elicitation::{
     DEFAULT_ELICITATION_TIMEOUT, ElicitationAnswerError, ElicitationRequest, ElicitationResponse, Elicitor,

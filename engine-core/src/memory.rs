@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use engine_ports::{
     Event, EventLog, RecorderError, RunLease, SessionId, SessionListing, SessionSnapshot, SessionStore,
-    StoreError, ToolCallRecord, ToolCallRecorder,
+    StoreError, ToolCallLog, ToolCallRecord, ToolCallRecorder,
 };
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
@@ -128,6 +128,11 @@ impl SessionStore for InMemoryStore {
         };
         Ok(RunLease::new(id.clone(), entry))
     }
+
+    /// Memory always answers.
+    async fn probe(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -157,5 +162,12 @@ impl ToolCallRecorder for InMemoryStore {
             .or_default()
             .push(record.clone());
         Ok(())
+    }
+}
+
+#[async_trait]
+impl ToolCallLog for InMemoryStore {
+    async fn read(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError> {
+        Ok(self.records(session))
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use engine_core::InMemoryStore;
 use engine_ports::testkit::tool_call_recorder::RecorderUnderTest;
-use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
+use engine_ports::testkit::{event_log, session_store, tool_call_log, tool_call_recorder};
 use engine_ports::{EventLog, SessionStore, ToolCallRecorder};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,6 +28,11 @@ async fn in_memory_store_is_a_tool_call_recorder() {
         }
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_store_is_a_tool_call_log() {
+    tool_call_log::run(|| Arc::new(InMemoryStore::new())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

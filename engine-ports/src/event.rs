@@ -172,6 +172,10 @@ pub enum EventKind {
         /// to save one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         saved_rule: Option<String>,
+        /// What the person told the model with a denial (the model reads it in the
+        /// call's result).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A tool's server asks the user for input during a call (MCP elicitation, form
     /// mode): the host shows the form and answers with the elicitation id.

@@ -137,7 +137,7 @@ pub use memory_document::{Applied, MemoryDocument};
 pub use memory_search::{CachedDocument, LoadedDocument, MemorySearch};
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
-pub use recorder::{Caller, RecorderError, ToolCallRecord, ToolCallRecorder};
+pub use recorder::{Caller, RecorderError, ToolCallLog, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use rules::{PermissionRules, Provenance, RuleEffect, RuleMatch};
 pub use sandbox::{ParseSandboxModeError, SandboxMode, SandboxStatus};
@@ -147,8 +147,8 @@ pub use skills::{
 };
 pub use spec::ToolSpec;
 pub use store::{
-    EventLog, LeaseRelease, ReportedContext, RunLease, SessionListing, SessionSnapshot, SessionStore,
-    StoreError,
+    EventLog, LeaseRelease, ReportedContext, RunLease, SESSION_TITLE_CHARS, SessionListing, SessionSnapshot,
+    SessionStore, StoreError,
 };
 pub use text::{clip_chars, truncate_with_ellipsis};
 pub use usage::Usage;

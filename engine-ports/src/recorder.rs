@@ -11,6 +11,7 @@ use crate::ids::{SessionId, ToolCallId};
 use crate::permission::Approval;
 use crate::result::ToolResult;
 use crate::rules::Provenance;
+use crate::store::StoreError;
 
 /// The per-call audit seam, distinct from events and diagnostics.
 ///
@@ -50,6 +51,24 @@ pub trait ToolCallRecorder: Send + Sync {
         let _ = session;
         Ok(())
     }
+}
+
+/// The read side of the audit: a session's records as its recorder wrote them.
+///
+/// The stores that record calls (JSONL, PostgreSQL, in memory) implement it, so a
+/// face can show a session's calls with who decided and how long they queued and
+/// took, which the events do not carry.
+///
+/// # Contract
+/// - `read` returns the session's records in the order `record` was called, every
+///   record already acknowledged included (a buffering recorder writes its buffer
+///   first); an unknown session has none (`Ok(vec![])`).
+/// - A record that cannot be decoded fails the read with [`StoreError::Corrupt`]
+///   naming where; it never panics.
+#[async_trait]
+pub trait ToolCallLog: Send + Sync {
+    /// The records of `session`, in recording order.
+    async fn read(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError>;
 }
 
 /// A record the recorder could not write (the record is dropped).

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Event;
 use crate::ids::SessionId;
-use crate::llm::Conversation;
+use crate::llm::{Conversation, Message};
 use crate::mode::PermissionMode;
 use crate::usage::Usage;
 
@@ -90,7 +90,42 @@ impl SessionSnapshot {
             cwd: None,
         }
     }
+
+    /// The prompts of the session as its conversation holds them (after command
+    /// expansion), oldest first: every user message that does not directly follow
+    /// another one (the context a hook adds follows its prompt directly). The
+    /// conversation does not mark prompts, so the notices of background children
+    /// and the feedback of `Stop` hooks count as prompts too; what compaction
+    /// replaced is gone.
+    pub fn prompts(&self) -> Vec<&str> {
+        let mut prompts = Vec::new();
+        let mut after_user = false;
+        for message in &self.conversation {
+            let user = matches!(message, Message::User { .. });
+            if let Message::User { text } = message
+                && !after_user
+            {
+                prompts.push(text.as_str());
+            }
+            after_user = user;
+        }
+        prompts
+    }
+
+    /// The session's title, as session pickers and listings show it: the first
+    /// non-blank line of its first prompt, trimmed, at most [`SESSION_TITLE_CHARS`]
+    /// characters (`…` when cut); `None` before any prompt.
+    pub fn title(&self) -> Option<String> {
+        let line = self.conversation.iter().find_map(|message| match message {
+            Message::User { text } => text.lines().map(str::trim).find(|line| !line.is_empty()),
+            _ => None,
+        })?;
+        Some(crate::text::clip_chars(line, SESSION_TITLE_CHARS).into_owned())
+    }
 }
+
+/// The longest [`SessionSnapshot::title`], in characters.
+pub const SESSION_TITLE_CHARS: usize = 80;
 
 /// One entry of [`SessionStore::list`]: what a session listing shows, without loading
 /// the conversation.
@@ -151,6 +186,11 @@ impl SessionListing {
 /// - Leases of different ids are independent; the holder may `create`, `save`,
 ///   `load` and append events of its session as usual.
 /// - `delete` of a leased id fails with [`StoreError::Busy`] and changes nothing.
+///
+/// `probe` is the readiness check of a server: cheap (no session is read), bounded
+/// by the store's own time limits, `Ok` when the storage answers (the directory is
+/// there, the database answers a trivial query) and an error saying what failed
+/// otherwise. A caller that must answer in time bounds it further.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Writes a new session; fails if the id exists.
@@ -178,6 +218,8 @@ pub trait SessionStore: Send + Sync {
     async fn delete(&self, id: &SessionId) -> Result<(), StoreError>;
     /// Takes the exclusive right to run the session, released when the lease drops.
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError>;
+    /// Whether the storage answers now (a readiness check; reads no session).
+    async fn probe(&self) -> Result<(), StoreError>;
 }
 
 /// The exclusive right to run one session, from [`SessionStore::acquire_run`].
@@ -390,5 +432,59 @@ impl StoreError {
     /// Whether this is [`StoreError::Busy`].
     pub fn is_busy(&self) -> bool {
         matches!(self, Self::Busy { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolCall, ToolResult};
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            text: text.to_owned(),
+        }
+    }
+
+    fn snapshot(messages: Vec<Message>) -> SessionSnapshot {
+        let mut snapshot = SessionSnapshot::new("s", PermissionMode::Default);
+        snapshot.conversation = messages.into_iter().collect();
+        snapshot
+    }
+
+    #[test]
+    fn the_title_is_the_first_non_blank_line_of_the_first_prompt_bounded() {
+        assert_eq!(snapshot(vec![]).title(), None);
+        let long = "x".repeat(SESSION_TITLE_CHARS + 10);
+        let session = snapshot(vec![user(&format!("\n  {long}  \nsecond line")), user("later")]);
+        let title = session.title().unwrap();
+        assert_eq!(title.chars().count(), SESSION_TITLE_CHARS);
+        assert!(title.ends_with('…'), "{title}");
+        assert_eq!(
+            snapshot(vec![user(" fix the build \nplease")]).title().as_deref(),
+            Some("fix the build")
+        );
+    }
+
+    #[test]
+    fn prompts_are_the_user_messages_not_following_another_one() {
+        let call = ToolCall::new("c1", "Read", "{}");
+        let session = snapshot(vec![
+            user("first"),
+            user("hook context"),
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call],
+            },
+            Message::Tool {
+                result: ToolResult::text("c1", "text"),
+            },
+            Message::Assistant {
+                text: "done".to_owned(),
+                tool_calls: Vec::new(),
+            },
+            user("second"),
+        ]);
+        assert_eq!(session.prompts(), vec!["first", "second"]);
     }
 }

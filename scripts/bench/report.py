@@ -18,7 +18,7 @@ from string import Template
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["## Machine and run", "## Summary", "## 1. Dispatch overhead", "## 2. Catalog listings and assembly",
             "## 3. MCP per-call latency", "## 4. Progressive disclosure", "## 5. Store",
-            "## 6. Build, ACP and HTTP", "## 7. Delegation", "## 8. Sandbox", "## Misses", "## Steps and load", "## Fuzzing"]
+            "## 6. Build, ACP and HTTP", "## 7. Delegation", "## 8. Sandbox", "## 9. Serving under load", "## Misses", "## Steps and load", "## Fuzzing"]
 # The figures of the last long fuzzing run (scripts/fuzz.sh --long), committed beside the
 # harness; the benchmark run does not fuzz, it only carries them over.
 FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
@@ -77,6 +77,12 @@ MISS_NOTES = {
                "`adapter-mcp/src/http.rs`); what separates them is each client's own per-call work. Over "
                "loopback on a shared 2-core machine, a p99 miss is usually a scheduling stall, not the path.",
     # "disclosure" and "disclosure_growth" are written from the measured breakdown (see disclosure()).
+    "studio": "The page is a handful of small embedded files served from memory; a slow load means the "
+              "server's accept loop or the machine was busy (each file is fetched on a fresh connection).",
+    "serve_load": "Every prompt of the load is a `Read` and an answer from the mock model over a real process: "
+                  "an error is a refused create (429: every live session busy, raise `--max-live-sessions`), a "
+                  "store that could not keep up (PostgreSQL pool or statement timeouts) or a run that ended "
+                  "otherwise than `end_turn`; the first error is shown under the row.",
     "chat": "`mecated chat` builds the whole harness before its first prompt (catalog, skills, memory, the "
             "store, the system prompt), then opens the session's engine, lists the command palette, loads the "
             "history and enters raw mode; on a loaded shared machine the process start and the build dominate.",
@@ -575,6 +581,14 @@ def build_acp_http(rep: Report) -> str:
                      "server, JSONL store (process start → status line drawn)", shown, "—", "—", "< 50 ms",
                      rep.judge("Chat startup to first prompt", shown, chat["median_ms"] < 50, "chat",
                                summary=True)])
+    page = rep.r.get("studio_page")
+    if page:
+        shown = (f"{page['bytes'] / 1024:.1f} KiB in {page['files']} files; all fetched in median "
+                 f"{page['median_ms']:.1f} ms, p90 {page['p90_ms']:.1f} ms ({page['runs']} loads)")
+        rows.append(["Studio page (`mecated serve` at `/`): the embedded files' weight, and fetching every "
+                     "file a first paint needs over loopback (one connection each)", shown, "—", "—",
+                     "< 200 ms", rep.judge("Studio page load", shown, page["median_ms"] < 200, "studio",
+                                           summary=True)])
     text = table(["what", "figure", "criterion median", "spread", "target", "verdict"], rows)
     text += "\n\n" + acp_http(rep)
     return text
@@ -665,6 +679,30 @@ def sandbox(rep: Report) -> str:
     return table(["what", "median", "spread", "target"], rows) + f"\n\n- `{probe}`"
 
 
+def serve_load(rep: Report) -> str:
+    """A real `mecated serve` under load (run.py's serve_load step); target: no error."""
+    load = rep.r.get("serve_load")
+    if not load:
+        return "Not measured in this run."
+    rows = []
+    for store, label in (("jsonl", "JSONL store (`--store-dir`)"), ("postgres", "PostgreSQL (`--store-url`)")):
+        r = load.get(store)
+        if not r:
+            continue
+        shown = (f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, {r['errors']} errors, "
+                 f"{r['prompts_per_sec']:.0f} prompts/s, RSS {r['rss_kib'] / 1024:.0f} MiB "
+                 f"(peak {r['peak_rss_kib'] / 1024:.0f} MiB), SIGTERM → exit {r['exit_code']} in "
+                 f"{r['exit_ms']:.0f} ms")
+        what = (f"{r['sessions']:,} sessions, {r['concurrency']} prompting at once, at most {r['max_live']} live, "
+                f"{label}")
+        rows.append([what, shown, "0 errors, exit 0",
+                     rep.judge(f"Serving under load, {label}", shown,
+                               r["errors"] == 0 and r["exit_code"] == 0, "serve_load", summary=True)])
+        if r.get("first_error"):
+            rows.append(["first error", f"`{r['first_error'][:200]}`", "", ""])
+    return table(["what", "figure", "target", "verdict"], rows)
+
+
 def steps(rep: Report) -> str:
     rows = [[name, f"{s['seconds']:.0f} s", " ".join(f"{x:.2f}" for x in s["load_before"]),
              " ".join(f"{x:.2f}" for x in s["load_after"])] for name, s in rep.r["steps"].items()]
@@ -704,6 +742,7 @@ def render(results: dict) -> str:
     parts = {"machine": machine(rep), "dispatch": dispatch(rep), "catalog": catalog(rep), "mcp": mcp(rep),
              "disclosure": disclosure(rep), "store": store(rep), "memory": memory(rep),
              "build_acp_http": build_acp_http(rep), "delegation": delegation(rep), "sandbox": sandbox(rep),
+             "serve_load": serve_load(rep),
              "steps": steps(rep), "fuzzing": fuzzing(), "mode": results["mode"]}
     parts["summary"] = table(["figure", "measured", "verdict"], []) + "\n" + "\n".join(rep.summary)
     parts["misses"] = "\n".join(rep.misses) or "None: every figure with a target meets it."

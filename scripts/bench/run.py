@@ -373,6 +373,80 @@ def run_chat_startup(mode: dict) -> dict:
     return chat_startup(chat_binary(mode["profile"]), 30 if mode["profile"] == "release" else 3)
 
 
+def studio_page(binary: Path, runs: int) -> dict:
+    """The page of `mecated serve` (Mecatl Studio): its files' total bytes, found from `/`
+    by following `/assets/` links and the modules' relative imports, and the time to
+    fetch all of them over loopback (what a browser needs before its first paint), one
+    fresh connection per file, `runs` times."""
+    import re
+    import urllib.request
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
+        env = {k: v for k, v in os.environ.items() if k not in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "MECATED_LOG")}
+        env.update({"HOME": tmp, "MECATED_TOOLHIVE_URL": "http://127.0.0.1:1"})
+        proc = subprocess.Popen([str(binary), "serve", "--workspace", str(ws), "--toolhive=false", "--mock",
+                                 "--http-addr", "127.0.0.1:0"], stderr=subprocess.PIPE, env=env, text=True)
+        try:
+            base, deadline = None, time.monotonic() + 30
+            while base is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("mecated serve did not say where it listens within 30 s")
+                line = proc.stderr.readline()
+                if not line:
+                    raise RuntimeError("mecated serve exited before listening")
+                if line.startswith("mecated serve: listening on "):
+                    base = line.split("listening on ", 1)[1].strip()
+
+            def get(path: str) -> bytes:
+                with urllib.request.urlopen(base + path, timeout=10) as answer:
+                    return answer.read()
+
+            def crawl() -> dict:
+                files, queue = {}, ["/"]
+                while queue:
+                    path = queue.pop()
+                    if path in files:
+                        continue
+                    body = get(path)
+                    files[path] = len(body)
+                    text = body.decode("utf-8", "replace")
+                    queue += re.findall(r'(?:href|src)="(/assets/[^"]+)"', text)
+                    if path.endswith(".js"):
+                        folder = path.rsplit("/", 1)[0]
+                        queue += [f"{folder}/{name}" for name in re.findall(r'from "\./([^"]+)"', text)]
+                return files
+
+            files = crawl()
+            times = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                crawl()
+                times.append(time.perf_counter() - started)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    times.sort()
+    return {"files": len(files), "bytes": sum(files.values()), "runs": runs,
+            "median_ms": round(quantile(times, 0.5) * 1000, 2), "p90_ms": round(quantile(times, 0.9) * 1000, 2)}
+
+
+def run_studio_page(mode: dict) -> dict:
+    """The page's weight and its load over loopback (see studio_page)."""
+    return studio_page(chat_binary(mode["profile"]), 50 if mode["profile"] == "release" else 3)
+
+
+def run_serve_load(mode: dict) -> dict:
+    """A real `mecated serve` under load (app's serve_load example): sessions created over
+    the run, a number of clients prompting at once (mock model: a Read and an answer each),
+    on the JSONL store and on PostgreSQL (`--store-url`); then SIGTERM."""
+    sessions, concurrency = (1000, 200) if mode["profile"] == "release" else (12, 4)
+    args = ["--sessions", str(sessions), "--concurrency", str(concurrency),
+            "--max-live-sessions", str(max(concurrency + concurrency // 4, 8))]
+    driver = cargo_example("serve_load", mode["profile"])
+    return {"jsonl": json_of([*driver, *args]), "postgres": json_of([*driver, *args, "--postgres"])}
+
+
 def build(mode: dict) -> None:
     """Builds the drivers and bench targets first, so no compile runs inside a measurement."""
     # Workspace-wide, like `cargo test --workspace --all-features`: one feature set, so
@@ -403,6 +477,8 @@ def main() -> None:
     results["criterion"] = run_step("criterion", results, lambda: run_criterion(mode, args.work))
     results["long_session"] = run_step("long_session", results, lambda: run_long_session(mode))
     results["chat_startup"] = run_step("chat_startup", results, lambda: run_chat_startup(mode))
+    results["studio_page"] = run_step("studio_page", results, lambda: run_studio_page(mode))
+    results["serve_load"] = run_step("serve_load", results, lambda: run_serve_load(mode))
     with Everything() as everything:
         results["mcp"] = run_step("mcp", results, lambda: run_mcp(mode, everything.url))
         results["disclosure"] = run_step("disclosure", results, lambda: run_disclosure(mode, everything.url))

@@ -8,8 +8,9 @@
 #   venv  tests/peers/requirements.txt                 -> .peers/venv  (python3 -m venv, pip install -r)
 # System packages (apt-get, only when missing): PostgreSQL server binaries (the
 # store tests start throwaway clusters from /usr/lib/postgresql/<version>/bin), the
-# openssl CLI (their TLS certificates) and mkfs.xfs (the workspace-copy tests clone
-# files on a loop-mounted XFS image).
+# openssl CLI (their TLS certificates), mkfs.xfs (the workspace-copy tests clone
+# files on a loop-mounted XFS image), and Debian's chromium with chromium-driver (the
+# page's tests drive a real headless browser over WebDriver).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -30,6 +31,8 @@ missing_debs=()
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing_debs+=(postgresql)
 command -v openssl >/dev/null || missing_debs+=(openssl)
 [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ] || missing_debs+=(xfsprogs)
+command -v chromium >/dev/null || missing_debs+=(chromium)
+command -v chromedriver >/dev/null || missing_debs+=(chromium-driver)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing ${missing_debs[*]} with apt-get" >&2
@@ -67,6 +70,7 @@ fi
     echo "node: $(node --version 2>/dev/null || echo none)"
     echo "python: $(python3 --version 2>&1 || echo none)"
     echo "postgresql: $(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1 || echo none)"
+    echo "chromium: $(chromium --version 2>/dev/null || echo none)"
     [ -x "$peers/npm/node_modules/.bin/node" ] && echo "peer node: $("$peers/npm/node_modules/.bin/node" --version)"
     [ -x "$peers/venv/bin/pip" ] && "$peers/venv/bin/pip" freeze --disable-pip-version-check 2>/dev/null | sed 's/^/pip: /'
     [ -f "$peers/npm/package-lock.json" ] && sed -n 's/^    "node_modules\/\(@*[^"]*\)": {$/npm: \1/p' "$peers/npm/package-lock.json" | grep -v '/node_modules/' || true

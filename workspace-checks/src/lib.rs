@@ -1,7 +1,10 @@
 //! Repository rules checked as ordinary tests: which workspace crate may depend on
-//! which (the table of the overview), third-party crates `engine-ports` must never
-//! pull, that every declared dependency is used, and source-tree conventions. The rules are plain functions over data so the
+//! which (the table in ARCHITECTURE.md's crate map), third-party crates `engine-ports` must never
+//! pull, that every declared dependency is used, source-tree conventions, and the
+//! container image and Kubernetes example ([`deploy`]). The rules are plain functions over data so the
 //! tests can also prove that each rule fails when broken.
+
+pub mod deploy;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -67,7 +70,7 @@ pub const FACES: &[&str] = &["adapter-acp", "adapter-http", "adapter-mcp-server"
 /// Third-party crates `engine-ports` must never pull, directly or transitively.
 pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
 
-/// The workspace crates `crate_name` may depend on, per the overview's table, or
+/// The workspace crates `crate_name` may depend on (the table in ARCHITECTURE.md), or
 /// `None` for a crate the table does not know (a rule violation by itself).
 pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Option<BTreeSet<String>> {
     let set = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
@@ -84,7 +87,7 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         // never depend on a driven adapter or on each other; a face that keeps a file
         // of its own (the terminal client's input history) opens it by the leaf
         // `fs-guard`'s rule; a face that listens on HTTP admits requests by the leaf
-        // `http-guard`'s rule (Host, Origin, bearer token).
+        // `http-guard`'s guard (Host, Origin, credential, body).
         name if FACES.contains(&name) => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "http-guard"]))
         }
@@ -93,7 +96,7 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         }
         // The file-safety rule the adapters that keep files share: a leaf.
         "fs-guard" => Some(BTreeSet::new()),
-        // Who may reach a local HTTP face (Host, Origin, bearer token): a leaf.
+        // The one guard of the HTTP faces (Host, Origin, credential, body): a leaf.
         "http-guard" => Some(BTreeSet::new()),
         // Confining child processes (Shell, stdio MCP servers): the ports' words only.
         "sandbox" => Some(set(&["engine-ports"])),

@@ -1,7 +1,9 @@
-//! Dependency direction and repository conventions, checked on the real workspace.
+//! Dependency direction and repository conventions, checked on the real workspace,
+//! and the rules of the container image and the Kubernetes example.
 
 use std::collections::BTreeSet;
 
+use workspace_checks::deploy::{dockerfile_problems, kubernetes_problems, routed_paths};
 use workspace_checks::{
     Declared, DepKind, Edge, Workspace, arrow_violations, load_workspace, names_crate, opens_with_module_doc,
     repo_root, rust_files, unused_dependencies,
@@ -220,4 +222,67 @@ fn an_unnamed_dependency_is_reported_and_every_way_of_naming_counts() {
     let unused = unused_dependencies("demo", &declared, &["#[tokio::test]\nasync fn t() {}".to_owned()]);
     assert_eq!(unused.len(), 1, "{unused:?}");
     assert!(unused[0].contains("`walkdir`"), "{unused:?}");
+}
+
+#[test]
+fn the_container_image_runs_as_a_non_root_user_with_a_health_check() {
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).expect("Dockerfile");
+    assert_eq!(dockerfile_problems(&dockerfile), Vec::<String>::new());
+    assert!(
+        dockerfile.contains("\"healthcheck\""),
+        "the health check is the binary's own subcommand"
+    );
+    let broken = "FROM rust AS build\nRUN cargo build\nFROM debian\nUSER root\n";
+    let problems = dockerfile_problems(broken);
+    assert!(problems.iter().any(|p| p.contains("\"root\"")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("HEALTHCHECK")), "{problems:?}");
+    let single = "FROM debian\nHEALTHCHECK \\\n  CMD [\"true\"]\n";
+    let problems = dockerfile_problems(single);
+    assert!(problems.iter().any(|p| p.contains("multi-stage")), "{problems:?}");
+    assert!(problems.iter().any(|p| p.contains("no USER")), "{problems:?}");
+    assert!(
+        !problems.iter().any(|p| p.contains("HEALTHCHECK")),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn the_kubernetes_example_probes_routed_paths_and_reads_only_defined_secret_keys() {
+    let router = std::fs::read_to_string(repo_root().join("adapter-http/src/server.rs")).expect("router");
+    let routes = routed_paths(&router);
+    assert!(
+        routes.contains("/readyz") && routes.contains("/healthz"),
+        "{routes:?}"
+    );
+    let manifest =
+        std::fs::read_to_string(repo_root().join("deploy/kubernetes/mecated.yaml")).expect("manifest");
+    assert_eq!(kubernetes_problems(&manifest, &routes), Vec::<String>::new());
+
+    let unrouted = manifest.replace("path: /readyz", "path: /ready");
+    let problems = kubernetes_problems(&unrouted, &routes);
+    assert!(
+        problems.iter().any(|p| p.contains("\"/ready\" is not routed")),
+        "{problems:?}"
+    );
+    let missing_key = manifest.replace("key: pg-password", "key: pg-pass");
+    let problems = kubernetes_problems(&missing_key, &routes);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("PGPASSWORD") && p.contains("\"pg-pass\"")),
+        "{problems:?}"
+    );
+    let one = manifest.replace("replicas: 2", "replicas: 1");
+    assert!(
+        kubernetes_problems(&one, &routes)
+            .iter()
+            .any(|p| p.contains("2 replicas"))
+    );
+    let root = manifest.replace("runAsNonRoot: true", "runAsNonRoot: false");
+    assert!(
+        kubernetes_problems(&root, &routes)
+            .iter()
+            .any(|p| p.contains("runAsNonRoot"))
+    );
+    assert!(kubernetes_problems("a: [", &routes)[0].contains("does not parse"));
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_ports::{Event, EventLog, RecorderError, SessionId, StoreError, ToolCallRecord, ToolCallRecorder};
+use engine_ports::{
+    Event, EventLog, RecorderError, SessionId, StoreError, ToolCallLog, ToolCallRecord, ToolCallRecorder,
+};
 
 use super::{Inner, JsonlStore, SessionPaths, check_id};
 use crate::appender::{Pushed, Sidecar};
@@ -291,6 +293,21 @@ impl EventLog for JsonlStore {
 
     async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
         self.flush_session(session).await
+    }
+}
+
+#[async_trait]
+impl ToolCallLog for JsonlStore {
+    async fn read(&self, session: &SessionId) -> Result<Vec<ToolCallRecord>, StoreError> {
+        check_id(session)?;
+        let id = session.clone();
+        self.blocking(session, move |inner| {
+            inner.drain_appender(&id)?;
+            let paths = inner.paths(&id);
+            let lines = inner.open_window(&id, &paths, &paths.tools)?;
+            ToolCallIter::tool_calls(lines, id.clone(), paths.tools.clone()).collect()
+        })
+        .await
     }
 }
 

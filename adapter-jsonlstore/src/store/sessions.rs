@@ -403,6 +403,24 @@ impl SessionStore for JsonlStore {
         };
         Ok(RunLease::new(id.clone(), guard))
     }
+
+    /// The `sid-v1/` directory is still there and still a directory (a `stat`, off
+    /// the async workers): a store whose directory was removed or unmounted fails.
+    async fn probe(&self) -> Result<(), StoreError> {
+        self.blocking(&SessionId::default(), |inner| {
+            let failed = |reason: String, source: Option<std::io::Error>| StoreError::StoreDir {
+                path: inner.dir.clone(),
+                reason,
+                source,
+            };
+            match std::fs::metadata(&inner.dir) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err(failed("it is no longer a directory".to_owned(), None)),
+                Err(error) => Err(failed("it cannot be read".to_owned(), Some(error))),
+            }
+        })
+        .await
+    }
 }
 
 /// What a listing reads of a snapshot (the conversation is skipped, not kept).

@@ -1,11 +1,11 @@
-//! The three `engine-ports` conformance suites, run against `JsonlStore`.
+//! The `engine-ports` conformance suites of the store ports, run against `JsonlStore`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use adapter_jsonlstore::JsonlStore;
 use engine_ports::testkit::tool_call_recorder::{RecorderUnderTest, run_failing};
-use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
+use engine_ports::testkit::{event_log, session_store, tool_call_log, tool_call_recorder};
 use engine_ports::{EventLog, SessionId, SessionStore, ToolCallRecorder};
 
 use crate::support::{self, open, open_with};
@@ -60,6 +60,12 @@ async fn jsonl_store_is_a_tool_call_recorder() {
         }
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jsonl_store_is_a_tool_call_log() {
+    let fresh = Fresh::new();
+    tool_call_log::run(|| fresh.store()).await;
 }
 
 /// A store whose tools file cannot be written (a directory stands in its place).

@@ -50,6 +50,7 @@ async fn a_permission_round_trip_reads_back_in_order() {
                 call_id: "c1".into(),
                 verdict: Verdict::AllowAlways,
                 saved_rule: None,
+                reason: None,
             },
         },
         Event {

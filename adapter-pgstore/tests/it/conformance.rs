@@ -1,4 +1,4 @@
-//! The three `engine-ports` conformance suites, run against `PgStore`: every case
+//! The `engine-ports` conformance suites of the store ports, run against `PgStore`: every case
 //! gets a fresh store in a schema of its own.
 
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use adapter_pgstore::PgStore;
 use engine_ports::testkit::tool_call_recorder::{RecorderUnderTest, run_failing};
-use engine_ports::testkit::{event_log, session_store, tool_call_recorder};
+use engine_ports::testkit::{event_log, session_store, tool_call_log, tool_call_recorder};
 use engine_ports::{EventLog, SessionStore, ToolCallRecorder};
 
 use crate::support::{TestDb, fast, lock_table};
@@ -74,6 +74,14 @@ async fn pg_store_is_a_tool_call_recorder() {
         }
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_store_is_a_tool_call_log() {
+    let Some(fresh) = Fresh::new("pg_store_is_a_tool_call_log") else {
+        return;
+    };
+    tool_call_log::run(|| fresh.store()).await;
 }
 
 /// A recorder whose table is locked by another transaction past the store's time

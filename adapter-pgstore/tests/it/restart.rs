@@ -138,3 +138,50 @@ async fn an_operation_while_the_database_is_down_fails_at_the_time_limit_naming_
         .collect();
     assert_eq!(seqs, [1, 3]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_one_operation_finds_the_database_down_the_next_ones_fail_fast_until_it_is_back() {
+    let Some(mut cluster) = PgCluster::start("after_one_operation_finds_the_database_down") else {
+        return;
+    };
+    let url = StoreUrl::parse(&cluster.url("postgres"), None).unwrap();
+    let options = PgStoreOptions {
+        timeout: Duration::from_secs(4),
+        ..fast()
+    };
+    let store = PgStore::open(&url, options).await.unwrap();
+    store.append(&sid("outage"), &delta(1, "up")).await.unwrap();
+    tokio::task::block_in_place(|| cluster.kill());
+    let started = Instant::now();
+    let first = store.append(&sid("outage"), &delta(2, "down")).await.unwrap_err();
+    let first_waited = started.elapsed();
+    assert!(
+        first_waited >= Duration::from_secs(4),
+        "the first one waits its whole time limit: {first_waited:?}"
+    );
+    // The operations a run makes after that (its save, its lease's release) only probe.
+    let started = Instant::now();
+    let second = store.load(&sid("outage")).await.unwrap_err().to_string();
+    let second_waited = started.elapsed();
+    assert!(
+        second_waited < Duration::from_secs(2),
+        "a later operation fails after a short probe: {second_waited:?} ({second})"
+    );
+    assert!(second.contains("unreachable for"), "{second}");
+    assert!(
+        second.contains(&format!("127.0.0.1:{}", cluster.port())),
+        "{second}"
+    );
+    assert!(first.to_string().contains("unreachable for"), "{first}");
+    // Back: the next operation connects and has its full time limit again.
+    tokio::task::block_in_place(|| cluster.restart());
+    store.append(&sid("outage"), &delta(3, "back")).await.unwrap();
+    let seqs: Vec<u64> = store
+        .read(&sid("outage"))
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, [1, 3]);
+}

@@ -222,10 +222,10 @@ async fn cancel_request_stops_a_slow_prompt_and_a_slow_load() {
     request!(client, PromptRequest::new(session.clone(), text("first"))).unwrap();
 
     // The second answer takes 4 s: `$/cancel_request` ends the prompt as `cancelled`.
+    // The server starts the run while it reads the prompt, before the cancel behind it.
     let slow = client
         .cx
         .send_request(PromptRequest::new(session.clone(), text("take your time")));
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let cancelled_at = Instant::now();
     slow.cancel().unwrap();
     let response = tokio::time::timeout(PATIENCE, slow.block_task())
@@ -245,17 +245,23 @@ async fn cancel_request_stops_a_slow_prompt_and_a_slow_load() {
     request!(client, CloseSessionRequest::new(session.clone())).unwrap();
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let (connected, connecting) = tokio::sync::oneshot::channel();
     let holder = tokio::spawn(async move {
         let mut held = Vec::new();
+        let mut connected = Some(connected);
         while let Ok((socket, _)) = silent.accept().await {
             held.push(socket);
+            if let Some(connected) = connected.take() {
+                let _ = connected.send(());
+            }
         }
     });
     let load = client.cx.send_request(
         LoadSessionRequest::new(session.clone(), setup.ws())
             .mcp_servers(vec![McpServer::Http(McpServerHttp::new("silent", url))]),
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The load is waiting for the silent server's answer.
+    tokio::time::timeout(PATIENCE, connecting).await.unwrap().unwrap();
     let cancelled_at = Instant::now();
     load.cancel().unwrap();
     let error = tokio::time::timeout(PATIENCE, load.block_task())

@@ -17,6 +17,23 @@ const TWO_WRITES: &str = r#"{"turns": [
   {"text": "second write handled"}
 ]}"#;
 
+/// Every stored file under `store/` (sessions, events, audit), concatenated.
+fn stored_text(scratch: &Scratch) -> String {
+    fn walk(dir: &std::path::Path, text: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, text);
+            } else {
+                text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    let mut text = String::new();
+    walk(&scratch.path("store"), &mut text);
+    text
+}
+
 /// `chat` arguments over the scratch workspace with `script`, sessions in `store/`.
 fn chat_args(scratch: &Scratch, script: &str) -> Vec<String> {
     let script = scratch.write("script.json", script);
@@ -114,7 +131,7 @@ fn a_prompt_streams_its_answer_on_screen_and_joins_the_private_history() {
 }
 
 #[test]
-fn an_ask_answered_y_writes_the_file_and_one_answered_n_does_not() {
+fn an_ask_answered_y_writes_the_file_and_one_answered_n_does_not_and_tells_the_model_why() {
     let scratch = Scratch::new();
     let mut pty = spawn(&scratch, &chat_args(&scratch, TWO_WRITES));
     idle(&pty);
@@ -138,10 +155,16 @@ fn an_ask_answered_y_writes_the_file_and_one_answered_n_does_not() {
         s.matches("allow? [y]").count() == 1 && s.contains("no.txt")
     });
     pty.send("n");
+    pty.wait_for("why not? ›");
+    pty.send("keep it in notes.md\r");
     let screen = pty.wait_for("second write handled");
-    assert!(screen.contains("→ no"), "{screen}");
+    assert!(screen.contains("→ no: keep it in notes.md"), "{screen}");
     assert!(!scratch.ws().join("no.txt").exists());
     leave(pty);
+    assert!(
+        stored_text(&scratch).contains("the operator denied it, saying: keep it in notes.md"),
+        "the model read the reason in the call's result"
+    );
 }
 
 #[test]
@@ -247,13 +270,13 @@ async fn plain(scratch: &Scratch, script: &str, extra: &[&str], input: &str) -> 
 #[tokio::test]
 async fn plain_mode_answers_asks_from_input_lines() {
     let scratch = Scratch::new();
-    let input = "write the first\ny\nwrite the second\nn\n";
+    let input = "write the first\ny\nwrite the second\nn, keep it in notes.md\n";
     let output = plain(&scratch, TWO_WRITES, &[], input).await;
     assert_eq!(output.code, 0, "{output:?}");
     let out = &output.stdout;
     assert!(out.contains("? Write path=yes.txt content=kept\n"), "{out}");
     assert!(
-        out.contains("  allow? y = yes once, a = always (this tool, this session), n = no\n"),
+        out.contains("  allow? y = yes once, a = always (this tool, this session), n [why] = no\n"),
         "{out}"
     );
     assert!(out.contains("● Write path=yes.txt content=kept\n"), "{out}");
@@ -264,6 +287,10 @@ async fn plain_mode_answers_asks_from_input_lines() {
         "kept"
     );
     assert!(!scratch.ws().join("no.txt").exists());
+    assert!(
+        stored_text(&scratch).contains("the operator denied it, saying: keep it in notes.md"),
+        "the reason on the line reached the model"
+    );
     assert!(!out.contains('\u{1b}'), "plain text only:\n{out}");
 }
 
@@ -278,8 +305,8 @@ async fn plain_mode_runs_chat_commands_and_multi_line_prompts() {
     let out = &output.stdout;
     assert!(out.contains("mode: plan\n"), "{out}");
     assert!(
-        out.contains("the model cannot be switched within a chat"),
-        "{out}"
+        out.contains("no model \"other\" here: choose one of mock"),
+        "only the offered models are taken:\n{out}"
     );
     assert!(out.contains("/compact is not available"), "{out}");
     assert!(out.contains("tools in mode plan:"), "{out}");
@@ -370,4 +397,29 @@ async fn plain_mode_answers_a_servers_question_field_by_field() {
     );
     assert!(out.contains("· hello Ada\n"), "the server got the answer:\n{out}");
     assert!(out.contains("greeted\n"), "{out}");
+}
+
+#[tokio::test]
+async fn slash_model_switches_to_an_offered_model_from_the_next_prompt_on() {
+    let scratch = Scratch::new();
+    let script = r#"{"turns": [{"text": "first answer"}, {"text": "second answer"}]}"#;
+    let input = "/model\nhello\n/model other\n/model\nagain\n";
+    let output = plain(&scratch, script, &["--models", "other"], input).await;
+    assert_eq!(output.code, 0, "{output:?}");
+    let out = &output.stdout;
+    assert!(
+        out.contains("model: mock (/model NAME switches to other)\n"),
+        "{out}"
+    );
+    assert!(out.contains("model: other from the next prompt on\n"), "{out}");
+    assert!(
+        out.contains("model: other (/model NAME switches to mock)\n"),
+        "{out}"
+    );
+    assert!(out.contains("second answer\n"), "{out}");
+    let stored = stored_text(&scratch);
+    assert!(
+        stored.contains(r#""model":"other""#),
+        "the session's model is stored with it: {stored}"
+    );
 }

@@ -1,7 +1,7 @@
 //! `mecated serve` as a process: the startup refusal of a non-loopback address
 //! without a token and of malformed `--allowed-host` / `--allowed-origin` values
 //! (exit 2), and an end-to-end session over loopback with a token,
-//! ended by SIGTERM (runs cancelled, exit 0).
+//! ended by SIGTERM with `--drain-secs 0` (runs cancelled at once, exit 0).
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -100,7 +100,7 @@ async fn serve_answers_over_loopback_and_stops_on_sigterm_with_exit_0() {
             "--mock-script",
             &script,
         ])
-        .args(["--http-addr", "127.0.0.1:0"])
+        .args(["--http-addr", "127.0.0.1:0", "--drain-secs", "0"])
         .env("MECATED_AUTH_TOKEN", "tok-123")
         .stderr(Stdio::piped())
         .stdout(Stdio::piped());
@@ -159,7 +159,8 @@ async fn serve_answers_over_loopback_and_stops_on_sigterm_with_exit_0() {
     assert_eq!(last["stop"], "end_turn");
     assert_eq!(last["text"], "hello there");
 
-    // The second turn waits 5 s: SIGTERM meanwhile cancels it and the process exits 0.
+    // The second turn waits 5 s: SIGTERM meanwhile cancels it at once (no drain) and
+    // the process exits 0.
     let mut second = SseReader::new(prompt("again").await.unwrap());
     second.until("session.init").await;
     let started = Instant::now();

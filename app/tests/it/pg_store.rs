@@ -3,131 +3,39 @@
 //! replicas prompting one session at once give exactly one 409; a replica killed
 //! mid-prompt frees the session after the lease TTL; a run goes on through a
 //! database restart; an unreachable database is exit 1 naming the host, never the
-//! password. Every replica takes the password from `PGPASSWORD`.
+//! password; a session unloaded by one replica (`--max-live-sessions`) is prompted
+//! on the other and loaded back. Every replica takes the password from `PGPASSWORD`.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use test_peers::PgCluster;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Child;
 
-use crate::support::http::{Answer, SseReader, answer, client};
+use crate::support::http::{SseReader, answer};
+use crate::support::serve::ServeProcess;
 use crate::support::{Scratch, mecated, mecated_command};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A `mecated serve --store-url` process.
-struct Replica {
-    child: Child,
-    base: String,
-    stderr: Arc<Mutex<String>>,
-    http: reqwest::Client,
-}
+/// A `mecated serve --store-url` process on `database` of `cluster`, with the mock
+/// `script` and extra flags; returned once it listens.
+struct Replica;
 
 impl Replica {
-    /// Starts a replica on `database` of `cluster` with the mock `script` and extra
-    /// flags; returns once it listens.
     async fn start(
         scratch: &Scratch,
         cluster: &PgCluster,
         database: &str,
         script: &Value,
         extra: &[&str],
-    ) -> Self {
-        let script = scratch.write(&format!("script-{}.json", fastrand::u64(..)), &script.to_string());
-        let mut command = mecated_command(scratch.dir.path());
-        command
-            .args([
-                "serve",
-                "--workspace",
-                &scratch.ws().display().to_string(),
-                "--toolhive=false",
-            ])
-            .args([
-                "--mock-script",
-                &script.display().to_string(),
-                "--http-addr",
-                "127.0.0.1:0",
-            ])
-            .args(["--store-url", &cluster.url_without_password(database)])
-            .args(extra)
-            .env("PGPASSWORD", cluster.password())
-            .env("MECATED_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let base = tokio::time::timeout(LIMIT, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                stderr.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("mecated serve exited early: {}", stderr.lock().unwrap());
-        })
-        .await
-        .expect("mecated serve listens");
-        let drained = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                drained.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        Self {
-            child,
-            base,
-            stderr,
-            http: client(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        request.send().await.unwrap()
-    }
-
-    async fn create(&self) -> String {
-        self.create_with(json!({})).await
-    }
-
-    async fn create_with(&self, body: Value) -> String {
-        let created = answer(self.call(reqwest::Method::POST, "/v1/sessions", Some(body)).await).await;
-        assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
-        created.body["session_id"].as_str().unwrap().to_owned()
-    }
-
-    async fn get(&self, path: &str) -> Answer {
-        answer(self.call(reqwest::Method::GET, path, None).await).await
-    }
-
-    async fn prompt(&self, id: &str, text: &str) -> reqwest::Response {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/v1/sessions/{id}/prompt"),
-            Some(json!({ "text": text })),
-        )
-        .await
-    }
-
-    /// SIGKILL.
-    async fn kill(&mut self) {
-        self.child.start_kill().unwrap();
-        self.child.wait().await.unwrap();
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+    ) -> ServeProcess {
+        let url = cluster.url_without_password(database);
+        let mut args = vec!["--store-url", url.as_str()];
+        args.extend_from_slice(extra);
+        ServeProcess::start(scratch, script, &args, &[("PGPASSWORD", cluster.password())]).await
     }
 }
 
@@ -391,6 +299,75 @@ async fn a_run_goes_on_through_a_database_restart() {
     );
 }
 
+/// The store's time limit for one operation (`PgStoreOptions::timeout`, 10 s, plus the
+/// client's 1 s grace): a database that stays away longer fails the run.
+const STORE_LIMIT: Duration = Duration::from_secs(11);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_ends_the_run_and_the_process_within_one_store_time_limit() {
+    let Some(mut cluster) = PgCluster::start("a_database_outage_ends_the_run") else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let script = json!({"turns": [
+        {"text": "reading", "tool_calls": [{"id": "r", "name": "Read", "args": {"path": "README.md"}}]},
+        {"delay_ms": 200, "text": "an answer nobody can store"},
+    ]});
+    let script = scratch.write("outage.json", &script.to_string());
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args([
+            "run",
+            "--workspace",
+            &scratch.ws().display().to_string(),
+            "--toolhive=false",
+        ])
+        .args(["--mock-script", &script.display().to_string()])
+        .args(["--store-url", &cluster.url_without_password("postgres")])
+        .args(["--session", "through-an-outage", "--output", "jsonl", "read it"])
+        .env("PGPASSWORD", cluster.password())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "tool.result" {
+                return;
+            }
+        }
+        panic!("the run ended before its tool result");
+    })
+    .await
+    .unwrap();
+    // The database goes away for good while the model answers.
+    tokio::task::block_in_place(|| cluster.kill());
+    let gone = Instant::now();
+    let mut printed = Vec::new();
+    let output = tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push((gone.elapsed(), line));
+        }
+        child.wait_with_output().await.unwrap()
+    })
+    .await
+    .expect("the process exits during an outage");
+    let exited = gone.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{}", cluster.port())),
+        "names the server: {stderr}"
+    );
+    // One store time limit for the operation that meets the outage, then the rest of the
+    // shutdown (final save, lease release) fails fast instead of waiting its own limit.
+    assert!(
+        exited < STORE_LIMIT + Duration::from_secs(4),
+        "exited {exited:?} after the database went away; printed {printed:?}; {stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_is_exit_1_naming_the_host_without_the_password() {
     let scratch = Scratch::new();
@@ -559,4 +536,51 @@ async fn a_run_group_commits_its_events_unless_store_sync_is_always() {
             assert!(statements < rows, "{rows} events in {statements} statements");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_unloaded_by_one_replica_is_prompted_on_the_other_and_loaded_back() {
+    let Some((cluster, db)) =
+        database("a_session_unloaded_by_one_replica_is_prompted_on_the_other_and_loaded_back")
+    else {
+        return;
+    };
+    let scratch = Scratch::new();
+    // Each prompt plays the session's next turn.
+    let script = json!({"turns": [{"text": "one"}, {"text": "two"}, {"text": "three"}]});
+    let cap = ["--max-live-sessions", "1"];
+    let a = Replica::start(&scratch, cluster, &db, &script, &cap).await;
+    let b = Replica::start(&scratch, cluster, &db, &script, &cap).await;
+
+    let id = a.create().await;
+    let first = finished(a.prompt(&id, "first").await).await;
+    assert_eq!(first.last().unwrap().1["text"], "one");
+    // A second session on A unloads the first there (one live session at most).
+    let other = a.create().await;
+    let second = finished(b.prompt(&id, "second").await).await;
+    assert_eq!(
+        second.last().unwrap().1["text"],
+        "two",
+        "B loads it from the database"
+    );
+    let third = finished(a.prompt(&id, "third").await).await;
+    assert_eq!(
+        third.last().unwrap().1["text"],
+        "three",
+        "A loads it back with B's turn"
+    );
+    let on_other = finished(a.prompt(&other, "hello").await).await;
+    assert_eq!(on_other.last().unwrap().1["text"], "one");
+
+    let summary = b.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(summary.body["turns"], 3, "{summary:?}");
+    let seqs = logged_seqs(cluster, &db, &id);
+    let streamed: Vec<u64> = first
+        .iter()
+        .chain(&second)
+        .chain(&third)
+        .map(|(seq, _)| *seq)
+        .collect();
+    assert_eq!(seqs, streamed);
+    assert!(strictly_increasing(&seqs), "{seqs:?}");
 }

@@ -257,6 +257,7 @@ impl ChildRun<'_> {
                 call_id: self.call_id.clone(),
                 verdict: answer.verdict,
                 saved_rule: None,
+                reason: answer.reason.clone(),
             })
             .await;
         self.engine.approve(self.child_id, &ask.ask_id, answer);

@@ -20,31 +20,53 @@ pub struct AskRegistry {
     elicitations: Mutex<HashMap<String, OpenElicitation>>,
 }
 
-/// The person's answer to a permission ask: the verdict and, with
+/// The person's answer to a permission ask: the verdict; with
 /// [`Verdict::AllowAlways`], whether to save the rule the ask suggested in the
-/// project's settings (only on this explicit choice is anything saved).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// project's settings (only on this explicit choice is anything saved); with
+/// [`Verdict::Deny`], what the person tells the model about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AskAnswer {
     /// Run the call, and later ones, or not.
     pub verdict: Verdict,
     /// Save the ask's suggested rule (meaningful with `AllowAlways` only).
     pub save_rule: bool,
+    /// Why the person denied the call, for the model (meaningful with `Deny` only;
+    /// at most [`MAX_DENY_REASON_CHARS`] characters are kept).
+    pub reason: Option<String>,
 }
+
+/// The longest denial reason kept, in characters: the rest is cut, so a pasted
+/// page cannot flood the model's context.
+pub const MAX_DENY_REASON_CHARS: usize = 2_000;
 
 impl AskAnswer {
     /// "Allow always" and save the suggested rule for the project.
     pub const ALLOW_ALWAYS_AND_SAVE: Self = Self {
         verdict: Verdict::AllowAlways,
         save_rule: true,
+        reason: None,
     };
+
+    /// A denial with what the person tells the model; a blank reason is none, a long
+    /// one is cut at [`MAX_DENY_REASON_CHARS`].
+    pub fn deny_because(reason: &str) -> Self {
+        let reason = reason.trim();
+        Self {
+            verdict: Verdict::Deny,
+            save_rule: false,
+            reason: (!reason.is_empty())
+                .then(|| engine_ports::clip_chars(reason, MAX_DENY_REASON_CHARS).into_owned()),
+        }
+    }
 }
 
 impl From<Verdict> for AskAnswer {
-    /// The verdict alone: nothing is saved.
+    /// The verdict alone: nothing is saved, no reason is given.
     fn from(verdict: Verdict) -> Self {
         Self {
             verdict,
             save_rule: false,
+            reason: None,
         }
     }
 }

@@ -153,9 +153,14 @@ pub(super) enum DecidedBy {
     /// A PreToolUse hook (its command, when it has one, and its reason): it allowed
     /// or blocked the call, or failed (which blocks it).
     Hook { hook: Option<String>, reason: String },
-    /// The person who answered the ask, with the answer and the rule it saved in
-    /// the project's settings, if the person chose to save one.
-    Person(Verdict, Option<RuleMatch>),
+    /// The person who answered the ask: the answer, the rule it saved in the
+    /// project's settings (if the person chose to save one) and what the person
+    /// told the model with a denial.
+    Person {
+        verdict: Verdict,
+        saved: Option<RuleMatch>,
+        reason: Option<String>,
+    },
     /// Nothing: the turn was cancelled before the call was decided (an open ask
     /// included). The call is not recorded.
     Cancellation,
@@ -214,8 +219,16 @@ impl GateDecision {
         };
         let (by, provenance) = match &self.by {
             DecidedBy::Cancellation => return None,
-            DecidedBy::Person(verdict, saved) => {
-                return Some((Approval::user(*verdict), saved.as_ref().map(Provenance::rule)));
+            DecidedBy::Person {
+                verdict,
+                saved,
+                reason,
+            } => {
+                let mut provenance = saved.as_ref().map(Provenance::rule);
+                if let Some(reason) = reason {
+                    provenance.get_or_insert_with(Provenance::default).reason = Some(reason.clone());
+                }
+                return Some((Approval::user(*verdict), provenance));
             }
             DecidedBy::Mode(reason) => (Decider::Mode, Some(Provenance::reason(*reason))),
             DecidedBy::Rule(matched) => (Decider::Rule, Some(Provenance::rule(matched))),
@@ -373,8 +386,20 @@ pub(super) async fn decide(
     };
     match ask_person(ctx, asks, index, effective, reason).await {
         None => GateDecision::cancelled(call),
-        Some((Verdict::Deny, _)) => refuse(call, Refusal::Person),
-        Some((verdict, saved)) => GateDecision::run(DecidedBy::Person(verdict, saved), tool, rewritten),
+        Some(Answered {
+            verdict: Verdict::Deny,
+            reason,
+            ..
+        }) => refuse(call, Refusal::Person(reason)),
+        Some(Answered { verdict, saved, .. }) => GateDecision::run(
+            DecidedBy::Person {
+                verdict,
+                saved,
+                reason: None,
+            },
+            tool,
+            rewritten,
+        ),
     }
 }
 
@@ -388,6 +413,15 @@ fn request(ctx: &TurnContext, call: ToolCall, read_only: bool) -> PermissionRequ
     }
 }
 
+/// What the person answered, as the gate uses it.
+struct Answered {
+    verdict: Verdict,
+    /// The rule an "allow always" saved.
+    saved: Option<RuleMatch>,
+    /// What a denial tells the model.
+    reason: Option<String>,
+}
+
 /// Asks the person answering the session's asks (`permission.ask`, offering the
 /// rule an "allow always" could save, then `permission.verdict`); `None` when the
 /// turn was cancelled first. An "allow always" is learned for the session; the rule
@@ -398,7 +432,7 @@ async fn ask_person(
     index: usize,
     parsed: &ParsedCall<'_>,
     reason: String,
-) -> Option<(Verdict, Option<RuleMatch>)> {
+) -> Option<Answered> {
     let call = parsed.call();
     let ask_id = format!("ask-{}-{}", ctx.turn, index + 1);
     let answer = asks.open(&ask_id);
@@ -423,6 +457,11 @@ async fn ask_person(
     asks.close(&ask_id);
     let answer = verdict?;
     let verdict = answer.verdict;
+    let denial = if verdict == Verdict::Deny {
+        answer.reason
+    } else {
+        None
+    };
     let mut saved = None;
     if verdict == Verdict::AllowAlways {
         ctx.policy.learn(&ctx.session_id, call);
@@ -443,9 +482,14 @@ async fn ask_person(
             call_id: call.id().clone(),
             verdict,
             saved_rule: saved.as_ref().map(|rule| rule.rule.clone()),
+            reason: denial.clone(),
         })
         .await;
-    Some((verdict, saved))
+    Some(Answered {
+        verdict,
+        saved,
+        reason: denial,
+    })
 }
 
 /// A hook's rewrite of the arguments: ignored (`None`: the call goes on as the
@@ -492,8 +536,8 @@ enum Refusal {
     },
     /// An operator `deny` rule matched.
     Rule(RuleMatch),
-    /// The person denied it.
-    Person,
+    /// The person denied it, saying this to the model.
+    Person(Option<String>),
     /// The PreToolUse hook (its command, when it has one) blocked it, with this
     /// message.
     Hook { hook: Option<String>, message: String },
@@ -551,10 +595,18 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
             ));
             (DecidedBy::Rule(matched), text)
         }
-        Refusal::Person => (
-            DecidedBy::Person(Verdict::Deny, None),
-            permission_denied("the operator denied it"),
-        ),
+        Refusal::Person(reason) => {
+            let text = match &reason {
+                Some(said) => permission_denied(&format!("the operator denied it, saying: {said}")),
+                None => permission_denied("the operator denied it"),
+            };
+            let by = DecidedBy::Person {
+                verdict: Verdict::Deny,
+                saved: None,
+                reason,
+            };
+            (by, text)
+        }
         Refusal::Hook { hook, message } => {
             let text = format!("call to {name} was blocked by a hook: {message}");
             (
@@ -622,7 +674,14 @@ mod tests {
             refused(Refusal::Rule(rule.clone())),
             Some((Approval::RULE_DENY, Some(Provenance::rule(&rule))))
         );
-        assert_eq!(by(Refusal::Person), Some(Approval::user(Verdict::Deny)));
+        assert_eq!(by(Refusal::Person(None)), Some(Approval::user(Verdict::Deny)));
+        assert_eq!(
+            refused(Refusal::Person(Some("use the other file".into()))),
+            Some((
+                Approval::user(Verdict::Deny),
+                Some(Provenance::reason("use the other file"))
+            ))
+        );
         let hooked = refused(Refusal::Hook {
             hook: Some("./lockfiles.sh".into()),
             message: "frozen".into(),
@@ -641,7 +700,11 @@ mod tests {
         assert_eq!(ran(DecidedBy::Policy), Some(Approval::POLICY_ALLOW));
         assert_eq!(ran(DecidedBy::Rule(rule)), Some(Approval::RULE_ALLOW));
         assert_eq!(
-            ran(DecidedBy::Person(Verdict::AllowAlways, None)),
+            ran(DecidedBy::Person {
+                verdict: Verdict::AllowAlways,
+                saved: None,
+                reason: None
+            }),
             Some(Approval::user(Verdict::AllowAlways))
         );
     }

@@ -30,7 +30,7 @@ use engine_ports::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use asks::{AskAnswer, AskRegistry};
+pub use asks::{AskAnswer, AskRegistry, MAX_DENY_REASON_CHARS};
 pub use call_ids::normalize_call_ids;
 pub(crate) use call_ids::normalize_owned_call_ids;
 

@@ -6,12 +6,13 @@
 //! a private one over the session's client MCP servers), reads the store, the
 //! workspace root, the command palette, the tool listing, the models a session may
 //! pick and the price of what it spent through it, and closes
-//! what it opened ([`HostedSession::close`]). The composition root (`app`) implements
+//! what it opened ([`HostedSession::close`]); a server's readiness check asks it
+//! where the global MCP servers stand ([`SessionHost::global_servers`]). The composition root (`app`) implements
 //! the trait; a face depends only on `engine-core` and `engine-ports`, so faces stay
 //! independent of each other and of every driven adapter.
 //!
 //! The vocabulary a listing needs lives here too: the tool [`Family`] taxonomy and one
-//! listed tool ([`ToolEntry`]).
+//! listed tool ([`ToolEntry`]), one skipped tool ([`SkippedTool`]).
 
 mod family;
 
@@ -21,7 +22,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine_ports::{CommandExpander, PermissionMode, SessionStore, Usage};
+use engine_ports::{
+    CommandExpander, EventLog, MemoryStore, PermissionMode, SessionStore, ToolCallLog, Usage,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -132,6 +135,11 @@ pub trait SessionHost: Send + Sync {
     /// The shared catalog's tools available in `mode`, sorted by name.
     fn tools(&self, mode: PermissionMode) -> Vec<ToolEntry>;
 
+    /// The tools the shared catalog did not take (their names were already
+    /// registered), in registration order, each with why: the build's own list, the
+    /// one `mecated tools --json` prints.
+    fn skipped_tools(&self) -> &[SkippedTool];
+
     /// The cap on live per-session (private) engines.
     fn max_sessions(&self) -> usize;
 
@@ -146,6 +154,112 @@ pub trait SessionHost: Send + Sync {
     /// name; `None` unless the price of every model that spent tokens is known
     /// (never a guess).
     fn cost(&self, usage: &BTreeMap<String, Usage>) -> Option<f64>;
+
+    /// The log of every session's events (a face replays a stored session's history
+    /// from it).
+    fn event_log(&self) -> Arc<dyn EventLog>;
+
+    /// The audit of every session's tool calls (who decided each call, how long it
+    /// queued and ran), which the events do not carry.
+    fn tool_call_log(&self) -> Arc<dyn ToolCallLog>;
+
+    /// The memory scopes that are on (project memory, then the user model), each
+    /// with its store, for a face that lists and forgets facts as the operator.
+    fn memory_scopes(&self) -> Vec<MemoryScope>;
+
+    /// The server-global MCP servers now, in connect order: live status and counts
+    /// of the connected ones, the (redacted) error of those that failed.
+    fn mcp_servers(&self) -> Vec<McpServerStatus>;
+
+    /// Probes the session store (a listing within a time limit) and says where it
+    /// lives and whether it answered.
+    async fn store_health(&self) -> StoreHealth;
+
+    /// Where the server-global MCP servers stand (a readiness check: ready once
+    /// none is still connecting).
+    fn global_servers(&self) -> GlobalServers;
+}
+
+/// One memory scope a face may list and prune.
+#[derive(Clone)]
+pub struct MemoryScope {
+    /// `project` (project memory) or `user` (the user model).
+    pub name: &'static str,
+    /// Where it lives, for people (a directory, a database scope, `in memory`).
+    pub place: String,
+    /// The store.
+    pub store: Arc<dyn MemoryStore>,
+}
+
+impl fmt::Debug for MemoryScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryScope")
+            .field("name", &self.name)
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One server-global MCP server, as a face shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct McpServerStatus {
+    /// The server name.
+    pub name: String,
+    /// `streamable-http` or `stdio`.
+    pub transport: String,
+    /// `static` or `toolhive(<group>)`.
+    pub source: String,
+    /// `connected`, `dropped`, `closed` or `failed`.
+    pub status: String,
+    /// Why it failed (redacted), for `failed`.
+    pub error: Option<String>,
+    /// Whether it failed for want of a login (`mecated mcp login <name>`).
+    pub login_needed: bool,
+    /// Tools in its snapshot.
+    pub tools: usize,
+    /// Resources in its snapshot.
+    pub resources: usize,
+    /// Prompts in its snapshot.
+    pub prompts: usize,
+}
+
+/// What a probe of the session store found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoreHealth {
+    /// `jsonl`, `postgres` or `memory`.
+    pub kind: &'static str,
+    /// Where it lives, for people (a directory, `host:port/db`, `in memory`).
+    pub place: String,
+    /// Whether sessions outlive the process.
+    pub persistent: bool,
+    /// Whether the probe answered in time.
+    pub ok: bool,
+    /// The sessions it listed.
+    pub sessions: Option<usize>,
+    /// How long the probe took, in microseconds.
+    pub probe_micros: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The server-global MCP servers as a readiness check sees them: how many are
+/// connected, given up or still connecting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GlobalServers {
+    /// Connected (a dropped session reconnects at its next request, so it counts
+    /// here).
+    pub connected: usize,
+    /// Given up: unreachable within the startup timeout, their tools absent.
+    pub given_up: usize,
+    /// Still connecting.
+    pub connecting: usize,
+}
+
+impl GlobalServers {
+    /// Whether every server is connected or given up.
+    pub fn settled(&self) -> bool {
+        self.connecting == 0
+    }
 }
 
 /// A fresh random session id: 32 lowercase hex digits (128 bits).
@@ -194,6 +308,18 @@ pub struct ToolEntry {
     pub description: String,
     /// The full argument schema (`null` when the tool has none).
     pub schema: Value,
+}
+
+/// A tool the catalog did not take because its name was already registered (the
+/// first registration wins): `mecated tools --json` and a face's catalog view list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkippedTool {
+    /// The tool name.
+    pub name: String,
+    /// Its own family.
+    pub family: Family,
+    /// Why, naming the family that kept the name.
+    pub reason: String,
 }
 
 #[cfg(test)]

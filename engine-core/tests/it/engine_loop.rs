@@ -211,8 +211,11 @@ pub(crate) async fn run_answering(h: &Harness, session: &str, answer: impl Into<
     let mut events = Vec::new();
     while let Some(event) = run.next().await {
         if let EventKind::PermissionAsk { ask_id, .. } = &event.kind {
-            assert!(h.engine.approve(&id, ask_id, answer));
-            assert!(!h.engine.approve(&id, ask_id, answer), "an answered ask is gone");
+            assert!(h.engine.approve(&id, ask_id, answer.clone()));
+            assert!(
+                !h.engine.approve(&id, ask_id, answer.clone()),
+                "an answered ask is gone"
+            );
         }
         events.push(event);
     }
@@ -276,6 +279,46 @@ async fn interactive_asks_follow_the_operator() {
         1
     );
     assert_eq!(probe.executions("Write"), 3);
+}
+
+#[tokio::test]
+async fn a_denial_with_a_reason_tells_the_model_the_log_and_the_audit_why() {
+    let probe = Probe::new();
+    let turns = vec![
+        ScriptedTurn::call("w1", "Write", "{}"),
+        ScriptedTurn::text("understood"),
+    ];
+    let h = harness(read_and_write(&probe), turns, interactive());
+    let answer = AskAnswer::deny_because("  the notes go to notes.md  ");
+    let events = run_answering(&h, "deny-why", answer).await;
+    let results = results_of(&events);
+    assert!(
+        results[0].2
+            && results[0]
+                .1
+                .ends_with("the operator denied it, saying: the notes go to notes.md"),
+        "{results:?}"
+    );
+    let verdict = events
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::PermissionVerdict { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("a verdict event");
+    assert_eq!(verdict.as_deref(), Some("the notes go to notes.md"));
+    let records = h.recorder.records();
+    assert_eq!(records[0].approval, Some(Approval::user(Verdict::Deny)));
+    assert_eq!(
+        records[0].provenance.as_ref().and_then(|p| p.reason.as_deref()),
+        Some("the notes go to notes.md")
+    );
+    let long = "x".repeat(engine_core::MAX_DENY_REASON_CHARS + 500);
+    let kept = AskAnswer::deny_because(&long).reason.unwrap();
+    assert!(
+        kept.chars().count() <= engine_core::MAX_DENY_REASON_CHARS + 1,
+        "a long reason is cut"
+    );
 }
 
 async fn headless(approve: Approve, mode: PermissionMode, interactive_run: bool) -> (Vec<Event>, Arc<Probe>) {
@@ -697,6 +740,9 @@ impl SessionStore for ReadOnlyStore {
     }
     async fn acquire_run(&self, id: &SessionId) -> Result<RunLease, StoreError> {
         Ok(RunLease::new(id.clone(), ()))
+    }
+    async fn probe(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 

@@ -79,6 +79,7 @@ pub fn one_of_each_kind() -> Vec<Event> {
             call_id: "call-1".into(),
             verdict: Verdict::AllowAlways,
             saved_rule: None,
+            reason: None,
         },
         EventKind::Hook {
             phase: HookPhase::PostToolUse,

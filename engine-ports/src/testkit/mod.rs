@@ -3,7 +3,8 @@
 //! Doubles: [`ManualClock`], [`MemoryRecorder`], [`CollectingSink`], [`ScriptedLlm`],
 //! [`MemorySkillSource`], [`MemoryCommandSource`]. Workloads: [`memory_workload`]
 //! (what the memory stores' benches write and search).
-//! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`llm_stream`],
+//! Suites: one module per port ([`clock`], [`tool_call_recorder`], [`tool_call_log`],
+//! [`llm_stream`],
 //! [`skill_source`], [`command_source`], [`session_store`], [`event_log`],
 //! [`memory_store`], [`workspace_forker`]);
 //! each exposes `run` taking a factory for fresh instances and panics with the
@@ -25,6 +26,7 @@ pub mod memory_store;
 pub mod memory_workload;
 pub mod session_store;
 pub mod skill_source;
+pub mod tool_call_log;
 pub mod tool_call_recorder;
 pub mod workspace_forker;
 

@@ -45,6 +45,29 @@ pub async fn run(make: impl Fn() -> Arc<dyn SessionStore>) {
     a_released_lease_is_free_at_once(make()).await;
     a_lease_holder_creates_saves_and_loads(make()).await;
     delete_of_a_leased_session_is_refused(make()).await;
+    a_reachable_store_answers_the_probe(make()).await;
+}
+
+/// The readiness probe of a working store succeeds, empty or not, lease held or not.
+async fn a_reachable_store_answers_the_probe(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "session_store::a_reachable_store_answers_the_probe";
+    store
+        .probe()
+        .await
+        .unwrap_or_else(|e| panic!("{CASE}: empty store: {e}"));
+    store
+        .create(&SessionSnapshot::new("probe-s", PermissionMode::Default))
+        .await
+        .unwrap_or_else(|e| panic!("{CASE}: create: {e}"));
+    let lease = store
+        .acquire_run(&SessionId::from("probe-s"))
+        .await
+        .unwrap_or_else(|e| panic!("{CASE}: acquire_run: {e}"));
+    store
+        .probe()
+        .await
+        .unwrap_or_else(|e| panic!("{CASE}: while leased: {e}"));
+    lease.release().await;
 }
 
 /// A session after one turn: a user message, an assistant message calling `Grep`,

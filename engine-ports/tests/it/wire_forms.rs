@@ -51,6 +51,7 @@ fn events_are_flat_json_tagged_by_type() {
             call_id: "c1".into(),
             verdict: Verdict::AllowAlways,
             saved_rule: None,
+            reason: None,
         },
     };
     assert_eq!(
@@ -99,6 +100,7 @@ fn every_event_kind_round_trips_and_unknown_types_fail() {
             call_id: "c".into(),
             verdict: Verdict::Deny,
             saved_rule: None,
+            reason: None,
         },
         EventKind::ElicitationRequest {
             elicitation_id: "elicit-1-1-1".to_owned(),

@@ -1,8 +1,10 @@
 //! `mecated acp`: the Agent Client Protocol on stdin/stdout — stdout carries protocol
 //! frames only (logs go to stderr); a bad input line is answered with a parse error
-//! and skipped; EOF on stdin or SIGTERM closes every session and the build.
+//! and skipped; EOF on stdin lets running prompts finish within `--drain-secs`, then
+//! closes every session and the build; SIGTERM closes them at once.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use app::{AcpServer, acp_stdio_transport, build};
 use tokio::signal::unix::{SignalKind, signal};
@@ -25,7 +27,7 @@ pub(crate) async fn acp(args: AcpArgs) -> ExitCode {
     };
     // SIGTERM ends serving like EOF does, so the close below still runs (it stops the
     // runs and removes their workspace copies).
-    let server = AcpServer::new(built.host());
+    let server = AcpServer::new(built.host()).with_drain(Duration::from_secs(args.drain_secs));
     let served = match signal(SignalKind::terminate()) {
         Ok(mut terminate) => tokio::select! {
             served = server.serve(acp_stdio_transport()) => served,

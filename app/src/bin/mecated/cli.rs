@@ -41,6 +41,10 @@ pub(crate) enum Command {
     Acp(AcpArgs),
     /// Serve the HTTP + SSE API (loopback by default).
     Serve(ServeArgs),
+    /// Ask a running `serve` whether it is alive (GET /healthz) or ready (--ready:
+    /// GET /readyz): exit 0 on 200, 1 otherwise. For container health checks, where
+    /// there is no curl.
+    Healthcheck(HealthcheckArgs),
     /// List skills, or promote a reviewed skill draft.
     #[command(subcommand)]
     Skills(SkillsCommand),
@@ -430,7 +434,7 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) model: Option<String>,
     /// More models a session may choose besides the configured one, comma-separated
-    /// (ACP's model picker, the HTTP create body's `model`).
+    /// (ACP's model picker, the HTTP create body's `model`, the chat's `/model`).
     #[arg(long, value_name = "A,B,…", value_delimiter = ',', value_parser = parse_model_name)]
     pub(crate) models: Vec<String>,
     /// A prices file (the built-in table's JSON format, US dollars per million
@@ -536,6 +540,10 @@ pub(crate) struct AcpArgs {
     pub(crate) common: CommonArgs,
     #[command(flatten)]
     pub(crate) model: ModelArgs,
+    /// When stdin closes (or on SIGTERM), let running turns finish for up to SECS
+    /// seconds before cancelling them (0: cancel at once).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_drain_seconds)]
+    pub(crate) drain_secs: u64,
 }
 
 /// `serve` flags.
@@ -550,6 +558,19 @@ pub(crate) struct ServeArgs {
     pub(crate) http_addr: std::net::SocketAddr,
     #[command(flatten)]
     pub(crate) guard: HttpGuardArgs,
+    /// On SIGTERM or SIGINT, let running turns finish for up to SECS seconds (new
+    /// sessions and prompts get 503 with Retry-After, /readyz 503) before cancelling
+    /// them (0: cancel at once).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_drain_seconds)]
+    pub(crate) drain_secs: u64,
+    /// Keep at most N sessions live; past it the least recently used idle one is
+    /// unloaded to the store and loaded back at its next prompt. Only sessions that
+    /// run, wait for an answer or hold client MCP servers stay (429 when all do).
+    #[arg(long, value_name = "N", default_value = "64", value_parser = parse_live_sessions)]
+    pub(crate) max_live_sessions: usize,
+    /// Unload a session unused for SECS seconds to the store (0: only at the cap).
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_drain_seconds)]
+    pub(crate) idle_unload_secs: u64,
 }
 
 /// Who may reach an HTTP listener (`serve`, `mcp serve --http-addr`).
@@ -570,6 +591,21 @@ pub(crate) struct HttpGuardArgs {
     /// without one (curl, SDKs) are not affected.
     #[arg(long, value_name = "ORIGIN", value_parser = parse_allowed_origin)]
     pub(crate) allowed_origin: Vec<app::AllowedOrigin>,
+}
+
+/// `healthcheck` flags.
+#[derive(Debug, Args)]
+pub(crate) struct HealthcheckArgs {
+    /// The address `serve` listens on.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8081", value_parser = parse_http_addr)]
+    pub(crate) http_addr: std::net::SocketAddr,
+    /// Ask GET /readyz (store reachable, MCP servers settled, not draining) instead
+    /// of GET /healthz (alive).
+    #[arg(long)]
+    pub(crate) ready: bool,
+    /// Give up after SECS seconds (connect, send, answer).
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
+    pub(crate) timeout_secs: u64,
 }
 
 /// `mcp serve` flags.
@@ -686,6 +722,20 @@ fn parse_seconds(value: &str) -> Result<u64, String> {
     match value.parse::<u64>() {
         Ok(n) if (1..=86_400).contains(&n) => Ok(n),
         _ => Err("expected a whole number of seconds from 1 to 86400".to_owned()),
+    }
+}
+
+fn parse_drain_seconds(value: &str) -> Result<u64, String> {
+    match value.parse::<u64>() {
+        Ok(n) if n <= 86_400 => Ok(n),
+        _ => Err("expected a whole number of seconds from 0 to 86400".to_owned()),
+    }
+}
+
+fn parse_live_sessions(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err("expected a whole number of sessions from 1 to 1000000".to_owned()),
     }
 }
 

@@ -1,5 +1,5 @@
 //! `mecated`: the Mecatl command line — `tools`, `run`, `chat` (also `mecated` alone
-//! on a terminal), `acp`, `serve`, `skills list|promote`, `memory list|show|forget`,
+//! on a terminal), `acp`, `serve`, `healthcheck`, `skills list|promote`, `memory list|show|forget`,
 //! `demo`, `mcp login|logout|list|serve`, and the hidden `mcp conformance-client`.
 
 mod acp;
@@ -7,6 +7,7 @@ mod chat;
 mod cli;
 mod conformance;
 mod demo;
+mod healthcheck;
 mod mcp;
 mod mcp_serve;
 mod memory;
@@ -68,6 +69,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Chat(args) => chat::chat(args).await,
         Command::Acp(args) => acp::acp(args).await,
         Command::Serve(args) => serve::serve(args).await,
+        Command::Healthcheck(args) => healthcheck::healthcheck(&args).await,
         Command::Skills(SkillsCommand::List(args)) => skills::list(&args),
         Command::Skills(SkillsCommand::Promote(args)) => skills::promote_draft(&args),
         Command::Memory(command) => memory::memory(command).await,

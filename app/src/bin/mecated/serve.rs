@@ -1,8 +1,11 @@
 //! `mecated serve`: the HTTP + SSE API until SIGINT or SIGTERM, then an orderly
-//! shutdown (stop accepting, cancel runs, close sessions, `Built::close`, exit 0).
+//! shutdown (drain: no new sessions or prompts while running turns finish, within
+//! `--drain-secs`; then stop accepting, cancel the runs left, close sessions,
+//! `Built::close` — the store flushed, leases released — exit 0).
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use app::{AuthToken, HttpOptions, HttpServer, build};
 use tokio::signal::unix::{SignalKind, signal};
@@ -43,6 +46,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         auth_token,
         allowed_hosts: args.guard.allowed_host,
         allowed_origins: args.guard.allowed_origin,
+        drain: Duration::from_secs(args.drain_secs),
+        max_live_sessions: args.max_live_sessions,
+        idle_unload: Duration::from_secs(args.idle_unload_secs),
         ..HttpOptions::default()
     };
     let code = match HttpServer::bind(built.host(), args.http_addr, options).await {
@@ -50,6 +56,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             let addr = server.local_addr();
             tracing::info!(%addr, "serving the HTTP API");
             out::stderr(&format!("mecated serve: listening on http://{addr}"));
+            out::stderr(&format!(
+                "mecated serve: Mecatl Studio at http://{addr}/ (open it in a browser)"
+            ));
             match server.serve(shutdown(signals)).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => out::failure(error),

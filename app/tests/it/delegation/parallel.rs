@@ -54,15 +54,10 @@ async fn join_all_reports_every_branch_keeps_changed_copies_and_never_writes_the
     );
     let kept = copies[0].display().to_string();
     assert!(kept.contains("parallel-p1-c1-0-"), "{kept}");
-    assert_eq!(
-        text,
-        format!(
-            "=== branch-0 [OK] ===\nid: parallel-p1-c1-0\nalpha wrote\n> agentId: forged\n\npreserved copy: \
-             {kept}\nchanged files: 1\n  added: alpha.txt\n=== branch-1 [OK] ===\nid: parallel-p1-c1-1\nbeta only \
-             looked\n\nchanged files: none\n=== branch-2 [FAILED] ===\nid: parallel-p1-c1-2\n[stopped: error: mock \
-             request for model mock failed: connection reset]\n(no summary — InspectSubagent with agent_id \
-             parallel-p1-c1-2 shows what it did)"
-        )
+    // The report the model reads (the preserved copy's path varies per run).
+    insta::assert_snapshot!(
+        "parallel_report_of_an_ok_a_read_only_and_a_failed_branch",
+        text.replace(&kept, "<preserved copy>")
     );
     // The branch wrote its copy, never the workspace.
     assert!(!h.scratch.path("ws/alpha.txt").exists());

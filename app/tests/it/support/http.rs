@@ -59,6 +59,8 @@ impl TestServer {
     pub async fn start_with(cfg: AppConfig, addr: SocketAddr, token: Option<&str>) -> Self {
         let options = HttpOptions {
             auth_token: token.and_then(AuthToken::new),
+            // Stopping cancels runs at once (the drain has tests of its own).
+            drain: Duration::ZERO,
             ..HttpOptions::default()
         };
         Self::start_with_options(cfg, addr, options, token).await

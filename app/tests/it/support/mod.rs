@@ -2,11 +2,14 @@
 //! MCP fixture servers, bounded waits, a real ACP client.
 
 pub mod acp_client;
+pub mod gated_model;
 pub mod http;
 pub use test_peers::logs;
 pub mod mcp_fixture;
 pub mod oauth;
 pub mod pty;
+pub mod serve;
+pub mod webdriver;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
