@@ -481,6 +481,64 @@ async fn http_refuses_a_rebinding_host_and_a_foreign_origin_before_mcp() {
 }
 
 #[tokio::test]
+async fn http_answers_an_allowed_origins_preflight_and_refuses_a_body_that_is_not_json() {
+    let setup = Setup::new().await;
+    let args = setup.serve_args(&["--allowed-origin", "http://localhost:3000"]);
+    let server = HttpServe::start(setup.scratch.dir.path(), &args, &[]).await;
+    let client = reqwest::Client::new();
+    let preflight = client
+        .request(reqwest::Method::OPTIONS, &server.url)
+        .header("origin", "http://localhost:3000")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let headers = preflight.headers();
+    assert_eq!(headers["access-control-allow-origin"], "http://localhost:3000");
+    let allowed = headers["access-control-allow-headers"].to_str().unwrap();
+    assert!(allowed.contains("mcp-session-id"), "{allowed}");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let answer = client
+        .post(&server.url)
+        .header("origin", "http://localhost:3000")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        answer.headers()["access-control-allow-origin"],
+        "http://localhost:3000"
+    );
+    assert_eq!(
+        answer.headers()["access-control-expose-headers"],
+        "mcp-session-id"
+    );
+    let other = client
+        .request(reqwest::Method::OPTIONS, &server.url)
+        .header("origin", "http://localhost:3001")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 403, "another origin's preflight is refused");
+    let simple = client
+        .post(&server.url)
+        .header("content-type", "text/plain")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(simple.status(), 415);
+    let text = simple.text().await.unwrap();
+    assert!(text.contains("application/json"), "{text}");
+}
+
+#[tokio::test]
 async fn http_off_loopback_without_a_token_is_a_usage_error() {
     let scratch = Scratch::new();
     let ws = scratch.ws().display().to_string();
