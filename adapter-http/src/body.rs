@@ -13,7 +13,7 @@ use engine_ports::{ElicitationAction, Keyword, PermissionMode, Verdict};
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use super::guard::body_too_large;
+use super::guard::refused;
 use super::server::ServerState;
 
 /// A request body: `None` when empty, else a JSON object.
@@ -38,7 +38,7 @@ impl FromRequest<Arc<ServerState>> for JsonBody {
             })?;
         let bytes = read.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                body_too_large()
+                refused(state.policy.body_too_large())
             } else {
                 ApiError::new(rejection.status(), rejection.body_text())
             }

@@ -35,7 +35,6 @@
 //! connection is held; client-provided MCP servers are streamable HTTP only
 //! and only on a loopback listener; a client leaving an SSE stream cancels its run.
 
-mod auth;
 mod body;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -48,8 +47,7 @@ mod sessions;
 mod sse;
 mod studio;
 
-pub use auth::AuthToken;
-pub use guard::{AllowedHost, AllowedOrigin};
+pub use http_guard::{AllowedHost, AllowedOrigin, AuthToken};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
 pub use studio::{CONTENT_SECURITY_POLICY, asset_bytes};
 

@@ -22,15 +22,15 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::auth::AuthToken;
 use super::error::ApiError;
-use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
+use super::guard::{FACE, check_request};
 use super::sessions::{Sessions, unload_idle_sessions};
 use super::{
     BODY_READ_TIMEOUT, DRAIN, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, IDLE_UNLOAD, KEEP_ALIVE_INTERVAL,
     MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_LIVE_SESSIONS, handlers, inspect, studio,
 };
 use engine_core::host::SessionHost;
+use http_guard::{AllowedHost, AllowedOrigin, AuthToken, Guard};
 
 /// How the server behaves.
 #[derive(Clone, Debug)]
@@ -125,7 +125,7 @@ pub(crate) struct ServerState {
     pub(crate) loopback: bool,
     pub(crate) keep_alive: Duration,
     /// What requests are admitted (host, origin, token, body type and length).
-    pub(crate) policy: RequestPolicy,
+    pub(crate) policy: Guard,
     /// How long a request body may take to arrive (408 after).
     pub(crate) body_read_timeout: Duration,
     /// Every run's forwarder (closed when the drain begins, so waiting on it waits
@@ -248,7 +248,12 @@ impl HttpServer {
             sessions: Sessions::new(options.max_live_sessions),
             loopback,
             keep_alive: options.keep_alive,
-            policy: RequestPolicy::new(options.allowed_hosts, options.allowed_origins, options.auth_token),
+            policy: Guard::new(
+                FACE,
+                options.allowed_hosts,
+                options.allowed_origins,
+                options.auth_token,
+            ),
             body_read_timeout: options.body_read_timeout,
             runs: TaskTracker::new(),
             closing: AtomicBool::new(false),

@@ -11,10 +11,10 @@ use std::sync::{Arc, OnceLock};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
+use http_guard::logout_cookie;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use super::auth::logout_cookie;
 use super::body::{JsonBody, invalid};
 use super::error::ApiError;
 use super::server::ServerState;

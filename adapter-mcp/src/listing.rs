@@ -25,6 +25,8 @@ pub(crate) struct ToolDef {
     pub(crate) spec: ToolSpec,
     pub(crate) light: ToolSpec,
     pub(crate) read_only: bool,
+    /// The server's `destructiveHint` (MCP's default, `true`, when absent).
+    pub(crate) destructive: bool,
     /// The advertised `outputSchema`, kept privately (never sent to the model).
     pub(crate) output_schema: Option<Value>,
     /// Its validator, compiled with the listing; `None` without a usable schema.
@@ -46,6 +48,7 @@ impl PartialEq for ToolDef {
             && self.spec == other.spec
             && self.light == other.light
             && self.read_only == other.read_only
+            && self.destructive == other.destructive
             && self.output_schema == other.output_schema
     }
 }
@@ -288,6 +291,10 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             .get("annotations")
             .and_then(|a| a.get("readOnlyHint"))
             .is_some_and(|hint| *hint == Value::Bool(true));
+        let destructive = object
+            .get("annotations")
+            .and_then(|a| a.get("destructiveHint"))
+            .is_none_or(|hint| *hint != Value::Bool(false));
         let output_schema = object.get("outputSchema").filter(|s| !s.is_null()).cloned();
         let output_validator = output_schema
             .as_ref()
@@ -300,6 +307,7 @@ pub(crate) fn decode_tools(server: &str, items: Vec<Value>) -> Result<Vec<ToolDe
             remote,
             full,
             read_only,
+            destructive,
             output_schema,
             output_validator,
         })

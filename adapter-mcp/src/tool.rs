@@ -130,6 +130,17 @@ impl Tool for McpTool {
         self.progressive.then(|| self.def.light.clone())
     }
 
+    /// The server's `outputSchema`, offered to the clients of the MCP server face
+    /// (the model never sees it).
+    fn output_schema(&self) -> Option<Value> {
+        self.def.output_schema.clone()
+    }
+
+    /// The server's `destructiveHint`; a read-only tool destroys nothing.
+    fn destructive(&self) -> bool {
+        !self.read_only && self.def.destructive
+    }
+
     async fn execute(
         &self,
         cancel: &CancellationToken,

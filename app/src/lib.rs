@@ -13,8 +13,9 @@
 //!
 //! The faces live in crates of their own and reach the engines through the host
 //! port ([`engine_core::host::SessionHost`], which [`Built::host`] hands out):
-//! [`AcpServer`] (`adapter-acp`, `mecated acp`) and [`HttpServer`] (`adapter-http`,
-//! `mecated serve`); they are re-exported here for the binary's and tests' sake.
+//! [`AcpServer`] (`adapter-acp`, `mecated acp`), [`HttpServer`] (`adapter-http`,
+//! `mecated serve`) and [`McpServer`] (`adapter-mcp-server`, `mecated mcp serve`);
+//! they are re-exported here for the binary's and tests' sake.
 //!
 //! This crate is not the domain (that is `engine-core`) and adds no tool of its own.
 //! The `mecated` binary (`src/bin/mecated/`) maps the command line onto [`AppConfig`],
@@ -70,6 +71,10 @@ pub use adapter_http::{
     AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, CONTENT_SECURITY_POLICY, HEADER_READ_TIMEOUT,
     HEALTH_CONNECTIONS, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS,
     OpenConnections, ServeError, asset_bytes,
+};
+pub use adapter_mcp_server::{
+    DEFAULT_CALL_TIMEOUT, LIST_CHANGE_POLL, MAX_MCP_BODY_BYTES, MCP_SERVER_NAME, McpHttpOptions,
+    McpHttpServer, McpServeError, McpServeOptions, McpServer,
 };
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,

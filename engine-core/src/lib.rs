@@ -115,7 +115,7 @@ pub use elicitation::{
 pub use emitter::EventEmitter;
 pub use engine::{
     DEFAULT_COMMAND_TIMEOUT, Deps, Engine, EngineConfig, EngineError, Limits, MAX_STOP_HOOK_CONTINUATIONS,
-    Run,
+    OfferedTool, Run, ServedAnswers, ServedCall, ServedOutcome, ServedRun,
 };
 pub use environment::{CommandOutput, CommandRunner, Environment, EnvironmentError, RunnerError};
 pub use memory::InMemoryStore;

@@ -27,7 +27,9 @@ use crate::environment::Environment;
 ///
 /// Optional capabilities are provided methods with the safe default:
 /// [`Tool::advertised_spec`] (Disclosable), [`Tool::plan_only`],
-/// [`Tool::dispatch_serial`] and [`Tool::call_read_only`].
+/// [`Tool::dispatch_serial`], [`Tool::call_read_only`], and what a listing for
+/// another client says of the tool: [`Tool::output_schema`] and
+/// [`Tool::destructive`].
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// The full spec. Its name is read once, at registration, as the catalog key; the
@@ -70,6 +72,18 @@ pub trait Tool: Send + Sync + 'static {
     fn call_read_only(&self, call: &ToolCall) -> bool {
         let _ = call;
         self.read_only()
+    }
+
+    /// The JSON schema of the structured part of a successful result, when the tool
+    /// declares one (an MCP server's `outputSchema`); `None` by default.
+    fn output_schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Whether a call may destroy or overwrite something rather than only add to it
+    /// (MCP's `destructiveHint`): by default every tool that is not read-only may.
+    fn destructive(&self) -> bool {
+        !self.read_only()
     }
 }
 

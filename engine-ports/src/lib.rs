@@ -137,7 +137,7 @@ pub use memory_document::{Applied, MemoryDocument};
 pub use memory_search::{CachedDocument, LoadedDocument, MemorySearch};
 pub use mode::{ParseModeError, PermissionMode};
 pub use permission::{Approval, ApprovalVerdict, Decider, Decision, PermissionPolicy, PermissionRequest};
-pub use recorder::{RecorderError, ToolCallLog, ToolCallRecord, ToolCallRecorder};
+pub use recorder::{Caller, RecorderError, ToolCallLog, ToolCallRecord, ToolCallRecorder};
 pub use result::ToolResult;
 pub use rules::{PermissionRules, Provenance, RuleEffect, RuleMatch};
 pub use sandbox::{ParseSandboxModeError, SandboxMode, SandboxStatus};

@@ -120,9 +120,11 @@ impl RecorderError {
 /// One audit record, in the field order of a `.tools.jsonl` line:
 /// `{"type":"tool_call","time","session_id","call_id","tool","args","result",
 /// "is_error","queued_micros","took_micros","approval":{"by","verdict"},
-/// "provenance":{"rule","source","hook","reason"}}`.
+/// "provenance":{"rule","source","hook","reason"},"caller":{"surface","client","subject"}}`.
 ///
-/// `approval` is optional for readers: lines written before it existed have none.
+/// `approval` is optional for readers: lines written before it existed have none;
+/// `caller` is present only for calls a client made directly (the MCP server face),
+/// not for the calls of a run's model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     /// Always `tool_call`.
@@ -154,6 +156,26 @@ pub struct ToolCallRecord {
     /// records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Who made the call when a client called the tool directly rather than a
+    /// model (absent for a run's calls, and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Caller>,
+}
+
+/// The identity of a client that called a tool directly (through the MCP server
+/// face), as the audit keeps it: never a secret, only what names the caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    /// The surface the call came through (`mcp-stdio`, `mcp-http`).
+    pub surface: String,
+    /// The client's own name and version (`clientInfo` of MCP's `initialize`:
+    /// `name/version`), as it gave them: self-declared, not authenticated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// What authenticated the caller, when something did: for a bearer token, a
+    /// fingerprint of it (`token:sha256:<16 hex>`), never the token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl ToolCallRecord {
@@ -193,6 +215,7 @@ impl ToolCallRecord {
             took_micros: micros(took),
             approval: None,
             provenance: None,
+            caller: None,
         }
     }
 
@@ -207,6 +230,13 @@ impl ToolCallRecord {
     #[must_use]
     pub fn with_provenance(mut self, provenance: Option<Provenance>) -> Self {
         self.provenance = provenance;
+        self
+    }
+
+    /// The same record naming the client that made the call directly.
+    #[must_use]
+    pub fn with_caller(mut self, caller: Option<Caller>) -> Self {
+        self.caller = caller;
         self
     }
 }

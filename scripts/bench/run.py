@@ -239,24 +239,69 @@ def cargo_example(example: str, profile: str) -> list[str]:
     return [str(target / ("release" if profile == "release" else "debug") / "examples" / example)]
 
 
+class Gateway:
+    """`mecated mcp serve` on streamable HTTP (a kernel-picked loopback port) over one
+    upstream server mounted as `ev`, approving every call (no asks: the figure is the
+    gateway's own cost), in its own process group, killed by that group on exit."""
+
+    def __init__(self, profile: str, upstream: str):
+        self.profile, self.upstream = profile, upstream
+
+    def __enter__(self):
+        self.work = tempfile.TemporaryDirectory()
+        env = {k: v for k, v in os.environ.items() if k not in ("MECATED_LOG", "MECATED_AUTH_TOKEN")}
+        env.update({"HOME": self.work.name, "MECATED_TOOLHIVE_URL": "http://127.0.0.1:1"})
+        cmd = [str(chat_binary(self.profile)), "mcp", "serve", "--workspace", self.work.name, "--toolhive=false",
+               "--approve", "all", "--mcp-server", f"ev={self.upstream}", "--http-addr", "127.0.0.1:0"]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 60
+        prefix = "mecated mcp serve: listening on "
+        while time.monotonic() < deadline:
+            ready = select.select([self.proc.stderr], [], [], max(0.0, deadline - time.monotonic()))[0]
+            line = self.proc.stderr.readline() if ready else ""
+            if line.startswith(prefix):
+                self.url = line[len(prefix):].strip()
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        self.__exit__()
+        sys.exit("mecated mcp serve did not start")
+
+    def __exit__(self, *_):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.work.cleanup()
+
+
 def run_mcp(mode: dict, url: str) -> dict:
     """Echo latency through (a) our McpTool, (b) bare rmcp, (c) the Python SDK and
-    (d) the TypeScript SDK on one server, and (a)/(b) again over stdio; in rounds."""
+    (d) the TypeScript SDK on one server, and (a)/(b) again over stdio; then (e) the
+    Python and (f) the TypeScript SDK calling the same echo through `mecated mcp serve`
+    (the gateway) mounted on that server; in rounds."""
     counts = ["--warm-up", str(mode["warm_up"]), "--calls", str(mode["calls"])]
     echo = cargo_example("echo_latency", mode["profile"])
     stdio_cmd = [str(NODE), str(EVERYTHING), "stdio"]
+    node_env = {**os.environ, "MECATED_PEERS_DIR": str(PEERS)}
+    through = ["--tool", "mcp__ev__echo"]
     rounds = []
-    for r in range(mode["rounds"]):
-        log(f"MCP round {r + 1}/{mode['rounds']}")
-        http = json_of([*echo, "--url", url, *counts])
-        python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *counts])
-        node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *counts],
-                       env={**os.environ, "MECATED_PEERS_DIR": str(PEERS)})
-        stdio = json_of([*echo, "--stdio", *stdio_cmd, "--", *counts])
-        rounds.append({"load": load(), "http_ours": http["ours_us"], "http_bare": http["bare_us"],
-                       "python": python["samples_us"], "typescript": node["samples_us"],
-                       "stdio_ours": stdio["ours_us"], "stdio_bare": stdio["bare_us"],
-                       "python_sdk": python["sdk"], "typescript_sdk": node["sdk"]})
+    with Gateway(mode["profile"], url) as gateway:
+        for r in range(mode["rounds"]):
+            log(f"MCP round {r + 1}/{mode['rounds']}")
+            http = json_of([*echo, "--url", url, *counts])
+            python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *counts])
+            node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *counts], env=node_env)
+            stdio = json_of([*echo, "--stdio", *stdio_cmd, "--", *counts])
+            gateway_python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", gateway.url, *through, *counts])
+            gateway_node = json_of([NODE, "scripts/bench/mcp_client.mjs", gateway.url, *through, *counts],
+                                   env=node_env)
+            rounds.append({"load": load(), "http_ours": http["ours_us"], "http_bare": http["bare_us"],
+                           "python": python["samples_us"], "typescript": node["samples_us"],
+                           "stdio_ours": stdio["ours_us"], "stdio_bare": stdio["bare_us"],
+                           "gateway_python": gateway_python["samples_us"],
+                           "gateway_typescript": gateway_node["samples_us"],
+                           "python_sdk": python["sdk"], "typescript_sdk": node["sdk"]})
     return {"warm_up": mode["warm_up"], "calls": mode["calls"], "rounds": rounds}
 
 

@@ -65,7 +65,7 @@ pub const DEV_ONLY: &[&str] = &["workspace-checks", "test-peers"];
 
 /// The driving adapters (faces): each reaches the engines through
 /// `engine_core::host` only.
-pub const FACES: &[&str] = &["adapter-acp", "adapter-http", "adapter-tui"];
+pub const FACES: &[&str] = &["adapter-acp", "adapter-http", "adapter-mcp-server", "adapter-tui"];
 
 /// Third-party crates `engine-ports` must never pull, directly or transitively.
 pub const BANNED_FROM_PORTS: &[&str] = &["rmcp", "reqwest", "axum", "clap", "agent-client-protocol"];
@@ -86,13 +86,18 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         // The faces (driving adapters): they drive engines through the host port and
         // never depend on a driven adapter or on each other; a face that keeps a file
         // of its own (the terminal client's input history) opens it by the leaf
-        // `fs-guard`'s rule.
-        name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core", "fs-guard"])),
+        // `fs-guard`'s rule; a face that listens on HTTP admits requests by the leaf
+        // `http-guard`'s guard (Host, Origin, credential, body).
+        name if FACES.contains(&name) => {
+            Some(set(&["engine-ports", "engine-core", "fs-guard", "http-guard"]))
+        }
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }
         // The file-safety rule the adapters that keep files share: a leaf.
         "fs-guard" => Some(BTreeSet::new()),
+        // The one guard of the HTTP faces (Host, Origin, credential, body): a leaf.
+        "http-guard" => Some(BTreeSet::new()),
         // Confining child processes (Shell, stdio MCP servers): the ports' words only.
         "sandbox" => Some(set(&["engine-ports"])),
         "app" => Some(

@@ -25,6 +25,7 @@ mod http_studio;
 mod lifecycle;
 mod mcp_lifecycle;
 mod mcp_login;
+mod mcp_serve;
 mod memory;
 mod model_limits;
 mod operations;

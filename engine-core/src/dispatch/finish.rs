@@ -345,7 +345,8 @@ async fn finish(
             time,
         )
         .with_approval(approval)
-        .with_provenance(provenance);
+        .with_provenance(provenance)
+        .with_caller(ctx.caller.as_deref().cloned());
         if let Err(error) = recorder.record(&record).await {
             tracing::warn!(session_id = %ctx.session_id, call_id = %call.id(), %error, "tool call record dropped");
             ctx.events.note_audit_failure(format!(

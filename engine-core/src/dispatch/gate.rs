@@ -377,7 +377,12 @@ pub(super) async fn decide(
 
     // The person.
     let Some(asks) = &ctx.asks else {
-        return refuse(call, Refusal::Headless(reason, asked_by));
+        let headless = Refusal::Headless {
+            reason,
+            asked_by,
+            why: ctx.headless_reason.clone(),
+        };
+        return refuse(call, headless);
     };
     match ask_person(ctx, asks, index, effective, reason).await {
         None => GateDecision::cancelled(call),
@@ -522,9 +527,13 @@ enum Refusal {
     NotInMode { plan: bool },
     /// The policy refused, for this reason.
     Policy(String),
-    /// A rule, a hook or the policy (who asked) asked, for this reason, and the run
-    /// is headless.
-    Headless(String, DecidedBy),
+    /// A rule, a hook or the policy (`asked_by`) asked, for this reason, and no
+    /// person can answer: the run is headless, or `why` says what else.
+    Headless {
+        reason: String,
+        asked_by: DecidedBy,
+        why: Option<Arc<str>>,
+    },
     /// An operator `deny` rule matched.
     Rule(RuleMatch),
     /// The person denied it, saying this to the model.
@@ -561,11 +570,23 @@ fn refuse(call: &ToolCall, refusal: Refusal) -> GateDecision {
             format!("tool {name} is only available in plan mode"),
         ),
         Refusal::Policy(reason) => (DecidedBy::Policy, permission_denied(&reason)),
-        Refusal::Headless(reason, asked_by) => (
+        Refusal::Headless {
+            reason,
+            asked_by,
+            why: None,
+        } => (
             asked_by,
             permission_denied(&format!(
                 "approval needs an interactive operator and this run is headless ({reason})"
             )),
+        ),
+        Refusal::Headless {
+            reason,
+            asked_by,
+            why: Some(why),
+        } => (
+            asked_by,
+            permission_denied(&format!("approval needs a person, and {why} ({reason})")),
         ),
         Refusal::Rule(matched) => {
             let text = permission_denied(&format!(
@@ -637,7 +658,11 @@ mod tests {
         assert_eq!(GateDecision::cancelled(&call).approval(), None);
         assert_eq!(by(Refusal::Policy("no".into())), Some(Approval::POLICY_DENY));
         assert_eq!(
-            by(Refusal::Headless("ask".into(), DecidedBy::Policy)),
+            by(Refusal::Headless {
+                reason: "ask".into(),
+                asked_by: DecidedBy::Policy,
+                why: None,
+            }),
             Some(Approval::POLICY_DENY)
         );
         let rule = RuleMatch {

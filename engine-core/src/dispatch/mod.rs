@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine_ports::{
-    Clock, EventKind, HookAction, HookPhase, PermissionMode, PermissionPolicy, PermissionRules, SessionId,
-    ToolCall, ToolCallRecorder, ToolHooks, ToolResult,
+    Caller, Clock, EventKind, HookAction, HookPhase, PermissionMode, PermissionPolicy, PermissionRules,
+    SessionId, ToolCall, ToolCallRecorder, ToolHooks, ToolResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -89,6 +89,12 @@ pub struct TurnContext {
     /// Where asks and elicitations wait for an operator; `None` = headless (asks
     /// become denials, elicitations declines).
     pub asks: Option<Arc<AskRegistry>>,
+    /// Why no person can answer an ask, said in a headless refusal instead of "this
+    /// run is headless" (a client that cannot be asked); `None`: the default words.
+    pub headless_reason: Option<Arc<str>>,
+    /// The client that made the calls directly (kept in each call's record); `None`
+    /// for a run's model.
+    pub caller: Option<Arc<Caller>>,
     /// The operator's permission rules (checked before the hook and the policy).
     pub rules: Option<Arc<dyn PermissionRules>>,
     /// Operator hooks.
@@ -123,6 +129,8 @@ impl TurnContext {
             progressive_tools: false,
             policy,
             asks: None,
+            headless_reason: None,
+            caller: None,
             rules: None,
             hooks: None,
             recorder: None,

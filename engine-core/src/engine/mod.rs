@@ -6,6 +6,7 @@ mod config;
 mod hook_points;
 mod live;
 mod run;
+mod served;
 mod turn_loop;
 
 use std::collections::{HashMap, HashSet};
@@ -20,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use config::{DEFAULT_COMMAND_TIMEOUT, EngineConfig, Limits};
 pub use hook_points::MAX_STOP_HOOK_CONTINUATIONS;
 pub use run::Run;
+pub use served::{OfferedTool, ServedAnswers, ServedCall, ServedOutcome, ServedRun};
 
 use self::live::LiveRun;
 use crate::catalog::{Catalog, CatalogUpdates};

@@ -466,6 +466,8 @@ impl RunTask {
                 progressive_tools: inner.config.disclosure.is_progressive(),
                 policy: Arc::clone(&inner.policy),
                 asks: inner.config.interactive.then(|| Arc::clone(&self.live.asks)),
+                headless_reason: None,
+                caller: None,
                 rules: inner.rules.clone(),
                 hooks: inner.hooks.clone(),
                 recorder: inner.recorder.clone(),

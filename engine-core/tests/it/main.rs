@@ -16,6 +16,7 @@ mod output_limit;
 mod properties;
 mod rules;
 mod search_quality;
+mod served;
 mod session_hooks;
 mod session_model;
 mod support;

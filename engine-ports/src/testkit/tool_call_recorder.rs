@@ -7,7 +7,7 @@ use crate::call::ToolCall;
 use crate::event::Verdict;
 use crate::ids::SessionId;
 use crate::permission::{Approval, ApprovalVerdict, Decider};
-use crate::recorder::{ToolCallRecord, ToolCallRecorder};
+use crate::recorder::{Caller, ToolCallRecord, ToolCallRecorder};
 use crate::result::ToolResult;
 
 /// Reads every record of a session back, in the order written.
@@ -429,7 +429,12 @@ async fn records_are_written_as_given(sut: RecorderUnderTest) {
         &ToolResult::text("call-g", "written"),
         Approval::user(Verdict::AllowAlways),
         (Duration::from_micros(3), Duration::from_micros(4)),
-    );
+    )
+    .with_caller(Some(Caller {
+        surface: "mcp-http".to_owned(),
+        client: Some("claude-code/2.1".to_owned()),
+        subject: Some("token:sha256:0123456789abcdef".to_owned()),
+    }));
     let outcome = sut.recorder.record(&record).await;
     assert!(
         outcome.is_ok(),

@@ -56,7 +56,7 @@ pub(crate) enum Command {
     /// Operator policy: what the settings files decide.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// Remote MCP servers: log in and out (OAuth), list the configured servers.
+    /// MCP: log in and out of remote servers (OAuth), list them, serve the catalog.
     #[command(subcommand)]
     Mcp(McpCommand),
 }
@@ -152,6 +152,10 @@ pub(crate) enum McpCommand {
     Logout(McpServerArgs),
     /// List the configured servers with their transport and login state.
     List(McpListArgs),
+    /// Offer the catalog (core tools, skills, every configured MCP server) as one
+    /// MCP server on stdio, or streamable HTTP with --http-addr; every call is decided
+    /// and audited as in `run`, and asks go to the client.
+    Serve(McpServeArgs),
     /// Act out the scenario named by MCP_CONFORMANCE_SCENARIO against URL.
     #[command(hide = true)]
     ConformanceClient {
@@ -552,21 +556,8 @@ pub(crate) struct ServeArgs {
     /// The address to listen on. Off loopback an auth token is required.
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:8081", value_parser = parse_http_addr)]
     pub(crate) http_addr: std::net::SocketAddr,
-    /// The bearer token every /v1 request must carry (prefer the MECATED_AUTH_TOKEN
-    /// environment variable: a flag shows in the process list).
-    #[arg(long, value_name = "TOKEN")]
-    pub(crate) auth_token: Option<String>,
-    /// Also accept requests whose Host header names H (repeatable; NAME matches any
-    /// port, NAME:PORT that port only). Without a token only localhost, 127.0.0.1 (any
-    /// 127.x) and the IPv6 loopback ::1 are accepted, which stops DNS-rebinding pages;
-    /// with a token any Host is accepted.
-    #[arg(long, value_name = "H", value_parser = parse_allowed_host)]
-    pub(crate) allowed_host: Vec<app::AllowedHost>,
-    /// Accept requests from web pages of ORIGIN, scheme://host or scheme://host:port,
-    /// matched exactly (repeatable). Requests carrying any other Origin header are refused; requests
-    /// without one (curl, SDKs) are not affected.
-    #[arg(long, value_name = "ORIGIN", value_parser = parse_allowed_origin)]
-    pub(crate) allowed_origin: Vec<app::AllowedOrigin>,
+    #[command(flatten)]
+    pub(crate) guard: HttpGuardArgs,
     /// On SIGTERM or SIGINT, let running turns finish for up to SECS seconds (new
     /// sessions and prompts get 503 with Retry-After, /readyz 503) before cancelling
     /// them (0: cancel at once).
@@ -582,6 +573,26 @@ pub(crate) struct ServeArgs {
     pub(crate) idle_unload_secs: u64,
 }
 
+/// Who may reach an HTTP listener (`serve`, `mcp serve --http-addr`).
+#[derive(Debug, Args)]
+pub(crate) struct HttpGuardArgs {
+    /// The bearer token every request must carry (prefer the MECATED_AUTH_TOKEN
+    /// environment variable: a flag shows in the process list).
+    #[arg(long, value_name = "TOKEN")]
+    pub(crate) auth_token: Option<String>,
+    /// Also accept requests whose Host header names H (repeatable; NAME matches any
+    /// port, NAME:PORT that port only). Without a token only localhost, 127.0.0.1 (any
+    /// 127.x) and the IPv6 loopback ::1 are accepted, which stops DNS-rebinding pages;
+    /// with a token any Host is accepted.
+    #[arg(long, value_name = "H", value_parser = parse_allowed_host)]
+    pub(crate) allowed_host: Vec<app::AllowedHost>,
+    /// Accept requests from web pages of ORIGIN, scheme://host or scheme://host:port,
+    /// matched exactly (repeatable). Requests carrying any other Origin header are refused; requests
+    /// without one (curl, SDKs) are not affected.
+    #[arg(long, value_name = "ORIGIN", value_parser = parse_allowed_origin)]
+    pub(crate) allowed_origin: Vec<app::AllowedOrigin>,
+}
+
 /// `healthcheck` flags.
 #[derive(Debug, Args)]
 pub(crate) struct HealthcheckArgs {
@@ -595,6 +606,30 @@ pub(crate) struct HealthcheckArgs {
     /// Give up after SECS seconds (connect, send, answer).
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = parse_seconds)]
     pub(crate) timeout_secs: u64,
+}
+
+/// `mcp serve` flags.
+#[derive(Debug, Args)]
+pub(crate) struct McpServeArgs {
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+    /// The mode every call is decided in (`plan` offers and runs read-only tools only).
+    #[arg(long, value_name = "MODE", default_value = "default", value_parser = keyword_parser::<PermissionMode>())]
+    pub(crate) mode: PermissionMode,
+    /// What runs without asking: `read-only` tools (the rest are asked through the
+    /// client's elicitation, or refused when it cannot ask), `all`, or `none`.
+    /// Settings rules decide first, as in `run`.
+    #[arg(long, value_name = "WHICH", default_value = "read-only", value_parser = keyword_parser::<Approve>())]
+    pub(crate) approve: Approve,
+    /// Serve streamable HTTP at IP:PORT (endpoint /mcp) instead of stdio. Off loopback
+    /// an auth token is required.
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_http_addr)]
+    pub(crate) http_addr: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub(crate) guard: HttpGuardArgs,
+    /// The longest one tool call may take, asks included, before it is cancelled.
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_seconds)]
+    pub(crate) call_timeout: u64,
 }
 
 /// `skills list` flags.

@@ -1,6 +1,6 @@
 //! `mecated`: the Mecatl command line — `tools`, `run`, `chat` (also `mecated` alone
 //! on a terminal), `acp`, `serve`, `healthcheck`, `skills list|promote`, `memory list|show|forget`,
-//! `demo`, and the hidden `mcp conformance-client`.
+//! `demo`, `mcp login|logout|list|serve`, and the hidden `mcp conformance-client`.
 
 mod acp;
 mod chat;
@@ -9,6 +9,7 @@ mod conformance;
 mod demo;
 mod healthcheck;
 mod mcp;
+mod mcp_serve;
 mod memory;
 mod out;
 mod policy;
@@ -78,6 +79,7 @@ async fn dispatch(cli: Cli) -> ExitCode {
         Command::Mcp(McpCommand::Login(args)) => mcp::login(args).await,
         Command::Mcp(McpCommand::Logout(args)) => mcp::logout(&args),
         Command::Mcp(McpCommand::List(args)) => mcp::list(&args),
+        Command::Mcp(McpCommand::Serve(args)) => mcp_serve::mcp_serve(args).await,
     }
 }
 

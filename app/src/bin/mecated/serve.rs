@@ -10,7 +10,7 @@ use std::time::Duration;
 use app::{AuthToken, HttpOptions, HttpServer, build};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::cli::ServeArgs;
+use crate::cli::{HttpGuardArgs, ServeArgs};
 use crate::out;
 use crate::to_config::{env_var, interactive_config};
 use crate::usage::UsageError;
@@ -22,7 +22,7 @@ const AUTH_TOKEN_ENV: &str = "MECATED_AUTH_TOKEN";
 /// fails), listens, prints `mecated serve: listening on http://ADDR` on stderr and
 /// serves until SIGINT or SIGTERM; exit 0 after an orderly shutdown.
 pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
-    let auth_token = match auth_token(&args) {
+    let auth_token = match auth_token(&args.guard, args.http_addr) {
         Ok(token) => token,
         Err(error) => return error.exit(),
     };
@@ -44,8 +44,8 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     };
     let options = HttpOptions {
         auth_token,
-        allowed_hosts: args.allowed_host,
-        allowed_origins: args.allowed_origin,
+        allowed_hosts: args.guard.allowed_host,
+        allowed_origins: args.guard.allowed_origin,
         drain: Duration::from_secs(args.drain_secs),
         max_live_sessions: args.max_live_sessions,
         idle_unload: Duration::from_secs(args.idle_unload_secs),
@@ -75,7 +75,10 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
 
 /// The token from `MECATED_AUTH_TOKEN` (preferred) or `--auth-token`; a usage error
 /// for an empty `--auth-token`, or a non-loopback `--http-addr` without a token.
-fn auth_token(args: &ServeArgs) -> Result<Option<AuthToken>, UsageError> {
+pub(crate) fn auth_token(
+    args: &HttpGuardArgs,
+    http_addr: std::net::SocketAddr,
+) -> Result<Option<AuthToken>, UsageError> {
     let from_env = env_var(AUTH_TOKEN_ENV).and_then(|token| AuthToken::new(&token));
     let from_flag = match &args.auth_token {
         Some(token) => Some(AuthToken::new(token).ok_or_else(|| {
@@ -91,10 +94,10 @@ fn auth_token(args: &ServeArgs) -> Result<Option<AuthToken>, UsageError> {
         tracing::info!("{AUTH_TOKEN_ENV} is set: it is used instead of --auth-token");
     }
     let token = from_env.or(from_flag);
-    if token.is_none() && !args.http_addr.ip().is_loopback() {
+    if token.is_none() && !http_addr.ip().is_loopback() {
         return Err(UsageError::value(
             "--http-addr",
-            args.http_addr,
+            http_addr,
             format!(
                 "it is not a loopback address, so the API would be open to the network without authentication: \
                  set {AUTH_TOKEN_ENV} (preferred) or pass --auth-token TOKEN, or listen on 127.0.0.1"
@@ -105,7 +108,7 @@ fn auth_token(args: &ServeArgs) -> Result<Option<AuthToken>, UsageError> {
 }
 
 /// Resolves at the first SIGINT or SIGTERM.
-async fn shutdown(signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal)) {
+pub(crate) async fn shutdown(signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal)) {
     let (mut interrupt, mut terminate) = signals;
     let name = tokio::select! {
         _ = interrupt.recv() => "SIGINT",
