@@ -153,11 +153,12 @@ async fn tools_json_lists_failed_servers_and_collisions_and_exits_0() {
             "protocol"
         ]
     );
-    // The fixture server (rmcp) offers the current revision, so it is negotiated.
+    // The fixture server speaks the session revisions only, so the newest of those is
+    // negotiated (the stateless one is tested against servers offering it in adapter-mcp).
     assert_eq!(
         servers[0],
         json!({"name": "s", "transport": "streamable-http", "source": "static", "status": "connected",
-               "error": null, "tools": 2, "resources": 1, "prompts": 0, "protocol": "2026-07-28"})
+               "error": null, "tools": 2, "resources": 1, "prompts": 0, "protocol": "2025-11-25"})
     );
     assert_eq!(servers[1]["status"], "failed");
     assert_eq!(servers[1]["protocol"], Value::Null);

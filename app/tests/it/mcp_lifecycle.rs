@@ -185,11 +185,15 @@ async fn stdio_servers_die_with_a_mecated_killed_by_sigkill() {
     assert!(gone, "children outlived mecated by more than 1 s: {left:?}");
 }
 
-/// The script: a tool that makes the server add `fresh` and announce it, a local read
-/// (one more turn boundary), then a call of the new tool.
+/// The script: a tool that makes the server add `fresh` and announce it, another call
+/// of the same server (one more turn boundary, and a round trip behind the
+/// announcement, which travels on its own stream: under 2026-07-28 the
+/// `subscriptions/listen` stream), then a call of the new tool. A local tool in the
+/// middle turn ended it in about a millisecond, sometimes before the announcement
+/// was read.
 const GROW_THEN_CALL: &str = r#"{"turns": [
   {"text": "growing", "tool_calls": [{"id": "g1", "name": "mcp__live__grow", "args": {"name": "fresh"}}]},
-  {"text": "reading", "tool_calls": [{"id": "r1", "name": "Read", "args": {"path": "README.md"}}]},
+  {"text": "reading", "tool_calls": [{"id": "r1", "name": "mcp__live__echo", "args": {"text": "between"}}]},
   {"text": "calling", "tool_calls": [{"id": "f1", "name": "mcp__live__fresh", "args": {"text": "hi"}}]},
   {"text": "done"}
 ]}"#;
