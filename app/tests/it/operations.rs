@@ -18,6 +18,7 @@ use tokio::process::Child;
 
 use crate::support::gated_model::{FINAL_ANSWER, GatedModel};
 use crate::support::http::{Answer, SseReader, TestServer, answer, client};
+use crate::support::serve::spawn_listening;
 use crate::support::{Scratch, config, mecated_command};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -45,26 +46,7 @@ impl Serving {
         for (key, value) in envs {
             command.env(key, value);
         }
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let log = Arc::new(Mutex::new(String::new()));
-        let base = tokio::time::timeout(LIMIT, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                log.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("mecated serve exited early: {}", log.lock().unwrap());
-        })
-        .await
-        .expect("mecated serve listens");
-        let collected = Arc::clone(&log);
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                collected.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
+        let (child, base, log) = spawn_listening(&mut command).await;
         Self {
             child,
             base,

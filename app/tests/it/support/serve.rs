@@ -50,26 +50,7 @@ impl ServeProcess {
             .env("MECATED_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let base = tokio::time::timeout(LIMIT, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                stderr.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("mecated serve exited early: {}", stderr.lock().unwrap());
-        })
-        .await
-        .expect("mecated serve listens");
-        let drained = Arc::clone(&stderr);
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                drained.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
+        let (child, base, stderr) = spawn_listening(&mut command).await;
         Self {
             child,
             base,
@@ -126,4 +107,34 @@ impl ServeProcess {
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+}
+
+/// Spawns `command` (a `mecated serve` with `--http-addr`, stderr piped) and reads its
+/// stderr until the line saying where it listens; returns the child, that base URL and
+/// the stderr collected so far and from then on.
+///
+/// # Panics
+/// When it exits or does not listen within [`LIMIT`].
+pub async fn spawn_listening(command: &mut tokio::process::Command) -> (Child, String, Arc<Mutex<String>>) {
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let base = tokio::time::timeout(LIMIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(url) = line.strip_prefix("mecated serve: listening on ") {
+                return url.to_owned();
+            }
+        }
+        panic!("mecated serve exited early: {}", stderr.lock().unwrap());
+    })
+    .await
+    .expect("mecated serve listens");
+    let drained = Arc::clone(&stderr);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            drained.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
+    (child, base, stderr)
 }
