@@ -74,8 +74,10 @@ pub(crate) fn check_bearer(
     }
 }
 
+/// The paths behind the token: the API and the metrics page (which names the tools
+/// and models in use).
 fn is_api_path(path: &str) -> bool {
-    path == "/v1" || path.starts_with("/v1/")
+    path == "/v1" || path.starts_with("/v1/") || path == "/metrics"
 }
 
 #[cfg(test)]
@@ -110,5 +112,13 @@ mod tests {
         assert!(is_api_path("/v1/sessions"));
         assert!(!is_api_path("/healthz"));
         assert!(!is_api_path("/v10"));
+    }
+
+    #[test]
+    fn the_metrics_page_is_behind_the_token() {
+        let token = AuthToken::new("abc").unwrap();
+        assert!(check_bearer(Some(&token), "/metrics", &HeaderMap::new()).is_err());
+        assert!(check_bearer(None, "/metrics", &HeaderMap::new()).is_ok());
+        assert!(check_bearer(Some(&token), "/healthz", &HeaderMap::new()).is_ok());
     }
 }

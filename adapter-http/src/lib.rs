@@ -16,6 +16,7 @@
 //! | `POST /v1/sessions/{id}/cancel` | `Engine::cancel` |
 //! | `GET /v1/sessions/{id}/tools` | `HostedSession::tools` |
 //! | `GET /v1/sessions/{id}/commands` | `CommandExpander::list` |
+//! | `GET /metrics` | the [`MetricsText`] renderer the root hands in (Prometheus text) |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
 //! loopback host or an allowed one unless a token is set (DNS rebinding), an
@@ -34,12 +35,14 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod handlers;
+mod metrics;
 mod server;
 mod sessions;
 mod sse;
 
 pub use auth::AuthToken;
 pub use guard::{AllowedHost, AllowedOrigin};
+pub use metrics::{METRICS_CONTENT_TYPE, MetricsText};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
 
 /// The largest request body accepted (1 MiB); a larger one is answered 413.

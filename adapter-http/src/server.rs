@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::AuthToken;
 use super::error::ApiError;
 use super::guard::{AllowedHost, AllowedOrigin, RequestPolicy, check_request};
+use super::metrics::{self, MetricsText};
 use super::sessions::Sessions;
 use super::{
     BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES,
@@ -58,6 +59,9 @@ pub struct HttpOptions {
     /// How long a request body may take to arrive once its handler reads it (default
     /// 30 s); a slower one is answered 408 and its connection closed.
     pub body_read_timeout: Duration,
+    /// Renders `GET /metrics` (the Prometheus text format, behind the token when one
+    /// is set); `None`: the path is not found.
+    pub metrics: Option<MetricsText>,
 }
 
 impl Default for HttpOptions {
@@ -71,6 +75,7 @@ impl Default for HttpOptions {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
             body_read_timeout: BODY_READ_TIMEOUT,
+            metrics: None,
         }
     }
 }
@@ -112,6 +117,8 @@ pub(crate) struct ServerState {
     pub(crate) policy: RequestPolicy,
     /// How long a request body may take to arrive (408 after).
     pub(crate) body_read_timeout: Duration,
+    /// The `/metrics` renderer.
+    pub(crate) metrics: Option<MetricsText>,
     closing: AtomicBool,
 }
 
@@ -218,6 +225,7 @@ impl HttpServer {
             keep_alive: options.keep_alive,
             policy: RequestPolicy::new(options.allowed_hosts, options.allowed_origins, options.auth_token),
             body_read_timeout: options.body_read_timeout,
+            metrics: options.metrics,
             closing: AtomicBool::new(false),
         });
         Ok(Self {
@@ -407,6 +415,7 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/sessions/{id}/cancel-child", post(handlers::cancel_child))
         .route("/v1/sessions/{id}/tools", get(handlers::tools))
         .route("/v1/sessions/{id}/commands", get(handlers::commands))
+        .route("/metrics", get(metrics::metrics))
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))

@@ -85,6 +85,9 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         // of its own (the terminal client's input history) opens it by the leaf
         // `fs-guard`'s rule.
         name if FACES.contains(&name) => Some(set(&["engine-ports", "engine-core", "fs-guard"])),
+        // The telemetry observes through the ports (an extra event sink, decorated
+        // store ports); its tests drive a real engine.
+        "adapter-telemetry" => Some(set(&["engine-ports", "engine-core"])),
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }
