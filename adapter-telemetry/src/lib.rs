@@ -275,8 +275,9 @@ impl Telemetry {
         }
     }
 
-    /// Ends every open span, exports what is queued and the last metrics, each
-    /// within `timeout`; idempotent. What does not go out in time is lost (a WARN).
+    /// Ends every open span, then exports what is queued and the last metrics at
+    /// once, both within `timeout`; idempotent. What does not go out in time is lost
+    /// (a WARN).
     pub async fn shutdown(&self, timeout: Duration) {
         if self.inner.shut.swap(true, Ordering::SeqCst) {
             return;
@@ -288,22 +289,28 @@ impl Telemetry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(export) = export
-            && !export.shutdown(timeout).await
-        {
-            tracing::warn!(?timeout, "not every span was exported before shutdown");
-        }
+        let spans = async {
+            if let Some(export) = export
+                && !export.shutdown(timeout).await
+            {
+                tracing::warn!(?timeout, "not every span was exported before shutdown");
+            }
+        };
         let meters = self.inner.meter_provider.clone();
         let limit = timeout.max(self.inner.export_timeout);
-        let closing = tokio::task::spawn_blocking(move || meters.shutdown_with_timeout(limit));
-        match tokio::time::timeout(timeout, closing).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(error))) if self.inner.exports_metrics => {
-                tracing::warn!(%error, "exporting the last metrics failed");
+        let exports_metrics = self.inner.exports_metrics;
+        let metrics = async move {
+            let closing = tokio::task::spawn_blocking(move || meters.shutdown_with_timeout(limit));
+            match tokio::time::timeout(timeout, closing).await {
+                Ok(Ok(Err(error))) if exports_metrics => {
+                    tracing::warn!(%error, "exporting the last metrics failed");
+                }
+                Ok(_) => {}
+                Err(_) => tracing::warn!(?timeout, "the last metrics were not exported before shutdown"),
             }
-            Ok(_) => {}
-            Err(_) => tracing::warn!(?timeout, "the last metrics were not exported before shutdown"),
-        }
+        };
+        // Both within the one time limit.
+        tokio::join!(spans, metrics);
     }
 }
 

@@ -68,19 +68,19 @@ pub use adapter_acp::{
 };
 pub use adapter_http::{
     AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS,
-    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, OpenConnections,
-    ServeError,
+    HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS, METRICS_CONTENT_TYPE,
+    MetricsText, OpenConnections, ServeError,
 };
 pub use assembly::{
     AssembledCatalog, CatalogInputs, CatalogTeardown, FamilyMap, SkippedTool, ToolConflict, assemble_catalog,
 };
 pub use assets::CatalogAssets;
 pub use build::{MOCK_MODEL_NAME, build, system_prompt};
-pub use built::Built;
+pub use built::{Built, TELEMETRY_FLUSH_TIMEOUT};
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TEAM_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT,
     DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, PolicyConfig, SandboxConfig,
-    SkillsConfig, StoreConfig,
+    SkillsConfig, StoreConfig, TelemetryConfig,
 };
 pub use engine_core::host::{FAMILY_ORDER, Family, ToolEntry, new_session_id};
 pub use error::{BuildError, CloseError, FactoryError};
