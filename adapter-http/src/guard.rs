@@ -17,11 +17,12 @@ use super::MAX_BODY_BYTES;
 use super::error::ApiError;
 use super::server::ServerState;
 
-/// This face for the guard: the token guards the API under `/v1` (the page, its
-/// assets, `/healthz` and `/readyz` are open), the page logs in at `POST /login`,
-/// bodies are JSON of at most [`MAX_BODY_BYTES`].
+/// This face for the guard: the token guards the API under `/v1` and the metrics page
+/// at `/metrics` (which names the tools and models in use; the page, its assets,
+/// `/healthz` and `/readyz` are open), the page logs in at `POST /login`, bodies are
+/// JSON of at most [`MAX_BODY_BYTES`].
 pub(crate) const FACE: Face = Face {
-    token_paths: Some("/v1"),
+    token_paths: Some(&["/v1", "/metrics"]),
     login: Some("POST /login"),
     cors_methods: "GET, POST, PATCH, DELETE",
     cors_headers: "authorization, content-type, last-event-id",

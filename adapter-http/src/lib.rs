@@ -24,6 +24,7 @@
 //! | `GET /v1/models`, `/v1/memory`, `/v1/mcp`, `/v1/store` | the host port's listings and probe |
 //! | `DELETE /v1/memory/{scope}/{key}` | `MemoryStore::forget` |
 //! | `GET /`, `/assets/…`; `POST /login`, `/logout` | the page (Mecatl Studio) and its login cookie |
+//! | `GET /metrics` | the [`MetricsText`] renderer the root hands in (Prometheus text) |
 //!
 //! Invariants: every request passes one guard before routing — `Host` must name a
 //! loopback host or an allowed one unless a token is set (DNS rebinding), an
@@ -42,12 +43,14 @@ pub mod fuzzing;
 mod guard;
 mod handlers;
 mod inspect;
+mod metrics;
 mod server;
 mod sessions;
 mod sse;
 mod studio;
 
 pub use http_guard::{AllowedHost, AllowedOrigin, AuthToken};
+pub use metrics::{METRICS_CONTENT_TYPE, MetricsText};
 pub use server::{HttpOptions, HttpServer, OpenConnections, ServeError};
 pub use studio::{CONTENT_SECURITY_POLICY, asset_bytes};
 

@@ -24,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use super::error::ApiError;
 use super::guard::{FACE, check_request};
+use super::metrics::{self, MetricsText};
 use super::sessions::{Sessions, unload_idle_sessions};
 use super::{
     BODY_READ_TIMEOUT, DRAIN, HEADER_READ_TIMEOUT, HEALTH_CONNECTIONS, IDLE_UNLOAD, KEEP_ALIVE_INTERVAL,
@@ -71,6 +72,9 @@ pub struct HttpOptions {
     /// How long a request body may take to arrive once its handler reads it (default
     /// 30 s); a slower one is answered 408 and its connection closed.
     pub body_read_timeout: Duration,
+    /// Renders `GET /metrics` (the Prometheus text format, behind the token when one
+    /// is set); `None`: the path is not found.
+    pub metrics: Option<MetricsText>,
 }
 
 impl Default for HttpOptions {
@@ -87,6 +91,7 @@ impl Default for HttpOptions {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
             body_read_timeout: BODY_READ_TIMEOUT,
+            metrics: None,
         }
     }
 }
@@ -131,6 +136,8 @@ pub(crate) struct ServerState {
     /// Every run's forwarder (closed when the drain begins, so waiting on it waits
     /// for the running turns).
     pub(crate) runs: TaskTracker,
+    /// The `/metrics` renderer.
+    pub(crate) metrics: Option<MetricsText>,
     /// Set when the drain begins: no new session or prompt.
     closing: AtomicBool,
 }
@@ -256,6 +263,7 @@ impl HttpServer {
             ),
             body_read_timeout: options.body_read_timeout,
             runs: TaskTracker::new(),
+            metrics: options.metrics,
             closing: AtomicBool::new(false),
         });
         Ok(Self {
@@ -532,6 +540,7 @@ fn router(state: Arc<ServerState>) -> Router {
         .route("/assets/{*file}", get(studio::asset))
         .route("/login", post(studio::login))
         .route("/logout", post(studio::logout))
+        .route("/metrics", get(metrics::metrics))
         .fallback(handlers::no_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(middleware::from_fn_with_state(Arc::clone(&state), check_request))

@@ -245,6 +245,16 @@ impl McpManager {
         self.inner.servers.iter().map(|s| s.config.name.clone()).collect()
     }
 
+    /// Per server, in server order: its name and how many times its session was
+    /// dialled again after it was lost (since it connected).
+    pub fn reconnect_counts(&self) -> Vec<(String, u64)> {
+        self.inner
+            .servers
+            .iter()
+            .map(|s| (s.config.name.clone(), s.reconnects()))
+            .collect()
+    }
+
     /// Per server: name, transport, status and snapshot counts, in server order.
     pub fn servers(&self) -> Vec<McpServerInfo> {
         self.inner

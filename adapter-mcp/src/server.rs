@@ -72,6 +72,8 @@ pub(crate) struct ServerState {
     secrets: Vec<String>,
     current: RwLock<Arc<Session>>,
     next_generation: AtomicU64,
+    /// Reconnect dials that succeeded (the `mecatl.mcp.reconnects` metric).
+    reconnects: AtomicU64,
     closed: CancellationToken,
     reconnect: Mutex<Option<Attempt>>,
     flags: Arc<DirtyFlags>,
@@ -192,6 +194,7 @@ impl ServerState {
             secrets,
             current: RwLock::new(session),
             next_generation: AtomicU64::new(2),
+            reconnects: AtomicU64::new(0),
             closed: CancellationToken::new(),
             reconnect: Mutex::new(None),
             flags,
@@ -214,6 +217,11 @@ impl ServerState {
     /// Whether an OAuth authorization ran for this server in this process.
     pub(crate) fn authorized(&self) -> bool {
         self.dial.auth.as_ref().is_some_and(|auth| auth.authorized())
+    }
+
+    /// How many reconnect dials succeeded since the server connected.
+    pub(crate) fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -436,6 +444,7 @@ impl ServerState {
                     return Err(AttemptError::Closed);
                 }
                 let old = write(&self.current, Arc::clone(&session));
+                self.reconnects.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
                     old.wait_idle().await;
                     old.close(CLOSE_LIMIT).await;

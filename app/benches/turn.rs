@@ -11,6 +11,10 @@
 //!   session's first run and its deletion are not timed. The conversation grows by
 //!   2 or 4 messages a run; nothing the engine does per turn grows with it (see the
 //!   engine-core `long_session` example).
+//! - `turn/otel/read_then_text`: the fresh-session read + text runs with OpenTelemetry
+//!   on, spans and metrics exported over OTLP/HTTP to a receiver in the same process
+//!   (answering every export at once); the difference from `mock/read_then_text` is
+//!   the telemetry's cost on a whole turn (target ≤ 5 %).
 //!
 //! Targets: fresh session ≤ 60 µs (text) and ≤ 120 µs (read + text); in one session
 //! ≤ 30 µs and ≤ 45 µs.
@@ -38,12 +42,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use adapter_llm::{MockScript, MockTurn};
 use adapter_skillfs::HostEnv;
+use adapter_telemetry::{OtlpConfig, Protocol};
 use app::{AppConfig, Built, ModelConfig, build};
 use criterion::Criterion;
 use engine_ports::{SessionId, ToolCall};
@@ -53,7 +59,20 @@ use futures::StreamExt as _;
 const SESSION_RUNS: u32 = 100;
 
 async fn built_with(ws: &std::path::Path, turns: Vec<MockTurn>) -> Built {
+    built_observed(ws, turns, None).await
+}
+
+/// As [`built_with`], exporting spans and metrics to `otlp` when given.
+async fn built_observed(ws: &std::path::Path, turns: Vec<MockTurn>, otlp: Option<SocketAddr>) -> Built {
     let mut cfg = AppConfig::new(ws);
+    if let Some(addr) = otlp {
+        cfg.telemetry.env.otlp = Some(OtlpConfig {
+            protocol: Protocol::HttpProtobuf,
+            traces_endpoint: Some(format!("http://{addr}/v1/traces")),
+            metrics_endpoint: Some(format!("http://{addr}/v1/metrics")),
+            timeout: Duration::from_secs(10),
+        });
+    }
     cfg.skills.host = Some(HostEnv {
         cwd: ws.to_path_buf(),
         home: None,
@@ -121,12 +140,40 @@ async fn session_runs(built: &Built, counter: &AtomicU64, cursor: &Cursor, iters
     total
 }
 
-/// The four benches: id, which build (`true`: the `Read` script), in one session.
-const BENCHES: [(&str, bool, bool); 4] = [
-    ("turn/mock/text", false, false),
-    ("turn/mock/read_then_text", true, false),
-    ("turn/mock/session/text", false, true),
-    ("turn/mock/session/read_then_text", true, true),
+/// An OTLP/HTTP receiver answering every export with an empty success at once.
+async fn receiver() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().fallback(|| async { ([("content-type", "application/x-protobuf")], "") });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+fn read_then_text() -> Vec<MockTurn> {
+    vec![
+        MockTurn::text("let me look").with_call(ToolCall::new("c1", "Read", r#"{"path":"README.md"}"#)),
+        MockTurn::text("done"),
+    ]
+}
+
+/// Which engine a bench runs on.
+#[derive(Clone, Copy)]
+enum Engine {
+    /// One text turn.
+    Text,
+    /// A `Read` turn and a text turn.
+    Read,
+    /// As `Read`, with OpenTelemetry exporting.
+    Observed,
+}
+
+/// The benches: id, engine, in one session.
+const BENCHES: [(&str, Engine, bool); 5] = [
+    ("turn/mock/text", Engine::Text, false),
+    ("turn/mock/read_then_text", Engine::Read, false),
+    ("turn/mock/session/text", Engine::Text, true),
+    ("turn/mock/session/read_then_text", Engine::Read, true),
+    ("turn/otel/read_then_text", Engine::Observed, false),
 ];
 
 fn main() {
@@ -136,33 +183,29 @@ fn main() {
         .unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("README.md"), "# bench\nA small file.\n").unwrap();
-    let (text, read) = runtime.block_on(async {
+    let (text, read, observed) = runtime.block_on(async {
         let text = built_with(ws.path(), vec![MockTurn::text("done")]).await;
-        let read = built_with(
-            ws.path(),
-            vec![
-                MockTurn::text("let me look").with_call(ToolCall::new(
-                    "c1",
-                    "Read",
-                    r#"{"path":"README.md"}"#,
-                )),
-                MockTurn::text("done"),
-            ],
-        )
-        .await;
-        (text, read)
+        let read = built_with(ws.path(), read_then_text()).await;
+        let observed = built_observed(ws.path(), read_then_text(), Some(receiver().await)).await;
+        assert!(observed.telemetry().is_some_and(|t| t.exports_traces()));
+        (text, read, observed)
     });
+    let engine = |which: Engine| match which {
+        Engine::Text => &text,
+        Engine::Read => &read,
+        Engine::Observed => &observed,
+    };
     let counter = AtomicU64::new(0);
     if let Ok(profile) = std::env::var("TURN_BENCH_PROFILE") {
         let (id, runs) = profile
             .split_once(':')
             .expect("TURN_BENCH_PROFILE=<bench id>:<runs>");
         let runs: u64 = runs.parse().expect("TURN_BENCH_PROFILE: runs is a number");
-        let (_, reads, in_session) = BENCHES
+        let (_, which, in_session) = BENCHES
             .into_iter()
             .find(|(name, _, _)| *name == id)
             .expect("TURN_BENCH_PROFILE: one of the bench ids");
-        let built = if reads { &read } else { &text };
+        let built = engine(which);
         let cursor = Cursor::default();
         runtime.block_on(async {
             if in_session {
@@ -173,8 +216,8 @@ fn main() {
         });
     } else {
         let mut criterion = Criterion::default().configure_from_args();
-        for (id, reads, in_session) in BENCHES {
-            let built = if reads { &read } else { &text };
+        for (id, which, in_session) in BENCHES {
+            let built = engine(which);
             let cursor = &Cursor::default();
             let counter = &counter;
             criterion.bench_function(id, |b| {
@@ -192,5 +235,6 @@ fn main() {
     runtime.block_on(async {
         text.close().await.unwrap();
         read.close().await.unwrap();
+        observed.close().await.unwrap();
     });
 }

@@ -53,7 +53,9 @@ pub const MOCK_MODEL_NAME: &str = "mock";
 /// 4. open the store (JSONL under `--store-dir`, PostgreSQL under `--store-url`,
 ///    else in memory);
 /// 5. build the catalog assets and the shared catalog (`assemble_catalog`, narrated);
-/// 6. build the shared engine and the session factory over the same assets.
+/// 6. build the shared engine and the session factory over the same assets (with the
+///    telemetry `cfg.telemetry` asks for observing every engine: its export tasks
+///    start here, and [`Built::close`] flushes them).
 ///
 /// It starts no listener, touches no stdin/stdout and installs no signal handler or
 /// global `tracing` subscriber. A failing step closes what earlier steps opened, in
@@ -356,6 +358,12 @@ async fn compose(
         confinements,
     )?;
     template.set_policy(&policy, hook_confinement)?;
+    let telemetry = start_telemetry(cfg)?;
+    if let Some(telemetry) = &telemetry {
+        template.observe(telemetry);
+        let manager = servers.manager.clone();
+        telemetry.set_reconnect_counts(Arc::new(move || manager.reconnect_counts()));
+    }
     // `permissions.defaultMode` of the settings, unless the configuration names another
     // mode (`run --mode` also sets the session's own mode, so it wins either way).
     if cfg.engine.mode == PermissionMode::Default
@@ -446,6 +454,14 @@ async fn compose(
             shared_engine.disclosure_for(&assembled.catalog),
         )),
     };
+    if let Some(telemetry) = &telemetry {
+        telemetry.set_families(
+            report
+                .tools
+                .iter()
+                .map(|tool| (tool.name.clone(), tool.family.as_str().to_owned())),
+        );
+    }
     let mut models = vec![resolved.model.clone()];
     for model in &cfg.models {
         if !models.contains(model) {
@@ -470,6 +486,7 @@ async fn compose(
         forker,
         closed: AtomicBool::new(false),
         policy,
+        telemetry,
     })
 }
 
@@ -536,6 +553,25 @@ fn resolve_workspace(workspace: &Path) -> Result<PathBuf, BuildError> {
         return Err(fail("it is not a directory".to_owned()));
     }
     Ok(root)
+}
+
+/// The telemetry `cfg.telemetry` asks for (`None` when nothing is asked), started on
+/// the current runtime; `gen_ai.provider.name` from the model configuration.
+fn start_telemetry(cfg: &AppConfig) -> Result<Option<adapter_telemetry::Telemetry>, BuildError> {
+    let provider = match &cfg.model {
+        ModelConfig::Mock | ModelConfig::MockScript(_) => "mock",
+        ModelConfig::Provider { kind, .. } => match kind {
+            adapter_llm::ProviderKind::Anthropic => "anthropic",
+            _ => "openai",
+        },
+    };
+    let options = adapter_telemetry::TelemetryOptions {
+        env: cfg.telemetry.env.clone(),
+        prometheus: cfg.telemetry.prometheus,
+        content: cfg.telemetry.content,
+        provider: Some(provider.to_owned()),
+    };
+    Ok(adapter_telemetry::Telemetry::start(options)?)
 }
 
 fn resolve_model(model: &ModelConfig) -> Result<(Arc<dyn LlmProvider>, String), BuildError> {

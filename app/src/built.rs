@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use adapter_fstools::FsForker;
 use adapter_llm::ModelPrices;
@@ -45,7 +46,12 @@ pub struct Built {
     pub(crate) forker: FsForker,
     pub(crate) closed: AtomicBool,
     pub(crate) policy: Arc<adapter_policy::Policy>,
+    /// Spans and metrics, when the configuration asks for them.
+    pub(crate) telemetry: Option<adapter_telemetry::Telemetry>,
 }
+
+/// How long closing waits for the last spans and metrics to be exported.
+pub const TELEMETRY_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Built {
     /// The shared catalog (every session without client servers uses it).
@@ -124,6 +130,19 @@ impl Built {
         )
     }
 
+    /// The telemetry of this build, when the configuration asks for any.
+    pub fn telemetry(&self) -> Option<&adapter_telemetry::Telemetry> {
+        self.telemetry.as_ref()
+    }
+
+    /// Renders the metrics in the Prometheus text format (`serve`'s `/metrics`);
+    /// `None` when the build keeps none (`TelemetryConfig::prometheus` off, or
+    /// `OTEL_SDK_DISABLED`).
+    pub fn metrics_text(&self) -> Option<impl Fn() -> String + Send + Sync + 'static> {
+        let telemetry = self.telemetry.clone().filter(|t| t.keeps_prometheus())?;
+        Some(move || telemetry.prometheus_text().unwrap_or_default())
+    }
+
     /// The host port over this build, for the faces (ACP, HTTP): the factory, the
     /// store, the workspace, the palette and the shared catalog's listing.
     pub fn host(&self) -> Arc<dyn SessionHost> {
@@ -156,7 +175,9 @@ impl Built {
     /// client MCP servers closed), (2) the shared engine, (3) the server-global MCP
     /// manager (HTTP sessions ended, stdio children stopped), (4) the store (flushed),
     /// (5) every workspace copy not preserved for the user (a copy may hold the
-    /// workspace's secrets). Listeners are their owner's to stop first.
+    /// workspace's secrets), (6) the telemetry (open spans ended, the last spans
+    /// and metrics exported within [`TELEMETRY_FLUSH_TIMEOUT`]). Listeners are their
+    /// owner's to stop first.
     ///
     /// Idempotent (a second call does nothing), never panics, goes on after a failing
     /// step (WARN) and returns the first error.
@@ -186,6 +207,9 @@ impl Built {
             Ok(0) => {}
             Ok(removed) => tracing::info!(removed, "removed the workspace copies still in use"),
             Err(error) => tracing::warn!(%error, "removing the workspace copies failed"),
+        }
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown(TELEMETRY_FLUSH_TIMEOUT).await;
         }
         first.map_or(Ok(()), Err)
     }

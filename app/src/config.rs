@@ -89,6 +89,20 @@ pub struct AppConfig {
     pub sandbox: SandboxConfig,
     /// Operator policy: settings files with permission rules and hooks.
     pub policy: PolicyConfig,
+    /// OpenTelemetry export and the metrics page (off by default).
+    pub telemetry: TelemetryConfig,
+}
+
+/// What the process exports and keeps of its telemetry (`OTEL_*`, `--otel-content`,
+/// `serve`'s `/metrics`).
+#[derive(Clone, Debug, Default)]
+pub struct TelemetryConfig {
+    /// What the standard `OTEL_*` variables ask for (default: nothing).
+    pub env: adapter_telemetry::TelemetryEnv,
+    /// Keep the metrics for `GET /metrics` (`serve`), even without an exporter.
+    pub prometheus: bool,
+    /// `--otel-content`: export prompt, argument, result and answer text.
+    pub content: bool,
 }
 
 /// `--sandbox`, `--sandbox-fallback`, `--sandbox-network`, `--sandbox-deny-read` and
@@ -214,6 +228,7 @@ impl AppConfig {
             memory: MemoryConfig::default(),
             delegation: DelegationConfig::default(),
             sandbox: SandboxConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 

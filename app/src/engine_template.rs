@@ -195,6 +195,16 @@ impl EngineTemplate {
         Ok(())
     }
 
+    /// Lets `telemetry` observe every engine (children included) through the same
+    /// ports: it is the live sink and times the store's writes; nothing else changes.
+    pub(crate) fn observe(&mut self, telemetry: &adapter_telemetry::Telemetry) {
+        let deps = &mut self.deps;
+        deps.store = deps.store.take().map(|store| telemetry.session_store(store));
+        deps.event_log = deps.event_log.take().map(|log| telemetry.event_log(log));
+        deps.recorder = deps.recorder.take().map(|recorder| telemetry.recorder(recorder));
+        deps.sink = Some(telemetry.sink());
+    }
+
     /// Sets the mode new sessions start in.
     pub(crate) fn set_default_mode(&mut self, mode: engine_ports::PermissionMode) {
         self.deps.config.mode = mode;

@@ -14,6 +14,9 @@ use engine_core::host::Family;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// The telemetry the `OTEL_*` variables ask for cannot start.
+    #[error("telemetry (OTEL_EXPORTER_OTLP_*): {0}")]
+    Telemetry(#[from] adapter_telemetry::TelemetryError),
     /// A settings file (managed, `--settings`, the workspace's, the user's) cannot be
     /// used: the error names the file, the JSON path and what is expected.
     #[error(transparent)]

@@ -70,7 +70,7 @@ pub use adapter_acp::{
 pub use adapter_http::{
     AllowedHost, AllowedOrigin, AuthToken, BODY_READ_TIMEOUT, CONTENT_SECURITY_POLICY, HEADER_READ_TIMEOUT,
     HEALTH_CONNECTIONS, HttpOptions, HttpServer, KEEP_ALIVE_INTERVAL, MAX_BODY_BYTES, MAX_CONNECTIONS,
-    OpenConnections, ServeError, asset_bytes,
+    METRICS_CONTENT_TYPE, MetricsText, OpenConnections, ServeError, asset_bytes,
 };
 pub use adapter_mcp_server::{
     DEFAULT_CALL_TIMEOUT, LIST_CHANGE_POLL, MAX_MCP_BODY_BYTES, MCP_SERVER_NAME, McpHttpOptions,
@@ -81,11 +81,11 @@ pub use assembly::{
 };
 pub use assets::CatalogAssets;
 pub use build::{MOCK_MODEL_NAME, build, system_prompt};
-pub use built::Built;
+pub use built::{Built, TELEMETRY_FLUSH_TIMEOUT};
 pub use config::{
     AppConfig, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TEAM_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_MCP_STARTUP_TIMEOUT,
     DelegationConfig, EngineSettings, ExtraTools, McpConfig, ModelConfig, PolicyConfig, SandboxConfig,
-    SkillsConfig, StoreConfig,
+    SkillsConfig, StoreConfig, TelemetryConfig,
 };
 pub use engine_core::host::{FAMILY_ORDER, Family, ToolEntry, new_session_id};
 pub use error::{BuildError, CloseError, FactoryError};

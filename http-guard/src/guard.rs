@@ -11,9 +11,9 @@ use crate::token::AuthToken;
 /// What differs between the faces that share the guard, fixed in each face's code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Face {
-    /// The path prefix under which the token is required (`/v1` covers `/v1` and
+    /// The path prefixes under which the token is required (`/v1` covers `/v1` and
     /// `/v1/…`); `None`: every path.
-    pub token_paths: Option<&'static str>,
+    pub token_paths: Option<&'static [&'static str]>,
     /// Where the face's own page logs in (`POST /login`), when it serves one: its
     /// login cookie is then accepted like the token, from the page only.
     pub login: Option<&'static str>,
@@ -302,8 +302,8 @@ impl Guard {
         let Some(token) = &self.auth_token else {
             return Ok(Credential::Open);
         };
-        if let Some(prefix) = self.face.token_paths
-            && !under(path, prefix)
+        if let Some(prefixes) = self.face.token_paths
+            && !prefixes.iter().any(|prefix| under(path, prefix))
         {
             return Ok(Credential::Open);
         }
@@ -434,9 +434,9 @@ mod tests {
     /// The largest body of the face under test.
     const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-    /// A face with a page that logs in, its API under `/v1`.
+    /// A face with a page that logs in, its API under `/v1` and a metrics page.
     const PAGE: Face = Face {
-        token_paths: Some("/v1"),
+        token_paths: Some(&["/v1", "/metrics"]),
         login: Some("POST /login"),
         cors_methods: "GET, POST, PATCH, DELETE",
         cors_headers: "authorization, content-type, last-event-id",
@@ -554,6 +554,30 @@ mod tests {
         assert!("".parse::<AllowedHost>().is_err());
         assert!("http://x".parse::<AllowedHost>().is_err());
         assert!("x/y".parse::<AllowedHost>().is_err());
+    }
+
+    #[test]
+    fn every_token_path_needs_the_token_and_other_paths_stay_open() {
+        let policy = policy(&[], &[], Some("abc"));
+        let admitted = |path: &str, pairs: &[(&str, &str)]| {
+            let uri: Uri = path.parse().unwrap();
+            policy
+                .admit(&Method::GET, &uri, &headers(pairs))
+                .map(|_| ())
+                .map_err(|e| e.status())
+        };
+        let host = ("host", "127.0.0.1:8080");
+        for path in ["/v1", "/v1/sessions", "/metrics"] {
+            assert_eq!(admitted(path, &[host]), Err(StatusCode::UNAUTHORIZED), "{path}");
+            assert_eq!(
+                admitted(path, &[host, ("authorization", "Bearer abc")]),
+                Ok(()),
+                "{path}"
+            );
+        }
+        for path in ["/healthz", "/readyz", "/", "/metricsx", "/v10"] {
+            assert_eq!(admitted(path, &[host]), Ok(()), "{path}");
+        }
     }
 
     #[test]

@@ -30,6 +30,10 @@ MISS_NOTES = {
                "the added round trip is about what the direct call costs, so the ratio tends to 2 for a server "
                "that answers at once and to 1 for one that works. Answering `tools/call` as plain JSON rather "
                "than an SSE stream would save the SSE framing on both sides.",
+    "telemetry": "With OpenTelemetry on, every event of a run goes through the telemetry's sink (a mutex, a "
+                 "map lookup, span attributes) and every store write is timed; ended spans are handed to the "
+                 "export queue and sent by another task, which competes for the same two cores during the "
+                 "measurement. Fewer attributes per span, or building spans on the export task, would cut it.",
     "pg_append": "A leased session's appends are queued and written by one writer per session as one "
                  "multi-row `INSERT` per round trip; the figure includes the `flush` that ends each sample. "
                  "It falls below the target when the writer's round trips are starved (the bench shares two "
@@ -221,6 +225,15 @@ def dispatch(rep: Report) -> str:
         v = rep.judge(f"{prefix}: {what}", f"{shown} (target ≤ {target_us} µs)", ok, "turn", summary=True)
         turn_rows.append([f"{what}{' (one session)' if 'session' in prefix else ''}", shown, spread(e),
                           f"≤ {target_us} µs: {v}", how])
+    off, on = rep.crit("turn/mock/read_then_text"), rep.crit("turn/otel/read_then_text")
+    overhead = (on["median"] / off["median"] - 1) if (off and on) else None
+    shown = (f"{fmt_ns(on['median'])}, {overhead * 100:+.1f} % against {fmt_ns(off['median'])} with it off"
+             if overhead is not None else "n/a")
+    v = rep.judge("OpenTelemetry on (spans and metrics over OTLP/HTTP to a local receiver), whole mock turn; "
+                  "target ≤ 5 %", shown, None if overhead is None else overhead <= 0.05, "telemetry", summary=True)
+    turn_rows.append(["`mecated` engine, mock model: 1 tool turn + 1 text turn with OpenTelemetry on (traces and "
+                      "metrics exported over OTLP/HTTP to a receiver in the process)", shown, spread(on),
+                      f"≤ 5 % over the fresh-session tool turn: {v}", "app `turn` bench, `turn/otel/read_then_text`"])
     e = rep.crit("engine_events/run_streaming_1000_chunks")
     events = e.get("elements") if e else None
     rate = f"{events / (e['median'] / 1e9):,.0f} events/s ({events:,} events a run)" if events else "n/a"

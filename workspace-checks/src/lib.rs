@@ -91,6 +91,9 @@ pub fn allowed_dependencies(crate_name: &str, members: &BTreeSet<String>) -> Opt
         name if FACES.contains(&name) => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "http-guard"]))
         }
+        // The telemetry observes through the ports (an extra event sink, decorated
+        // store ports); its tests drive a real engine.
+        "adapter-telemetry" => Some(set(&["engine-ports", "engine-core"])),
         name if name.starts_with("adapter-") => {
             Some(set(&["engine-ports", "engine-core", "fs-guard", "sandbox"]))
         }

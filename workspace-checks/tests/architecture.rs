@@ -60,6 +60,7 @@ fn wrong_arrows_are_reported() {
         "adapter-mcp",
         "adapter-acp",
         "adapter-http",
+        "adapter-telemetry",
         "app",
         "test-peers",
     ]);
@@ -89,6 +90,15 @@ fn wrong_arrows_are_reported() {
             "adapter-mcp",
         ),
         (edge("test-peers", "engine-ports", DepKind::Normal), "test-peers"),
+        // A face reaches the telemetry only through a callback the root hands in.
+        (
+            edge("adapter-http", "adapter-telemetry", DepKind::Normal),
+            "adapter-http",
+        ),
+        (
+            edge("adapter-telemetry", "adapter-jsonlstore", DepKind::Normal),
+            "adapter-telemetry",
+        ),
     ];
     for (bad, from) in cases {
         let workspace = Workspace {

@@ -34,6 +34,7 @@ async fn a_restarted_server_is_reconnected_transparently() {
     let capture = Capture::start();
     let (mut server, manager, catalog) = fake(FakeState::new()).await;
     assert_eq!(echo(&catalog, "first").await.content(), "echo:first");
+    assert_eq!(manager.reconnect_counts(), [("fake".to_owned(), 0)]);
     server.restart().await;
     let result = echo(&catalog, "second").await;
     assert!(!result.is_error(), "{result:?}");
@@ -47,6 +48,11 @@ async fn a_restarted_server_is_reconnected_transparently() {
     assert_eq!(started.field("server"), Some("fake"));
     assert_eq!(started.level, tracing::Level::INFO);
     assert_eq!(manager.servers()[0].status.as_str(), "connected");
+    assert_eq!(
+        manager.reconnect_counts(),
+        [("fake".to_owned(), 1)],
+        "counted for the metrics"
+    );
 }
 
 #[tokio::test]

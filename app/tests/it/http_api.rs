@@ -1504,3 +1504,73 @@ async fn allow_always_saved_over_http_lets_a_new_trusted_process_run_the_command
     assert_eq!(saved["permissions"]["allow"], json!(["Shell(ls:*)"]));
     crate::acp::assert_rule_allows_without_asking(&scratch, crate::acp::LIST_THEN_DONE).await;
 }
+
+/// The value of the Prometheus sample `name` whose labels include `labels`.
+fn prometheus_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let lines = text.lines().map(|line| Ok(line.to_owned()));
+    let scrape =
+        prometheus_parse::Scrape::parse(lines).expect("the page parses as the Prometheus text format");
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            ref other => panic!("unexpected sample {other:?}"),
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_page_is_prometheus_text_behind_the_token() {
+    let scratch = Scratch::new();
+    scratch.write("ws/README.md", "# hello\n");
+    let mut cfg = config_with(&scratch, one_call_model("Read", r#"{"path":"README.md"}"#));
+    cfg.telemetry.prometheus = true;
+    let server = TestServer::start_with(cfg, "127.0.0.1:0".parse().unwrap(), Some("s3cret")).await;
+    let id = server.create(json!({})).await;
+    server.prompt(&id, "read it").await.until("result").await;
+
+    let anonymous = crate::support::http::client()
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let page = crate::support::http::client()
+        .get(server.url("/metrics"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(
+        page.headers()["content-type"],
+        app::METRICS_CONTENT_TYPE,
+        "the Prometheus text format's type"
+    );
+    let text = page.text().await.unwrap();
+    let calls = prometheus_sample(
+        &text,
+        "mecatl_tool_calls_total",
+        &[("gen_ai_tool_name", "Read"), ("mecatl_tool_outcome", "ok")],
+    );
+    assert_eq!(calls, Some(1.0), "{text}");
+    assert_eq!(
+        prometheus_sample(&text, "mecatl_runs_total", &[("mecatl_run_stop", "end_turn")]),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(!text.contains("# hello"), "no content on the page");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn without_kept_metrics_the_page_is_not_found() {
+    let scratch = Scratch::new();
+    let server = TestServer::start(config(&scratch)).await;
+    let answer = server.call("GET", "/metrics", None).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");
+    server.stop().await;
+}

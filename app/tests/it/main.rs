@@ -13,6 +13,7 @@ mod cli_chat;
 mod cli_policy;
 mod cli_run;
 mod cli_serve;
+mod cli_telemetry;
 mod cli_tools;
 mod cli_usage;
 mod compaction;

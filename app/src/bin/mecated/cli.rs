@@ -459,6 +459,12 @@ pub(crate) struct ModelArgs {
     /// The most seconds retries of one model request may take (0: no retries).
     #[arg(long, value_name = "SECS", default_value_t = 60)]
     pub(crate) model_retry_secs: u64,
+    /// Export prompt, tool argument, result and answer text in OpenTelemetry spans
+    /// (off: spans carry names, sizes, counts and times only). Exporting is set by the
+    /// standard OTEL_* variables.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = bool_parser())]
+    pub(crate) otel_content: bool,
 }
 
 /// `tools` flags.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::{AuthToken, HttpOptions, HttpServer, build};
+use app::{AuthToken, HttpOptions, HttpServer, MetricsText, build};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::cli::{HttpGuardArgs, ServeArgs};
@@ -26,10 +26,12 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         Ok(token) => token,
         Err(error) => return error.exit(),
     };
-    let cfg = match interactive_config(&args.common, &args.model) {
+    let mut cfg = match interactive_config(&args.common, &args.model) {
         Ok(cfg) => cfg,
         Err(error) => return error.exit(),
     };
+    // `GET /metrics` (unless OTEL_SDK_DISABLED=true).
+    cfg.telemetry.prometheus = true;
     // Installed before the server says it listens, so no early signal is lost.
     let signals = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
         (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
@@ -49,6 +51,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         drain: Duration::from_secs(args.drain_secs),
         max_live_sessions: args.max_live_sessions,
         idle_unload: Duration::from_secs(args.idle_unload_secs),
+        metrics: built.metrics_text().map(MetricsText::new),
         ..HttpOptions::default()
     };
     let code = match HttpServer::bind(built.host(), args.http_addr, options).await {

@@ -349,8 +349,9 @@ pub(crate) fn interactive_config(common: &CommonArgs, model: &ModelArgs) -> Resu
     Ok(cfg)
 }
 
-/// The model flags of `run`, `acp` and `serve` applied to `cfg`: the model
-/// ([`model_config`]), `--context-window` and `--max-tokens`.
+/// The model flags of `run`, `acp`, `serve` and `chat` applied to `cfg`: the model
+/// ([`model_config`]), `--context-window` and `--max-tokens`; and the telemetry of
+/// their runs (the `OTEL_*` variables, `--otel-content`).
 ///
 /// # Errors
 /// [`model_config`]'s.
@@ -359,12 +360,21 @@ pub(crate) fn apply_model(cfg: &mut AppConfig, model: &ModelArgs) -> Result<(), 
     cfg.context_window = model.context_window;
     cfg.max_tokens = model.max_tokens;
     cfg.models.clone_from(&model.models);
+    cfg.telemetry.env = telemetry_env()?;
+    cfg.telemetry.content = model.otel_content;
     if let Some(file) = &model.model_prices {
         let prices = ModelPrices::from_file(file)
             .map_err(|error| UsageError::new(format!("--model-prices: {error}")))?;
         cfg.prices = ModelPrices::builtin().overridden_by(prices);
     }
     Ok(())
+}
+
+/// What the standard `OTEL_*` variables ask for; a value that cannot be used is a
+/// usage error naming the variable and what is expected.
+fn telemetry_env() -> Result<adapter_telemetry::TelemetryEnv, UsageError> {
+    adapter_telemetry::TelemetryEnv::from_lookup(env_var)
+        .map_err(|error| UsageError::value(error.variable, &error.value, &error.expected))
 }
 
 /// The model of `run` (and later `acp`, `serve`): exactly one of `--mock`,

@@ -71,11 +71,15 @@ impl TestServer {
     pub async fn start_with_options(
         mut cfg: AppConfig,
         addr: SocketAddr,
-        options: HttpOptions,
+        mut options: HttpOptions,
         token: Option<&str>,
     ) -> Self {
         cfg.engine.interactive = true;
         let built = Arc::new(build(cfg).await.unwrap());
+        // `/metrics` as `serve` wires it, when the config keeps metrics.
+        if options.metrics.is_none() {
+            options.metrics = built.metrics_text().map(app::MetricsText::new);
+        }
         let server = HttpServer::bind(built.host(), addr, options).await.unwrap();
         let addr = server.local_addr();
         let port = addr.port();

@@ -144,6 +144,12 @@ pub fn hermetic_mecated(home: &Path) -> std::process::Command {
         .env_remove("MECATED_AUTH_TOKEN")
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_STATE_HOME")
+        // No telemetry unless a test asks for it.
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+        .env_remove("OTEL_SDK_DISABLED")
         .env("HOME", home)
         // The administrator's managed settings: a file in the test's home (absent
         // unless a test writes it), never the host's.
