@@ -26,9 +26,18 @@ use adapter_fstools::FsForker;
 use criterion::{Criterion, SamplingMode};
 use engine_ports::{CancellationToken, WorkspaceCopy, WorkspaceForker};
 
+/// Directories of 100 files in the bench's workspace: 100, or `FORK_BENCH_DIRS` (the
+/// smoke run of the benchmark script uses 2, so an unoptimized build stays quick).
+fn workspace_dirs() -> usize {
+    std::env::var("FORK_BENCH_DIRS")
+        .ok()
+        .and_then(|dirs| dirs.parse().ok())
+        .unwrap_or(100)
+}
+
 fn workspace(root: &Path) {
     let body = "x".repeat(1024);
-    for dir in 0..100 {
+    for dir in 0..workspace_dirs() {
         let dir_path = root.join(format!("src/d{dir:03}"));
         std::fs::create_dir_all(&dir_path).unwrap();
         for file in 0..100 {
@@ -92,6 +101,7 @@ fn main() {
         first_branch_ready(&reflink, &source, "reflink").await;
         first_branch_ready(&copy, &copy_source, "copy").await;
     });
+    let quick = std::env::args().any(|arg| arg == "--quick");
     let mut criterion = Criterion::default().configure_from_args();
     for (fan_out, group) in [(1, "fork/10k_files"), (8, "fork/10k_files_fan_out_8")] {
         let mut group = criterion.benchmark_group(group);
@@ -100,7 +110,10 @@ fn main() {
         // of 8 copies (each also removed), which took over 20 minutes on two cores.
         group.sampling_mode(SamplingMode::Flat);
         group.sample_size(10);
-        group.measurement_time(Duration::from_secs(10));
+        // A group's own measurement time would override `--quick`'s short one.
+        if !quick {
+            group.measurement_time(Duration::from_secs(10));
+        }
         for (name, forker, from) in [("reflink", &reflink, &source), ("copy", &copy, &copy_source)] {
             group.bench_function(name, |b| {
                 b.to_async(&runtime)
