@@ -8,8 +8,10 @@
 //! lease inside the measurement, so its buffered records are written before the
 //! iteration ends.
 //!
-//! Fixture sizes follow the spec; `JSONLSTORE_BENCH_SAVES` lowers the 10,000 saves
-//! of the long-history fixture on slow disks.
+//! Fixture sizes are those of a long-lived deployment: a long history of 10,000
+//! saves of a 100 KiB session beside 100 MiB of events and 10 MiB of audit records,
+//! and 1,000 sessions of 64 KiB to list. `JSONLSTORE_BENCH_SAVES` lowers the 10,000
+//! saves on slow disks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout, missing_docs)]
 
 use std::hint::black_box;

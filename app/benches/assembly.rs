@@ -2,7 +2,7 @@
 //! over a 1,000-tool shared catalog (< 1 ms p50, < 2 ms p99 over 1,000 runs; tools
 //! shared by `Arc`, no I/O), and with 2 client servers × 50 tools (< 1.5 ms p50).
 //! Prints p50/p99 of 1,000 runs each, then runs criterion. The same measurement over a
-//! 10,000-tool shared catalog shows how assembly scales (no target in the spec).
+//! 10,000-tool shared catalog shows how assembly scales (it has no target).
 
 // A benchmark program: it reports on stdout, and a broken setup is fatal.
 #![allow(

@@ -204,8 +204,8 @@ impl BuildReport {
 }
 
 /// The tools of `catalog` available in `mode`, sorted by name, each with its family
-/// from `families`; with progressive tools, `ToolSearch` (family `meta`, with the spec
-/// the engine advertises under `disclosure`) too.
+/// from `families`; with progressive tools, `ToolSearch` (family `meta`, with the
+/// `ToolSpec` the engine advertises under `disclosure`) too.
 pub fn tool_entries(
     catalog: &Catalog,
     families: &FamilyMap,

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use engine_ports::{PermissionMode, ToolSpec};
 
@@ -16,6 +16,15 @@ use crate::tool_search::SearchCache;
 /// ordering, projections and emitted spec names all use it. Every listing is in
 /// ascending byte order of keys, kept at registration (never sorted per call);
 /// `lookup` and `resolve` are O(1) on average.
+///
+/// Registration also reads, once, what every listing needs of a tool (the
+/// [`Tool`] contract makes them the same for the tool's life): its full spec and,
+/// when Disclosable, its light spec, both named by the key, and the mode views it
+/// is available in ([`available_in`]). Each mode view's listings are derived from
+/// them on first use and kept until the next registration, so a listing makes no
+/// call into a tool: [`Catalog::specs`] and [`Catalog::advertised_specs`] copy a
+/// kept listing, and a hydrated set costs a search per hydrated name, not a
+/// look-up per tool.
 ///
 /// The host fills a catalog through `&mut self`, then freezes it as `Arc<Catalog>`
 /// shared by every engine and session; `&self` methods never mutate, so sessions
@@ -66,8 +75,11 @@ use crate::tool_search::SearchCache;
 /// ```
 #[derive(Clone, Default)]
 pub struct Catalog {
-    by_key: HashMap<Arc<str>, Arc<dyn Tool>>,
-    ordered: BTreeMap<Arc<str>, Arc<dyn Tool>>,
+    by_key: HashMap<Arc<str>, Arc<Entry>>,
+    ordered: BTreeMap<Arc<str>, Arc<Entry>>,
+    /// Each mode view's listings (index [`view_of`]), built on first use and
+    /// dropped by every registration.
+    views: [OnceLock<Arc<ViewListing>>; 2],
     /// What `ToolSearch` derives from the tools (keyword index, deferred listing),
     /// built on first use and dropped by every registration.
     search: SearchCache,
@@ -113,17 +125,115 @@ impl std::fmt::Debug for Resolved<'_> {
 pub trait NameSet {
     /// Whether `name` is in the set.
     fn contains_name(&self, name: &str) -> bool;
+
+    /// Calls `visit` with every name in the set, each once, in any order.
+    fn each_name(&self, visit: &mut dyn FnMut(&str));
 }
 
 impl<S: BuildHasher> NameSet for HashSet<String, S> {
     fn contains_name(&self, name: &str) -> bool {
         self.contains(name)
     }
+
+    fn each_name(&self, visit: &mut dyn FnMut(&str)) {
+        self.iter().for_each(|name| visit(name));
+    }
 }
 
 impl NameSet for BTreeSet<String> {
     fn contains_name(&self, name: &str) -> bool {
         self.contains(name)
+    }
+
+    fn each_name(&self, visit: &mut dyn FnMut(&str)) {
+        self.iter().for_each(|name| visit(name));
+    }
+}
+
+/// A registered tool with what the listings read of it, read once at registration.
+struct Entry {
+    tool: Arc<dyn Tool>,
+    /// Its full spec, named by the key.
+    full: ToolSpec,
+    /// Its light spec, named by the key, when the tool is Disclosable.
+    light: Option<ToolSpec>,
+    /// The mode views it is available in: bit [`view_of`] of a mode.
+    views: u8,
+}
+
+impl Entry {
+    fn new(key: &Arc<str>, tool: Arc<dyn Tool>, spec: ToolSpec) -> Self {
+        let light = tool
+            .advertised_spec()
+            .map(|light| light.with_name(Arc::clone(key)));
+        let views = [PermissionMode::Default, PermissionMode::Plan]
+            .into_iter()
+            .filter(|&mode| available_in(tool.as_ref(), mode))
+            .fold(0, |views, mode| views | view_bit(mode));
+        Self {
+            full: spec.with_name(Arc::clone(key)),
+            light,
+            views,
+            tool,
+        }
+    }
+
+    fn available_in(&self, mode: PermissionMode) -> bool {
+        self.views & view_bit(mode) != 0
+    }
+}
+
+/// The mode view of `mode`, which every per-mode cache is indexed by: `Default`
+/// and `AcceptEdits` project the same tools ([`available_in`]: index 0), plan mode
+/// its own (index 1).
+pub(crate) fn view_of(mode: PermissionMode) -> usize {
+    usize::from(mode == PermissionMode::Plan)
+}
+
+fn view_bit(mode: PermissionMode) -> u8 {
+    1 << view_of(mode)
+}
+
+/// The listings of one mode view: its tools in key order, each list
+/// index-aligned with the others.
+struct ViewListing {
+    /// Every tool's full spec.
+    full: Box<[ToolSpec]>,
+    /// Every tool's light spec when Disclosable, else its full spec.
+    advertised: Box<[ToolSpec]>,
+    /// Whether each tool is Disclosable.
+    disclosable: Box<[bool]>,
+    /// How many tools are not Disclosable.
+    undeferred: usize,
+}
+
+impl ViewListing {
+    fn new<'a>(entries: impl Iterator<Item = &'a Entry>) -> Self {
+        let (mut full, mut advertised, mut disclosable) = (Vec::new(), Vec::new(), Vec::new());
+        for entry in entries {
+            full.push(entry.full.clone());
+            advertised.push(entry.light.as_ref().unwrap_or(&entry.full).clone());
+            disclosable.push(entry.light.is_some());
+        }
+        Self {
+            undeferred: disclosable.iter().filter(|&&disclosable| !disclosable).count(),
+            full: full.into(),
+            advertised: advertised.into(),
+            disclosable: disclosable.into(),
+        }
+    }
+
+    /// Calls `found` with the index of every Disclosable tool of the view named in
+    /// `hydrated` (a binary search per name: the specs are named by their keys,
+    /// in key order).
+    fn each_hydrated(&self, hydrated: &impl NameSet, mut found: impl FnMut(usize)) {
+        hydrated.each_name(&mut |name| {
+            if let Ok(at) = self.full.binary_search_by(|spec| spec.name().cmp(name))
+                && self.disclosable[at]
+            {
+                found(at);
+            }
+        });
     }
 }
 
@@ -156,8 +266,10 @@ impl Catalog {
             return Err(CatalogError::Duplicate(spec.name().to_owned()));
         }
         let key: Arc<str> = Arc::from(spec.name());
-        self.by_key.insert(Arc::clone(&key), Arc::clone(&tool));
-        self.ordered.insert(key, tool);
+        let entry = Arc::new(Entry::new(&key, tool, spec));
+        self.by_key.insert(Arc::clone(&key), Arc::clone(&entry));
+        self.ordered.insert(key, entry);
+        self.views = Default::default();
         self.search = SearchCache::default();
         self.turns = TurnCache::default();
         Ok(())
@@ -176,14 +288,14 @@ impl Catalog {
 
     /// The tool registered under `name`, whatever the mode.
     pub fn lookup(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.by_key.get(name)
+        self.by_key.get(name).map(|entry| &entry.tool)
     }
 
     /// How `name` resolves in `mode`.
     pub fn resolve(&self, name: &str, mode: PermissionMode) -> Resolved<'_> {
         match self.by_key.get(name) {
-            Some(tool) if available_in(tool.as_ref(), mode) => Resolved::Available(tool),
-            Some(tool) => Resolved::NotInMode(tool),
+            Some(entry) if entry.available_in(mode) => Resolved::Available(&entry.tool),
+            Some(entry) => Resolved::NotInMode(&entry.tool),
             None => Resolved::Unknown,
         }
     }
@@ -200,7 +312,7 @@ impl Catalog {
 
     /// Every tool, sorted by key.
     pub fn tools(&self) -> impl ExactSizeIterator<Item = &Arc<dyn Tool>> + '_ {
-        self.ordered.values()
+        self.ordered.values().map(|entry| &entry.tool)
     }
 
     /// Every key, sorted.
@@ -210,7 +322,7 @@ impl Catalog {
 
     /// `(key, tool)` pairs, sorted by key.
     pub fn entries(&self) -> impl ExactSizeIterator<Item = (&str, &Arc<dyn Tool>)> + '_ {
-        self.ordered.iter().map(|(k, t)| (&**k, t))
+        self.ordered.iter().map(|(k, entry)| (&**k, &entry.tool))
     }
 
     /// The tools available in `mode`, sorted by key.
@@ -229,38 +341,58 @@ impl Catalog {
     ) -> impl Iterator<Item = (&Arc<str>, &Arc<dyn Tool>)> + '_ {
         self.ordered
             .iter()
-            .filter(move |(_, tool)| available_in(tool.as_ref(), mode))
+            .filter(move |(_, entry)| entry.available_in(mode))
+            .map(|(key, entry)| (key, &entry.tool))
+    }
+
+    /// The listings of `mode`'s view, derived from the entries on first use.
+    fn view(&self, mode: PermissionMode) -> &ViewListing {
+        let view = view_of(mode);
+        self.views[view].get_or_init(|| {
+            Arc::new(ViewListing::new(
+                self.ordered
+                    .values()
+                    .map(|entry| &**entry)
+                    .filter(|entry| entry.available_in(mode)),
+            ))
+        })
     }
 
     /// Full specs of the tools available in `mode` (named by key), sorted.
     pub fn specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
-        self.available_entries(mode)
-            .map(|(key, tool)| tool.spec().with_name(Arc::clone(key)))
-            .collect()
+        self.view(mode).full.to_vec()
     }
 
     /// As [`Catalog::specs`], with the light spec of every Disclosable tool.
     pub fn advertised_specs(&self, mode: PermissionMode) -> Vec<ToolSpec> {
-        self.available_entries(mode)
-            .map(|(key, tool)| advertised(key, tool.as_ref(), false))
-            .collect()
+        self.view(mode).advertised.to_vec()
     }
 
     /// As [`Catalog::advertised_specs`], but hydrated Disclosable tools keep their
     /// full spec.
     pub fn advertised_specs_for(&self, mode: PermissionMode, hydrated: &impl NameSet) -> Vec<ToolSpec> {
-        self.available_entries(mode)
-            .map(|(key, tool)| advertised(key, tool.as_ref(), hydrated.contains_name(key)))
-            .collect()
+        let view = self.view(mode);
+        let mut specs = view.advertised.to_vec();
+        view.each_hydrated(hydrated, |at| specs[at] = view.full[at].clone());
+        specs
     }
 
     /// Full specs of the tools available in `mode` that are not deferred: every tool
     /// that is not Disclosable, and the Disclosable ones in `hydrated`.
     pub fn undeferred_specs_for(&self, mode: PermissionMode, hydrated: &impl NameSet) -> Vec<ToolSpec> {
-        self.available_entries(mode)
-            .filter(|(key, tool)| hydrated.contains_name(key) || tool.advertised_spec().is_none())
-            .map(|(key, tool)| tool.spec().with_name(Arc::clone(key)))
-            .collect()
+        let view = self.view(mode);
+        let mut hydrated_at = Vec::new();
+        view.each_hydrated(hydrated, |at| hydrated_at.push(at));
+        hydrated_at.sort_unstable();
+        hydrated_at.dedup();
+        let mut specs = Vec::with_capacity(view.undeferred + hydrated_at.len());
+        let mut hydrated_at = hydrated_at.into_iter().peekable();
+        for (at, (spec, &disclosable)) in view.full.iter().zip(&view.disclosable).enumerate() {
+            if !disclosable || hydrated_at.next_if_eq(&at).is_some() {
+                specs.push(spec.clone());
+            }
+        }
+        specs
     }
 
     /// The bytes of the full specs (name, description, argument schema) of the
@@ -281,15 +413,6 @@ impl Catalog {
     pub(crate) fn turn_cache(&self) -> &TurnCache {
         &self.turns
     }
-}
-
-fn advertised(key: &Arc<str>, tool: &dyn Tool, hydrated: bool) -> ToolSpec {
-    let spec = if hydrated {
-        tool.spec()
-    } else {
-        tool.advertised_spec().unwrap_or_else(|| tool.spec())
-    };
-    spec.with_name(Arc::clone(key))
 }
 
 impl std::fmt::Debug for Catalog {

@@ -46,7 +46,7 @@ use std::sync::{Arc, OnceLock};
 
 use engine_ports::{PermissionMode, SessionSnapshot, ToolResult, ToolSpec};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, view_of};
 use crate::tool_search::{deferred_tool_search_spec, returned_names, tool_search_spec};
 
 /// How Disclosable tools are advertised (`--progressive-tools[=auto|light|deferred|off]`).
@@ -170,8 +170,7 @@ pub(crate) fn turn_tools(
             catalog, mode, hydrated, disclosure,
         )));
     }
-    let view = usize::from(mode == PermissionMode::Plan);
-    let slot = &catalog.turn_cache().slots[view][kind];
+    let slot = &catalog.turn_cache().slots[view_of(mode)][kind];
     Arc::clone(slot.get_or_init(|| {
         Arc::new(TurnTools::new(list_turn_specs(
             catalog, mode, hydrated, disclosure,

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
 use engine_ports::{Clock, Event, EventKind, EventLog, EventSink, SessionId, format_rfc3339_micros};
 use tokio::sync::mpsc;
@@ -16,6 +17,52 @@ pub(crate) enum Delivery {
     One(Event),
     /// Consecutive events, in `seq` order.
     Many(Vec<Event>),
+}
+
+/// The receiving end of a stream's channel, read one event at a time: the rest of
+/// a delivery of several events first, then the next delivery. [`Run`] and
+/// [`ServedRun`] are streams of it.
+///
+/// [`Run`]: crate::Run
+/// [`ServedRun`]: crate::ServedRun
+#[derive(Debug)]
+pub(crate) struct Deliveries {
+    channel: mpsc::Receiver<Delivery>,
+    /// The rest of the last delivery of several events.
+    batch: std::vec::IntoIter<Event>,
+}
+
+impl Deliveries {
+    pub(crate) fn new(channel: mpsc::Receiver<Delivery>) -> Self {
+        Self {
+            channel,
+            batch: Vec::new().into_iter(),
+        }
+    }
+
+    /// The next event; `None` once the channel is closed and drained.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        if let Some(event) = self.batch.next() {
+            return Poll::Ready(Some(event));
+        }
+        loop {
+            match std::task::ready!(self.channel.poll_recv(cx)) {
+                None => return Poll::Ready(None),
+                Some(Delivery::One(event)) => return Poll::Ready(Some(event)),
+                Some(Delivery::Many(events)) => {
+                    self.batch = events.into_iter();
+                    if let Some(event) = self.batch.next() {
+                        return Poll::Ready(Some(event));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes the channel: the sender's next delivery fails.
+    pub(crate) fn close(&mut self) {
+        self.channel.close();
+    }
 }
 
 /// Assigns `seq` (strictly increasing) and `time` (with a clock), then delivers each

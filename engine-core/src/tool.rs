@@ -32,11 +32,13 @@ use crate::environment::Environment;
 /// [`Tool::destructive`].
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
-    /// The full spec. Its name is read once, at registration, as the catalog key; the
-    /// spec is the same for the tool's life (a catalog lists it once for all turns).
+    /// The full spec. A catalog reads it once, at registration (its name is the
+    /// catalog key), and lists that for all turns: the spec is the same for the
+    /// tool's life.
     fn spec(&self) -> ToolSpec;
 
-    /// Whether the tool never mutates anything a session can observe.
+    /// Whether the tool never mutates anything a session can observe. The same for
+    /// the tool's life (a catalog reads it once, at registration, for its mode views).
     fn read_only(&self) -> bool;
 
     /// Runs one call.
@@ -48,12 +50,14 @@ pub trait Tool: Send + Sync + 'static {
     ) -> Result<ToolResult, ToolError>;
 
     /// `Some(light spec)` makes the tool Disclosable: it is advertised with this spec
-    /// until `ToolSearch` returns its full spec in a session (D3).
+    /// until `ToolSearch` returns its full spec in a session (D3). Read once, at
+    /// registration, as [`Tool::spec`].
     fn advertised_spec(&self) -> Option<ToolSpec> {
         None
     }
 
-    /// Whether the tool is projected only in plan mode.
+    /// Whether the tool is projected only in plan mode. Read once, at registration,
+    /// as [`Tool::read_only`].
     fn plan_only(&self) -> bool {
         false
     }

@@ -9,7 +9,7 @@ use engine_ports::{PermissionMode, ToolCall, ToolResult, ToolSpec, WordIndex};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Catalog, available_in};
+use crate::catalog::{Catalog, available_in, view_of};
 use crate::environment::Environment;
 use crate::tool::{Tool, ToolError};
 
@@ -146,8 +146,7 @@ impl SearchCache {
     }
 
     fn deferred_listing(&self, catalog: &Catalog, mode: PermissionMode) -> (&str, usize) {
-        let slot = usize::from(mode == PermissionMode::Plan);
-        let (listing, count) = self.deferred[slot].get_or_init(|| {
+        let (listing, count) = self.deferred[view_of(mode)].get_or_init(|| {
             let (listing, count) = deferred_listing(catalog, mode);
             (Arc::from(listing), count)
         });

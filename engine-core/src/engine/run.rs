@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::EngineError;
-use crate::emitter::Delivery;
+use crate::emitter::{Deliveries, Delivery};
 
 /// Whether the run took its session's run lease.
 pub(super) type StartOutcome = Result<(), EngineError>;
@@ -21,9 +21,7 @@ pub(super) type StartOutcome = Result<(), EngineError>;
 /// whether it got it. A run refused there emits no event at all.
 pub struct Run {
     session: SessionId,
-    events: mpsc::Receiver<Delivery>,
-    /// The rest of the last delivery of several events.
-    batch: std::vec::IntoIter<Event>,
+    events: Deliveries,
     cancel: CancellationToken,
     start: Option<oneshot::Receiver<StartOutcome>>,
     _cancel_on_drop: DropGuard,
@@ -38,8 +36,7 @@ impl Run {
     ) -> Self {
         Self {
             session,
-            events,
-            batch: Vec::new().into_iter(),
+            events: Deliveries::new(events),
             _cancel_on_drop: cancel.clone().drop_guard(),
             cancel,
             start: Some(start),
@@ -78,21 +75,7 @@ impl Stream for Run {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        if let Some(event) = self.batch.next() {
-            return Poll::Ready(Some(event));
-        }
-        loop {
-            match std::task::ready!(self.events.poll_recv(cx)) {
-                None => return Poll::Ready(None),
-                Some(Delivery::One(event)) => return Poll::Ready(Some(event)),
-                Some(Delivery::Many(events)) => {
-                    self.batch = events.into_iter();
-                    if let Some(event) = self.batch.next() {
-                        return Poll::Ready(Some(event));
-                    }
-                }
-            }
-        }
+        self.events.poll_next(cx)
     }
 }
 

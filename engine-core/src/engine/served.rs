@@ -31,7 +31,7 @@ use crate::catalog::available_in;
 use crate::disclosure::{Disclosure, tool_search_spec_for};
 use crate::dispatch::{AskAnswer, AskRegistry, TurnContext};
 use crate::elicitation::{ElicitationAnswerError, ElicitationResponse};
-use crate::emitter::{Delivery, EventEmitter};
+use crate::emitter::{Deliveries, Delivery, EventEmitter};
 
 /// One call a client makes directly.
 #[derive(Clone, Debug)]
@@ -97,8 +97,7 @@ impl ServedAnswers {
 /// stream that ends when the call is over, then its [`ServedOutcome`]. Dropping it
 /// cancels the call.
 pub struct ServedRun {
-    events: mpsc::Receiver<Delivery>,
-    batch: std::vec::IntoIter<Event>,
+    events: Deliveries,
     outcome: oneshot::Receiver<ServedOutcome>,
     answers: ServedAnswers,
     cancel: CancellationToken,
@@ -145,21 +144,7 @@ impl Stream for ServedRun {
     type Item = Event;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        if let Some(event) = self.batch.next() {
-            return Poll::Ready(Some(event));
-        }
-        loop {
-            match std::task::ready!(self.events.poll_recv(cx)) {
-                None => return Poll::Ready(None),
-                Some(Delivery::One(event)) => return Poll::Ready(Some(event)),
-                Some(Delivery::Many(events)) => {
-                    self.batch = events.into_iter();
-                    if let Some(event) = self.batch.next() {
-                        return Poll::Ready(Some(event));
-                    }
-                }
-            }
-        }
+        self.events.poll_next(cx)
     }
 }
 
@@ -269,8 +254,7 @@ impl Engine {
             let _ = outcome_tx.send(outcome);
         });
         Ok(ServedRun {
-            events: rx,
-            batch: Vec::new().into_iter(),
+            events: Deliveries::new(rx),
             outcome: outcome_rx,
             answers: ServedAnswers { asks },
             _cancel_on_drop: cancel.clone().drop_guard(),

@@ -113,15 +113,16 @@ fn plan_only_tools_appear_only_in_plan_mode_and_never_when_mutating() {
 }
 
 #[test]
-fn the_key_is_read_once_and_specs_are_read_live_only_for_included_tools() {
+fn the_key_and_the_specs_are_read_once_at_registration() {
     let probe = Probe::new();
-    let renamed = FakeTool::new("Stable", true, &probe).arc();
+    let drifting = FakeTool::new("Stable", true, &probe).arc();
     let mutating = FakeTool::new("Mutator", false, &probe).arc();
     let mut catalog = Catalog::new();
-    catalog.must_register(renamed.clone());
+    catalog.must_register(drifting.clone());
     catalog.must_register(mutating.clone());
+    assert_eq!((drifting.spec_calls(), mutating.spec_calls()), (1, 1));
 
-    renamed.report(Some("Drifted"), Some("a new description"));
+    drifting.report(Some("Drifted"), Some("a new description"));
     assert!(catalog.lookup("Stable").is_some());
     assert!(catalog.lookup("Drifted").is_none());
     assert_eq!(catalog.names().collect::<Vec<_>>(), ["Mutator", "Stable"]);
@@ -132,26 +133,142 @@ fn the_key_is_read_once_and_specs_are_read_live_only_for_included_tools() {
         .expect("listed under its key");
     assert_eq!(
         stable.description(),
-        "a new description",
-        "the description change shows"
-    );
-    assert!(
-        catalog
-            .advertised_specs(PermissionMode::Default)
-            .iter()
-            .any(|s| s.name() == "Stable")
+        "the Stable tool",
+        "the spec read at registration"
     );
 
-    let (before_ro, before_rw) = (renamed.spec_calls(), mutating.spec_calls());
-    let _ = catalog.available(PermissionMode::Plan);
-    let _ = catalog.available_names(PermissionMode::Plan);
+    let hydrated: HashSet<String> = ["Stable".to_owned()].into();
+    for mode in PermissionMode::ALL {
+        let _ = catalog.available(mode);
+        let _ = catalog.specs(mode);
+        let _ = catalog.advertised_specs(mode);
+        let _ = catalog.advertised_specs_for(mode, &hydrated);
+        let _ = catalog.undeferred_specs_for(mode, &hydrated);
+    }
     assert_eq!(
-        (renamed.spec_calls(), mutating.spec_calls()),
-        (before_ro, before_rw)
+        (drifting.spec_calls(), mutating.spec_calls()),
+        (1, 1),
+        "no listing reads a spec again"
     );
-    let _ = catalog.specs(PermissionMode::Plan);
-    assert_eq!(renamed.spec_calls(), before_ro + 1, "included tool read once");
-    assert_eq!(mutating.spec_calls(), before_rw, "excluded tool never read");
+}
+
+/// What each listing of `mode` must hold, read from the tools themselves: every
+/// tool available in the mode, in key order, named by its key; Disclosable ones in
+/// full when `hydrated` names them, else light (`advertised`) or left out
+/// (`!advertised`).
+fn expected_from_tools(
+    tools: &[(&str, Arc<FakeTool>)],
+    mode: PermissionMode,
+    hydrated: &HashSet<String>,
+    advertised: bool,
+) -> Vec<engine_ports::ToolSpec> {
+    let mut sorted: Vec<_> = tools.iter().collect();
+    sorted.sort_by_key(|(key, _)| *key);
+    sorted
+        .into_iter()
+        .filter(|(_, tool)| engine_core::available_in(tool.as_ref(), mode))
+        .filter_map(|(key, tool)| {
+            let spec = match tool.advertised_spec() {
+                Some(_) if hydrated.contains(*key) => Some(tool.spec()),
+                Some(light) => advertised.then_some(light),
+                None => Some(tool.spec()),
+            };
+            spec.map(|spec| spec.with_name(*key))
+        })
+        .collect()
+}
+
+#[test]
+fn listings_hold_what_each_tool_reports_under_its_key_hydrated_or_not() {
+    let probe = Probe::new();
+    let schema = serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let tools: Vec<(&str, Arc<FakeTool>)> = vec![
+        ("b_plain", FakeTool::new("b_plain", true, &probe).arc()),
+        ("a_write", FakeTool::new("a_write", false, &probe).arc()),
+        (
+            "mcp__docs__search",
+            FakeTool::new("mcp__docs__search", true, &probe)
+                .with_schema(schema.clone())
+                .disclosable("Searches the docs.")
+                .arc(),
+        ),
+        (
+            "mcp__docs__write",
+            FakeTool::new("mcp__docs__write", false, &probe)
+                .with_schema(schema.clone())
+                .disclosable("Writes a doc.")
+                .arc(),
+        ),
+        (
+            "mcp__web__fetch",
+            FakeTool::new("mcp__web__fetch", true, &probe)
+                .with_schema(schema)
+                .disclosable("Fetches a page.")
+                .arc(),
+        ),
+        (
+            "plan_note",
+            FakeTool::new("plan_note", true, &probe).plan_only().arc(),
+        ),
+    ];
+    let mut catalog = Catalog::new();
+    for (_, tool) in &tools {
+        catalog.must_register(Arc::clone(tool) as _);
+    }
+    // The light spec of a Disclosable tool differs from its full one.
+    let light = catalog
+        .lookup("mcp__docs__search")
+        .unwrap()
+        .advertised_spec()
+        .unwrap();
+    assert_ne!(light, catalog.lookup("mcp__docs__search").unwrap().spec());
+
+    let every: HashSet<String> = tools.iter().map(|(key, _)| (*key).to_owned()).collect();
+    let none = HashSet::new();
+    let sets: [&[&str]; 4] = [
+        &[],
+        &["mcp__docs__search"],
+        &["mcp__docs__write", "mcp__web__fetch", "b_plain", "unknown"],
+        &["mcp__docs__search", "mcp__docs__write", "mcp__web__fetch"],
+    ];
+    for set in sets {
+        let hydrated: HashSet<String> = set.iter().map(|name| (*name).to_owned()).collect();
+        let ordered: std::collections::BTreeSet<String> = hydrated.iter().cloned().collect();
+        for mode in PermissionMode::ALL {
+            assert_eq!(
+                catalog.specs(mode),
+                expected_from_tools(&tools, mode, &every, true),
+                "{mode}"
+            );
+            assert_eq!(
+                catalog.advertised_specs(mode),
+                expected_from_tools(&tools, mode, &none, true),
+                "{mode}"
+            );
+            let advertised = expected_from_tools(&tools, mode, &hydrated, true);
+            assert_eq!(
+                catalog.advertised_specs_for(mode, &hydrated),
+                advertised,
+                "{mode} {set:?}"
+            );
+            assert_eq!(
+                catalog.advertised_specs_for(mode, &ordered),
+                advertised,
+                "{mode} {set:?}"
+            );
+            let undeferred = expected_from_tools(&tools, mode, &hydrated, false);
+            assert_eq!(
+                catalog.undeferred_specs_for(mode, &hydrated),
+                undeferred,
+                "{mode} {set:?}"
+            );
+            assert_eq!(
+                catalog.undeferred_specs_for(mode, &ordered),
+                undeferred,
+                "{mode} {set:?}"
+            );
+        }
+    }
 }
 
 #[test]

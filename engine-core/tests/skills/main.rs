@@ -1,6 +1,5 @@
 //! The `Skill` and `SkillDraft` tools and the slash-command machinery, driven through
-//! their public API (and the `Engine` where the spec speaks of turns and sessions).
-//! Scenario numbers are those of the skills spec.
+//! their public API (and the `Engine` where a behaviour spans turns or sessions).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

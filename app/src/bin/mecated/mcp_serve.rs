@@ -3,15 +3,13 @@
 //! on streamable HTTP until SIGINT or SIGTERM; then the build is closed.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use app::{McpHttpOptions, McpHttpServer, McpServeOptions, McpServer, build};
-use tokio::signal::unix::{SignalKind, signal};
+use app::{McpHttpOptions, McpHttpServer, McpServeOptions, McpServer};
 
 use crate::cli::McpServeArgs;
 use crate::out;
-use crate::serve::{auth_token, shutdown};
+use crate::serve::{auth_token, shutdown, signals_then_build};
 use crate::to_config::common_config;
 
 /// Checks the flags (exit 2), builds with an interactive engine (asks go to the
@@ -29,16 +27,9 @@ pub(crate) async fn mcp_serve(args: McpServeArgs) -> ExitCode {
     cfg.engine.interactive = true;
     cfg.engine.approve = args.approve;
     cfg.engine.mode = args.mode;
-    let signals = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
-        (Err(error), _) | (_, Err(error)) => {
-            out::stderr(&format!("error: cannot install the signal handlers: {error}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let built = match build(cfg).await {
-        Ok(built) => Arc::new(built),
-        Err(error) => return out::failure(error),
+    let (signals, built) = match signals_then_build(cfg).await {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let options = McpServeOptions {
         mode: args.mode,

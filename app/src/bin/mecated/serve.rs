@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::{AuthToken, HttpOptions, HttpServer, MetricsText, build};
-use tokio::signal::unix::{SignalKind, signal};
+use app::{AppConfig, AuthToken, Built, HttpOptions, HttpServer, MetricsText, build};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::{HttpGuardArgs, ServeArgs};
 use crate::out;
@@ -32,17 +32,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     };
     // `GET /metrics` (unless OTEL_SDK_DISABLED=true).
     cfg.telemetry.prometheus = true;
-    // Installed before the server says it listens, so no early signal is lost.
-    let signals = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
-        (Err(error), _) | (_, Err(error)) => {
-            out::stderr(&format!("error: cannot install the signal handlers: {error}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let built = match build(cfg).await {
-        Ok(built) => Arc::new(built),
-        Err(error) => return out::failure(error),
+    let (signals, built) = match signals_then_build(cfg).await {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let options = HttpOptions {
         auth_token,
@@ -110,8 +102,28 @@ pub(crate) fn auth_token(
     Ok(token)
 }
 
+/// SIGINT and SIGTERM, which end a server ([`shutdown`]).
+pub(crate) type Signals = (Signal, Signal);
+
+/// What a server needs before it listens: the shutdown signals, installed first so
+/// no early signal is lost, then the build. On failure, the exit code after the
+/// error is printed (1).
+pub(crate) async fn signals_then_build(cfg: AppConfig) -> Result<(Signals, Arc<Built>), ExitCode> {
+    let signals = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(interrupt), Ok(terminate)) => (interrupt, terminate),
+        (Err(error), _) | (_, Err(error)) => {
+            out::stderr(&format!("error: cannot install the signal handlers: {error}"));
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    match build(cfg).await {
+        Ok(built) => Ok((signals, Arc::new(built))),
+        Err(error) => Err(out::failure(error)),
+    }
+}
+
 /// Resolves at the first SIGINT or SIGTERM.
-pub(crate) async fn shutdown(signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal)) {
+pub(crate) async fn shutdown(signals: Signals) {
     let (mut interrupt, mut terminate) = signals;
     let name = tokio::select! {
         _ = interrupt.recv() => "SIGINT",
