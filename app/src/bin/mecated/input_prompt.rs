@@ -19,6 +19,10 @@ impl InputPrompter for TerminalPrompter {
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
             return Err("no terminal to ask on".to_owned());
         }
+        // No echo from before the question shows: a key typed ahead stays hidden.
+        let hidden = input.password.then(Hidden::start).transpose()?;
+        // Raw mode moves the cursor down without returning it.
+        let newline = if hidden.is_some() { "\r\n" } else { "\n" };
         let mut err = std::io::stderr().lock();
         let about = input.description.as_deref().unwrap_or("a value");
         let shown_default = match &input.default {
@@ -26,9 +30,9 @@ impl InputPrompter for TerminalPrompter {
             Some(_) => " [default: hidden]".to_owned(),
             None => String::new(),
         };
-        let asked = writeln!(
+        let asked = write!(
             err,
-            "MCP input {:?} of {} (or set {}):",
+            "MCP input {:?} of {} (or set {}):{newline}",
             input.id,
             file.display(),
             input_env_var(&input.id)
@@ -36,7 +40,7 @@ impl InputPrompter for TerminalPrompter {
         .and_then(|()| match &input.kind {
             McpInputKind::PickString { options } => {
                 for (i, option) in options.iter().enumerate() {
-                    writeln!(err, "  {}) {option}", i + 1)?;
+                    write!(err, "  {}) {option}{newline}", i + 1)?;
                 }
                 write!(err, "{about}, 1-{}{shown_default}: ", options.len())
             }
@@ -45,10 +49,9 @@ impl InputPrompter for TerminalPrompter {
         .and_then(|()| err.flush());
         asked.map_err(|e| format!("cannot write to the terminal: {e}"))?;
         drop(err);
-        let typed = if input.password {
-            read_hidden()?
-        } else {
-            read_line()?
+        let typed = match hidden {
+            Some(hidden) => hidden.read()?,
+            None => read_line()?,
         };
         let typed = typed.trim_end_matches(['\r', '\n']);
         let value = match (typed.is_empty(), &input.default) {
@@ -62,7 +65,8 @@ impl InputPrompter for TerminalPrompter {
                 .ok()
                 .and_then(|n| options.get(n.checked_sub(1)?))
                 .cloned()
-                .ok_or_else(|| format!("{value:?} is none of the options 1-{}", options.len())),
+                // The answer is not repeated: it may have been typed without echo.
+                .ok_or_else(|| format!("the answer is none of the options 1-{}", options.len())),
             _ => Ok(value),
         }
     }
@@ -78,15 +82,30 @@ fn read_line() -> Result<String, String> {
     }
 }
 
-/// One line typed without echo (raw mode for the time of the line): Enter ends it,
-/// Backspace erases, Ctrl-C, Ctrl-D and Esc cancel.
-fn read_hidden() -> Result<String, String> {
-    terminal::enable_raw_mode().map_err(|e| format!("cannot read the terminal: {e}"))?;
-    let typed = read_keys();
-    let restored = terminal::disable_raw_mode();
-    let _ = writeln!(std::io::stderr());
-    restored.map_err(|e| format!("cannot restore the terminal: {e}"))?;
-    typed
+/// The terminal in raw mode (no echo) from before the question until the answer is
+/// read; left on drop whatever happens.
+struct Hidden;
+
+impl Hidden {
+    fn start() -> Result<Self, String> {
+        terminal::enable_raw_mode().map_err(|e| format!("cannot read the terminal: {e}"))?;
+        Ok(Self)
+    }
+
+    /// One line typed without echo: Enter ends it, Backspace erases, Ctrl-C, Ctrl-D
+    /// and Esc cancel.
+    fn read(self) -> Result<String, String> {
+        let typed = read_keys();
+        drop(self);
+        let _ = writeln!(std::io::stderr());
+        typed
+    }
+}
+
+impl Drop for Hidden {
+    fn drop(&mut self) {
+        let _ = terminal::disable_raw_mode();
+    }
 }
 
 fn read_keys() -> Result<String, String> {
@@ -100,7 +119,9 @@ fn read_keys() -> Result<String, String> {
         }
         let control = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
+            // Ctrl-J is a newline too.
             KeyCode::Enter => return Ok(typed),
+            KeyCode::Char('j') if control => return Ok(typed),
             KeyCode::Esc => return Err("cancelled".to_owned()),
             KeyCode::Char('c' | 'd') if control => return Err("cancelled".to_owned()),
             KeyCode::Backspace => {
