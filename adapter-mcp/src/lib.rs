@@ -57,6 +57,7 @@ mod flags;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod inputs;
 mod listing;
 mod login;
 mod manager;
@@ -89,6 +90,7 @@ pub use error::{McpError, Operation};
 pub use flags::{
     FlagError, MCP_SERVER_HELP, MCP_SERVER_INSECURE_HTTP_HELP, MCP_STDIO_HELP, McpFlags, parse_mcp_flags,
 };
+pub use inputs::{InputPrompter, McpInput, McpInputKind, McpInputs, input_env_var};
 pub use listing::{McpPrompt, McpPromptArgument, McpResource};
 pub use login::{LoginOutcome, login};
 pub use manager::{ConnectOptions, Connected, McpManager, McpServerInfo, ServerStatus, ToolSnapshot};

@@ -30,8 +30,15 @@
 //! servers of the file still load. A repository cannot so send the user's API keys
 //! to a server it names. What expansion produced never reaches a diagnostic: the
 //! config shows its endpoint as written and treats the expanded values as secrets.
+//!
+//! VS Code's `inputs` (see [`crate::inputs`]) are read from either form: a server's
+//! `${input:ID}` takes the input's value, resolved through [`McpInputs`] before the
+//! entry is read; an undeclared id is an error, an input without a value skips the
+//! servers using it (a diagnostic naming the file, the JSON path, the id and the
+//! variable to set), and an unknown key or type of an input is a warning.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -39,6 +46,7 @@ use serde_json::{Map, Value};
 use crate::auth::OAuthClientSettings;
 use crate::client_servers::{http_headers, name_problem};
 use crate::config::ServerConfig;
+use crate::inputs::{McpInput, McpInputKind, McpInputs};
 use crate::tool::json_type as kind;
 use crate::url_check::{check_http_shape, validate_url};
 
@@ -85,6 +93,8 @@ pub struct McpConfigFile {
     pub servers: Vec<ServerConfig>,
     /// The entries skipped, and why.
     pub skipped: Vec<McpConfigError>,
+    /// What was ignored in the file (an unknown key or type of an input).
+    pub warnings: Vec<McpConfigError>,
 }
 
 struct Ctx<'a, E> {
@@ -92,6 +102,8 @@ struct Ctx<'a, E> {
     env: &'a E,
     /// The values variables expanded to in the entry being read (secrets).
     expanded: RefCell<Vec<String>>,
+    /// The values of the inputs the entry being read uses, by id (secrets).
+    inputs: RefCell<HashMap<String, String>>,
 }
 
 /// Whether `name` can name a variable in `${NAME}`: `[A-Za-z0-9_]+` (the rule of
@@ -103,11 +115,16 @@ pub fn is_variable_name(name: &str) -> bool {
 /// A piece of a string value: literal text or a variable reference.
 enum Piece<'t> {
     Text(&'t str),
-    Var { name: &'t str, default: Option<&'t str> },
+    Var {
+        name: &'t str,
+        default: Option<&'t str>,
+    },
+    /// `${input:ID}`: VS Code's input.
+    Input(&'t str),
 }
 
-/// The pieces of `text`: `${VAR}` and `${VAR:-default}` are references, `$` elsewhere
-/// is literal; the problem (what is expected) for a malformed reference.
+/// The pieces of `text`: `${VAR}`, `${VAR:-default}` and `${input:ID}` are
+/// references, `$` elsewhere is literal; the problem (what is expected) for a malformed reference.
 fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
     let mut out = Vec::new();
     let mut rest = text;
@@ -120,6 +137,16 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
             return Err("\"${\" without a closing \"}\"; write ${NAME} or ${NAME:-default}".to_owned());
         };
         let inner = &after[..end];
+        if let Some(id) = inner.strip_prefix("input:") {
+            if id.is_empty() {
+                return Err(
+                    "${input:} names no input; write ${input:ID} with an id of \"inputs\"".to_owned(),
+                );
+            }
+            out.push(Piece::Input(id));
+            rest = &after[end + 1..];
+            continue;
+        }
         let (name, default) = match inner.split_once(":-") {
             Some((name, default)) => (name, Some(default)),
             None => (inner, None),
@@ -144,6 +171,34 @@ fn disallowed_variable(
     path: &str,
     expansion: Expansion<'_>,
 ) -> Option<(String, String)> {
+    expanded_strings(entry, path).into_iter().find_map(|(at, text)| {
+        pieces(text).ok()?.into_iter().find_map(|piece| match piece {
+            Piece::Var { name, .. } if !expansion.allows(name) => Some((name.to_owned(), at.clone())),
+            _ => None,
+        })
+    })
+}
+
+/// The inputs `entry` names in its expanded fields, each once with the JSON path of
+/// its first use, in the entry's order.
+fn used_inputs<'e>(entry: &'e Map<String, Value>, path: &str) -> Vec<(&'e str, String)> {
+    let mut used: Vec<(&str, String)> = Vec::new();
+    for (at, text) in expanded_strings(entry, path) {
+        for piece in pieces(text).unwrap_or_default() {
+            if let Piece::Input(id) = piece
+                && !used.iter().any(|(seen, _)| *seen == id)
+            {
+                used.push((id, at.clone()));
+            }
+        }
+    }
+    used
+}
+
+/// The strings of `entry`'s expanded fields (`command`, `args`, `env`, `url`,
+/// `headers`, `oauth`) with their JSON paths; values of the wrong type are left to
+/// the parse.
+fn expanded_strings<'e>(entry: &'e Map<String, Value>, path: &str) -> Vec<(String, &'e str)> {
     let mut strings: Vec<(String, &str)> = Vec::new();
     for field in ["command", "url"] {
         if let Some(Value::String(text)) = entry.get(field) {
@@ -166,12 +221,7 @@ fn disallowed_variable(
             }
         }
     }
-    strings.into_iter().find_map(|(at, text)| {
-        pieces(text).ok()?.into_iter().find_map(|piece| match piece {
-            Piece::Var { name, .. } if !expansion.allows(name) => Some((name.to_owned(), at.clone())),
-            _ => None,
-        })
-    })
+    strings
 }
 
 impl<E: Fn(&str) -> Option<String>> Ctx<'_, E> {
@@ -197,6 +247,13 @@ impl<E: Fn(&str) -> Option<String>> Ctx<'_, E> {
         for piece in pieces(text).map_err(|problem| self.error(path, problem))? {
             match piece {
                 Piece::Text(text) => out.push_str(text),
+                Piece::Input(id) => match self.inputs.borrow().get(id) {
+                    Some(value) => {
+                        out.push_str(value);
+                        self.expanded.borrow_mut().push(value.clone());
+                    }
+                    None => return Err(self.error(path, format!("input {id:?} has no value"))),
+                },
                 Piece::Var { name, default } => match ((self.env)(name), default) {
                     (Some(value), _) => {
                         out.push_str(&value);
@@ -218,24 +275,29 @@ impl<E: Fn(&str) -> Option<String>> Ctx<'_, E> {
 
 /// Parses one `mcpServers` file into server configs, in the file's order. Stdio
 /// servers run in `workspace`; `${VAR}` expands from `env` as `expansion` allows (an
-/// entry using another variable is skipped, see [`McpConfigFile::skipped`]).
+/// entry using another variable is skipped, see [`McpConfigFile::skipped`]);
+/// `${input:ID}` takes the value `inputs` gives the file's input (an entry whose
+/// input has none is skipped).
 ///
 /// # Errors
 /// [`McpConfigError`] naming the file, the JSON path and what is expected: not JSON,
 /// no `mcpServers` object, a bad name, an unknown or `sse` transport, a missing or
 /// mistyped field, an unset variable, a bad URL or header, or a URL that would carry
-/// headers (credentials) over plain http to a non-loopback host.
+/// headers (credentials) over plain http to a non-loopback host, a malformed
+/// `inputs` entry, or a reference to an input `inputs` does not declare.
 pub fn parse_mcp_config(
     text: &str,
     file: &Path,
     workspace: &Path,
     env: impl Fn(&str) -> Option<String>,
     expansion: Expansion<'_>,
+    inputs: &McpInputs,
 ) -> Result<McpConfigFile, McpConfigError> {
     let ctx = Ctx {
         file,
         env: &env,
         expanded: RefCell::new(Vec::new()),
+        inputs: RefCell::new(HashMap::new()),
     };
     let root: Value = serde_json::from_str(text).map_err(|e| {
         ctx.error(
@@ -267,9 +329,24 @@ pub fn parse_mcp_config(
         }
         None => return Err(ctx.error("$", "no \"mcpServers\" (or VS Code's \"servers\") object")),
     };
+    let mut warnings = Vec::new();
+    let declared = declared_inputs(&ctx, root.get("inputs"), &mut warnings)?;
+    // Every reference names a declared input before anyone is asked anything.
+    for (name, entry) in servers {
+        if let Value::Object(entry) = entry {
+            for (id, at) in used_inputs(entry, &format!("$.{key}.{name}")) {
+                if !declared.contains_key(id) {
+                    return Err(ctx.error(
+                        &at,
+                        format!("${{input:{id}}} names no input of the file; declare {{\"type\": \"promptString\", \"id\": {id:?}}} in \"inputs\""),
+                    ));
+                }
+            }
+        }
+    }
     let mut configs = Vec::with_capacity(servers.len());
     let mut skipped = Vec::new();
-    for (name, entry) in servers {
+    'servers: for (name, entry) in servers {
         let path = format!("$.{key}.{name}");
         if let Some(problem) = name_problem(name) {
             return Err(ctx.error(&path, problem));
@@ -287,6 +364,20 @@ pub fn parse_mcp_config(
             ));
             continue;
         }
+        // Asked only for a server that is otherwise allowed.
+        ctx.inputs.borrow_mut().clear();
+        for (id, at) in used_inputs(entry, &path) {
+            let Some(input) = declared.get(id) else { continue };
+            match inputs.value(input, file, &env) {
+                Ok(value) => {
+                    ctx.inputs.borrow_mut().insert(id.to_owned(), value);
+                }
+                Err(reason) => {
+                    skipped.push(ctx.error(&at, format!("MCP server {name:?} is skipped: {reason}")));
+                    continue 'servers;
+                }
+            }
+        }
         let entry = Entry {
             ctx: &ctx,
             name,
@@ -300,7 +391,132 @@ pub fn parse_mcp_config(
     Ok(McpConfigFile {
         servers: configs,
         skipped,
+        warnings,
     })
+}
+
+/// The file's `inputs` by id (none when absent); an unknown key or type of an input
+/// is added to `warnings`.
+fn declared_inputs<E: Fn(&str) -> Option<String>>(
+    ctx: &Ctx<'_, E>,
+    inputs: Option<&Value>,
+    warnings: &mut Vec<McpConfigError>,
+) -> Result<HashMap<String, McpInput>, McpConfigError> {
+    let entries = match inputs {
+        None | Some(Value::Null) => return Ok(HashMap::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(other) => {
+            return Err(ctx.error(
+                "$.inputs",
+                format!("expected an array of inputs, found {}", kind(other)),
+            ));
+        }
+    };
+    let mut declared = HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let path = format!("$.inputs[{i}]");
+        let Value::Object(fields) = entry else {
+            return Err(ctx.error(
+                &path,
+                format!(
+                    "expected an object {{\"type\", \"id\", …}}, found {}",
+                    kind(entry)
+                ),
+            ));
+        };
+        let text = |key: &str| -> Result<Option<String>, McpConfigError> {
+            match fields.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.clone())),
+                Some(other) => Err(ctx.error(
+                    &format!("{path}.{key}"),
+                    format!("expected a string, found {}", kind(other)),
+                )),
+            }
+        };
+        let Some(id) = text("id")?.filter(|id| !id.is_empty() && !id.contains('}')) else {
+            return Err(ctx.error(
+                &format!("{path}.id"),
+                "missing; expected the id servers name in ${input:ID}",
+            ));
+        };
+        let Some(kind_name) = text("type")? else {
+            return Err(ctx.error(
+                &format!("{path}.type"),
+                "missing; expected \"promptString\" or \"pickString\"",
+            ));
+        };
+        let input_kind = match kind_name.as_str() {
+            "promptString" => McpInputKind::PromptString,
+            "pickString" => {
+                let options = match fields.get("options") {
+                    Some(Value::Array(options)) if !options.is_empty() => options
+                        .iter()
+                        .enumerate()
+                        .map(|(j, option)| match option {
+                            Value::String(text) => Ok(text.clone()),
+                            // VS Code's `{"label", "value"}` form: the value is what is used.
+                            Value::Object(o) if matches!(o.get("value"), Some(Value::String(_))) => Ok(o
+                                .get("value")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned()),
+                            other => Err(ctx.error(
+                                &format!("{path}.options[{j}]"),
+                                format!("expected a string, found {}", kind(other)),
+                            )),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    _ => {
+                        return Err(ctx.error(
+                            &format!("{path}.options"),
+                            "a pickString input needs a non-empty array of options",
+                        ));
+                    }
+                };
+                McpInputKind::PickString { options }
+            }
+            other => {
+                warnings.push(ctx.error(
+                    &format!("{path}.type"),
+                    format!("input type {other:?} is not supported (expected \"promptString\" or \"pickString\"); servers using ${{input:{id}}} are skipped"),
+                ));
+                McpInputKind::Unsupported(other.to_owned())
+            }
+        };
+        let password = match fields.get("password") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(on)) => *on,
+            Some(other) => {
+                return Err(ctx.error(
+                    &format!("{path}.password"),
+                    format!("expected true or false, found {}", kind(other)),
+                ));
+            }
+        };
+        for key in fields.keys() {
+            if !matches!(
+                key.as_str(),
+                "type" | "id" | "description" | "default" | "password" | "options"
+            ) {
+                warnings.push(ctx.error(
+                    &format!("{path}.{key}"),
+                    format!("unknown key {key:?} of an input, ignored (expected type, id, description, default, password or options)"),
+                ));
+            }
+        }
+        let input = McpInput {
+            id: id.clone(),
+            kind: input_kind,
+            description: text("description")?,
+            default: text("default")?,
+            password,
+        };
+        if declared.insert(id.clone(), input).is_some() {
+            return Err(ctx.error(&format!("{path}.id"), format!("input {id:?} is declared twice")));
+        }
+    }
+    Ok(declared)
 }
 
 /// One entry of `mcpServers`, and its JSON path for the errors.
@@ -564,8 +780,15 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Vec<ServerConfig>, McpConfigError> {
-        parse_mcp_config(text, Path::new("cfg.json"), Path::new("/ws"), env, Expansion::Any)
-            .map(|file| file.servers)
+        parse_mcp_config(
+            text,
+            Path::new("cfg.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Any,
+            &McpInputs::default(),
+        )
+        .map(|file| file.servers)
     }
 
     fn parse_project(text: &str, allowed: &[&str]) -> McpConfigFile {
@@ -576,6 +799,7 @@ mod tests {
             Path::new("/ws"),
             env,
             Expansion::Allowed(&allowed),
+            &McpInputs::default(),
         )
         .unwrap()
     }
@@ -620,6 +844,7 @@ mod tests {
                 env(name)
             },
             Expansion::Allowed(&[]),
+            &McpInputs::default(),
         )
         .unwrap();
         assert!(read.borrow().is_empty(), "{:?}", read.borrow());
@@ -874,10 +1099,193 @@ mod tests {
             Path::new("/ws"),
             env,
             Expansion::Allowed(&[]),
+            &McpInputs::default(),
         )
         .unwrap();
         assert!(parsed.servers.is_empty());
         assert_eq!(parsed.skipped[0].path, "$.mcpServers.s.oauth.clientSecret");
+    }
+
+    /// Answers every input with `typed-<id>`, counting the questions.
+    struct Typist(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl crate::inputs::InputPrompter for Typist {
+        fn prompt(&self, input: &McpInput, _file: &Path) -> Result<String, String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(format!("typed-{}", input.id))
+        }
+    }
+
+    const WITH_INPUTS: &str = r#"{
+        "inputs": [
+            {"type": "promptString", "id": "api-key", "description": "Docs key", "password": true},
+            {"type": "pickString", "id": "region", "options": ["eu", "us"], "default": "eu"}
+        ],
+        "servers": {
+            "docs": {"type": "http", "url": "https://${input:region}.docs.example/mcp",
+                     "headers": {"Authorization": "Bearer ${input:api-key}"}},
+            "fs": {"command": "mcp-fs", "args": ["--key=${input:api-key}"], "env": {"KEY": "${input:api-key}"}}
+        }
+    }"#;
+
+    #[test]
+    fn vs_code_inputs_are_substituted_everywhere_asked_once_and_stay_secret() {
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let inputs = McpInputs::with_prompter(Typist(asked.clone()));
+        let file = parse_mcp_config(
+            WITH_INPUTS,
+            Path::new("mcp.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Any,
+            &inputs,
+        )
+        .unwrap();
+        assert!(file.skipped.is_empty() && file.warnings.is_empty(), "{file:?}");
+        let docs = &file.servers[0];
+        match &docs.transport {
+            TransportConfig::Http { url, headers, .. } => {
+                assert_eq!(url, "https://typed-region.docs.example/mcp");
+                assert_eq!(headers.as_ref().unwrap()["authorization"], "Bearer typed-api-key");
+            }
+            TransportConfig::Stdio { .. } => panic!("http expected"),
+        }
+        assert_eq!(
+            docs.endpoint_for_display(),
+            "https://${input:region}.docs.example/mcp"
+        );
+        match &file.servers[1].transport {
+            TransportConfig::Stdio { args, env, .. } => {
+                assert_eq!(args, &["--key=typed-api-key"]);
+                assert_eq!(env, &[("KEY".to_owned(), "typed-api-key".to_owned())]);
+            }
+            TransportConfig::Http { .. } => panic!("stdio expected"),
+        }
+        // Two inputs, each asked once for the whole file.
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);
+        for server in &file.servers {
+            assert!(server.secrets().contains(&"typed-api-key".to_owned()));
+            assert!(!format!("{server:?}").contains("typed-api-key"), "{server:?}");
+        }
+    }
+
+    #[test]
+    fn an_input_without_a_value_skips_only_the_servers_using_it() {
+        let text = r#"{"inputs": [{"type": "promptString", "id": "token"}],
+            "mcpServers": {"locked": {"command": "x", "env": {"T": "${input:token}"}}, "open": {"command": "y"}}}"#;
+        let file = parse_mcp_config(
+            text,
+            Path::new("/ws/mcp.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Any,
+            &McpInputs::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = file.servers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["open"]);
+        let skipped = file.skipped[0].to_string();
+        assert!(
+            skipped.starts_with("/ws/mcp.json: $.mcpServers.locked.env.T: "),
+            "{skipped}"
+        );
+        assert!(
+            skipped.contains("\"locked\"") && skipped.contains("\"token\""),
+            "{skipped}"
+        );
+        assert!(skipped.contains("MCP_INPUT_TOKEN"), "{skipped}");
+        // The variable supplies it.
+        let set = |name: &str| (name == "MCP_INPUT_TOKEN").then(|| "from-env".to_owned());
+        let file = parse_mcp_config(
+            text,
+            Path::new("/ws/mcp.json"),
+            Path::new("/ws"),
+            set,
+            Expansion::Any,
+            &McpInputs::default(),
+        )
+        .unwrap();
+        assert_eq!(file.servers.len(), 2, "{:?}", file.skipped);
+    }
+
+    #[test]
+    fn an_undeclared_input_is_an_error_naming_the_json_path_and_the_id() {
+        let error = parse(r#"{"servers": {"s": {"command": "x", "args": ["${input:nope}"]}}}"#).unwrap_err();
+        assert_eq!(error.path, "$.servers.s.args[0]", "{error}");
+        assert!(error.problem.contains("${input:nope}"), "{error}");
+        assert!(error.to_string().starts_with("cfg.json: "), "{error}");
+    }
+
+    #[test]
+    fn unknown_input_keys_and_types_are_warnings_and_malformed_inputs_errors() {
+        let file = parse_mcp_config(
+            r#"{"inputs": [{"type": "promptString", "id": "a", "colour": "red"}, {"type": "command", "id": "b", "command": "x"}],
+                "servers": {"uses-b": {"command": "x", "args": ["${input:b}"]}, "uses-a": {"command": "x", "args": ["${input:a}"]}}}"#,
+            Path::new("mcp.json"),
+            Path::new("/ws"),
+            |name: &str| name.starts_with("MCP_INPUT_").then(|| "v".to_owned()),
+            Expansion::Any,
+            &McpInputs::default(),
+        )
+        .unwrap();
+        let warnings: Vec<&str> = file.warnings.iter().map(|w| w.path.as_str()).collect();
+        assert_eq!(
+            warnings,
+            ["$.inputs[0].colour", "$.inputs[1].type", "$.inputs[1].command"]
+        );
+        let names: Vec<&str> = file.servers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["uses-a"]);
+        assert!(
+            file.skipped[0].problem.contains("\"command\""),
+            "{:?}",
+            file.skipped
+        );
+        for (text, path) in [
+            (r#"{"inputs": {}, "servers": {}}"#, "$.inputs"),
+            (
+                r#"{"inputs": [{"type": "promptString"}], "servers": {}}"#,
+                "$.inputs[0].id",
+            ),
+            (r#"{"inputs": [{"id": "x"}], "servers": {}}"#, "$.inputs[0].type"),
+            (
+                r#"{"inputs": [{"type": "pickString", "id": "x"}], "servers": {}}"#,
+                "$.inputs[0].options",
+            ),
+            (
+                r#"{"inputs": [{"type": "promptString", "id": "x", "password": "yes"}], "servers": {}}"#,
+                "$.inputs[0].password",
+            ),
+            (
+                r#"{"inputs": [{"type": "promptString", "id": "x"}, {"type": "promptString", "id": "x"}], "servers": {}}"#,
+                "$.inputs[1].id",
+            ),
+        ] {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.path, path, "{text} → {error}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_server_using_a_disallowed_variable_is_skipped_before_its_inputs_are_asked() {
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let inputs = McpInputs::with_prompter(Typist(asked.clone()));
+        let file = parse_mcp_config(
+            r#"{"inputs": [{"type": "promptString", "id": "k"}],
+                "servers": {"s": {"command": "x", "args": ["${input:k}", "${HOME}"]}}}"#,
+            Path::new("/ws/.vscode/mcp.json"),
+            Path::new("/ws"),
+            env,
+            Expansion::Allowed(&[]),
+            &inputs,
+        )
+        .unwrap();
+        assert!(file.servers.is_empty());
+        assert!(
+            file.skipped[0].problem.contains("--mcp-env HOME"),
+            "{:?}",
+            file.skipped
+        );
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[test]

@@ -101,7 +101,14 @@ struct Resolved {
 async fn resolve(cfg: &AppConfig) -> Result<Resolved, BuildError> {
     let mut diagnostics = Diagnostics::new();
     let root = resolve_workspace(&cfg.workspace)?;
-    diagnostics.extend(cfg.mcp.notes.iter().cloned());
+    // The config's notes (skipped servers, ignored keys) are logged here, once.
+    for note in &cfg.mcp.notes {
+        match note.level {
+            Level::Info => diagnostics.info(note.message.clone()),
+            Level::Warn => diagnostics.warn(note.message.clone()),
+            Level::Error => diagnostics.error(note.message.clone()),
+        }
+    }
     let memory = open_memory(&cfg.memory, &root).await?;
     diagnostics.extend(memory.diagnostics.iter().cloned());
     let prompt = session_prompt(cfg, &root, &memory).await?;

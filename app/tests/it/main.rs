@@ -24,6 +24,7 @@ mod fakellm;
 mod http_api;
 mod http_studio;
 mod lifecycle;
+mod mcp_inputs;
 mod mcp_lifecycle;
 mod mcp_login;
 mod mcp_serve;

@@ -8,6 +8,7 @@ mod cli;
 mod conformance;
 mod demo;
 mod healthcheck;
+mod input_prompt;
 mod mcp;
 mod mcp_serve;
 mod memory;

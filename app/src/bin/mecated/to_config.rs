@@ -2,13 +2,14 @@
 //! (each a [`UsageError`] naming the flag, the value and what is expected).
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use adapter_jsonlstore::SyncPolicy;
 use adapter_llm::{ApiKey, MockScript, ModelPrices};
 use adapter_mcp::{
-    Authorizer, Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, ServerConfig, TokenStore, ToolhiveOptions,
-    TransportKind, is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
+    Authorizer, Expansion, MAX_MCP_CONFIG_BYTES, McpFlags, McpInputs, ServerConfig, TokenStore,
+    ToolhiveOptions, TransportKind, is_variable_name, parse_mcp_config, parse_mcp_flags, toolhive_base_url,
 };
 use adapter_pgstore::{PgStoreOptions, StoreUrl};
 use adapter_skillfs::ProjectTrust;
@@ -20,6 +21,7 @@ use engine_ports::{Diagnostic, Level};
 use sandbox::SandboxSettings;
 
 use crate::cli::{CommonArgs, MemoryArgs, ModelArgs};
+use crate::input_prompt::TerminalPrompter;
 use crate::usage::UsageError;
 
 /// Where memory and the user model live: off, a flag's directory, else the default
@@ -106,6 +108,10 @@ pub(crate) fn token_store(workspace: &Path) -> (TokenStore, Option<Diagnostic>) 
         None => (TokenStore::memory(), None),
     }
 }
+
+/// The values of the MCP config files' `${input:ID}`: asked once for the process (the
+/// environment, else the terminal), kept in memory only.
+static MCP_INPUTS: LazyLock<McpInputs> = LazyLock::new(|| McpInputs::with_prompter(TerminalPrompter));
 
 /// Reads a process environment variable (empty counts as unset for keys).
 pub(crate) fn env_var(name: &str) -> Option<String> {
@@ -203,14 +209,18 @@ pub(crate) fn common_config(common: &CommonArgs) -> Result<AppConfig, UsageError
         }
     }
     for (file, text, expansion) in &files {
-        let parsed = parse_mcp_config(text, file, &workspace, env_var, *expansion)
+        let parsed = parse_mcp_config(text, file, &workspace, env_var, *expansion, &MCP_INPUTS)
             .map_err(|e| UsageError::new(e.to_string()))?;
-        cfg.mcp
-            .notes
-            .extend(parsed.skipped.iter().map(|skipped| Diagnostic {
-                level: Level::Warn,
-                message: skipped.to_string(),
-            }));
+        cfg.mcp.notes.extend(
+            parsed
+                .skipped
+                .iter()
+                .chain(&parsed.warnings)
+                .map(|skipped| Diagnostic {
+                    level: Level::Warn,
+                    message: skipped.to_string(),
+                }),
+        );
         let servers = parsed.servers;
         for server in servers {
             let taken = cfg
