@@ -97,9 +97,13 @@ MISS_NOTES = {
             "store, the system prompt), then opens the session's engine, lists the command palette, loads the "
             "history and enters raw mode; on a loaded shared machine the process start and the build dominate.",
     "store": "Appends of a leased session are buffered by its appender and written in batches by the "
-             "store's writer thread (one `flock`, `fstat`, `write`, `fstat` per batch); a miss means the "
-             "bench thread is starved by the writer or other load on the shared cores. `Always` is bound by "
-             "the device's flush rate.",
+             "store's writer thread under both policies; under `Batched` the store's flusher also "
+             "`fdatasync`s each written sidecar every 100 ms. At the rates measured here (several hundred "
+             "thousand 512-byte appends a second, hundreds of MB/s) each sync writes back tens of MB, kernel "
+             "work on a third busy thread (the bench, the writer, the flusher) sharing 2 cores, so the "
+             "appending thread gets about two thirds of the time it has under `Never`, which never syncs. "
+             "The figure prices syncing at this data rate, not the appender. `Always` is bound by the "
+             "device's flush rate.",
     "recorder": "`record` of a leased session serializes the record and buffers it; the tail latency is the "
                 "writer thread and the flusher competing for the 2 shared cores.",
     "memory": "`SearchMemory` reuses the parsed document and its BM25 index while `memory.json` is unchanged "
