@@ -134,13 +134,19 @@ impl ServerState {
         }
         let secrets = config.secrets();
         let http = match &config.transport {
-            TransportConfig::Http { redirects, .. } => match crate::http::build_client(*redirects) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let error = redact::diagnostic(&format!("cannot build the HTTP client: {e}"), &secrets);
-                    return Err(failure(&config, error));
+            TransportConfig::Http { .. } | TransportConfig::Sse { .. } => {
+                match crate::http::build_client(match &config.transport {
+                    TransportConfig::Http { redirects, .. } => *redirects,
+                    _ => crate::config::Redirects::SameOrigin,
+                }) {
+                    Ok(client) => Some(client),
+                    Err(e) => {
+                        let error =
+                            redact::diagnostic(&format!("cannot build the HTTP client: {e}"), &secrets);
+                        return Err(failure(&config, error));
+                    }
                 }
-            },
+            }
             TransportConfig::Stdio { .. } => None,
         };
         let name: Arc<str> = Arc::from(config.name.as_str());
