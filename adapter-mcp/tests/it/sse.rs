@@ -1,6 +1,7 @@
 //! The legacy HTTP+SSE transport's guards, against tiny in-test SSE servers: an
 //! `endpoint` event naming another origin is refused before anything is posted
-//! there, and a stream without its `endpoint` event fails within the connect timeout.
+//! there, and a stream without its `endpoint` event fails within the connect timeout;
+//! and the real server-everything over SSE.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -96,4 +97,22 @@ async fn a_stream_without_its_endpoint_event_fails_within_the_connect_timeout() 
     assert!(connected.manager.is_empty());
     assert_eq!(connected.failures.len(), 1);
     assert_eq!(connected.failures[0].transport.as_str(), "sse");
+}
+
+#[tokio::test]
+async fn server_everything_over_sse_lists_and_answers_calls() {
+    let Some(peer) = test_peers::everything_sse("everything_sse") else {
+        return;
+    };
+    let config = ServerConfig::sse("ev", format!("{}/sse", peer.base_url()), None)
+        .with_connect_timeout(Duration::from_secs(10));
+    let manager = crate::support::connect_all(vec![config]).await;
+    assert_eq!(manager.servers()[0].transport.as_str(), "sse");
+    let catalog = crate::support::catalog_of(&manager).await;
+    for message in ["first over sse", "second over sse"] {
+        let args = serde_json::json!({ "message": message }).to_string();
+        let echo = crate::support::run(&catalog, "mcp__ev__echo", &args).await;
+        assert!(!echo.is_error() && echo.content().contains(message), "{echo:?}");
+    }
+    manager.close().await.unwrap();
 }
