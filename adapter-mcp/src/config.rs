@@ -81,6 +81,14 @@ pub enum TransportConfig {
         /// Which redirects are followed.
         redirects: Redirects,
     },
+    /// The legacy HTTP+SSE transport (MCP 2024-11-05): a GET event stream whose
+    /// `endpoint` event names where messages are POSTed (same origin only).
+    Sse {
+        /// The event stream's URL, kept exactly as given.
+        url: String,
+        /// Headers sent on the GET and on every POST (`None`: no headers).
+        headers: Option<HeaderMap>,
+    },
     /// A child process speaking MCP over its stdin and stdout.
     Stdio {
         /// The program (looked up on `PATH` when it has no `/`).
@@ -128,6 +136,16 @@ impl fmt::Debug for TransportConfig {
                         .map(|h| h.keys().map(|k| k.as_str().to_owned()).collect::<Vec<_>>()),
                 )
                 .field("redirects", redirects)
+                .finish(),
+            Self::Sse { url, headers } => f
+                .debug_struct("Sse")
+                .field("url", &crate::redact::redact_url(url))
+                .field(
+                    "headers",
+                    &headers
+                        .as_ref()
+                        .map(|h| h.keys().map(|k| k.as_str().to_owned()).collect::<Vec<_>>()),
+                )
                 .finish(),
             Self::Stdio {
                 program,
@@ -186,20 +204,24 @@ impl fmt::Display for ServerSource {
     }
 }
 
-/// The transport kind as shown in `tools --json` (`"streamable-http"`, `"stdio"`).
+/// The transport kind as shown in `tools --json` (`"streamable-http"`, `"sse"`,
+/// `"stdio"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TransportKind {
     /// Streamable HTTP.
     StreamableHttp,
+    /// The legacy HTTP+SSE transport.
+    Sse,
     /// A stdio child process.
     Stdio,
 }
 
 impl TransportKind {
-    /// The wire name: `streamable-http` or `stdio`.
+    /// The wire name: `streamable-http`, `sse` or `stdio`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::StreamableHttp => "streamable-http",
+            Self::Sse => "sse",
             Self::Stdio => "stdio",
         }
     }
@@ -272,6 +294,17 @@ impl ServerConfig {
         }
     }
 
+    /// An operator-configured legacy HTTP+SSE server (30 s).
+    pub fn sse(name: impl Into<String>, url: impl Into<String>, headers: Option<HeaderMap>) -> Self {
+        Self {
+            transport: TransportConfig::Sse {
+                url: url.into(),
+                headers,
+            },
+            ..Self::http(name, String::new(), None)
+        }
+    }
+
     /// The same config with another connect timeout.
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
@@ -317,7 +350,16 @@ impl ServerConfig {
     /// Whether requests carry a configured `Authorization` header (a static token),
     /// which replaces OAuth.
     pub fn has_static_authorization(&self) -> bool {
-        matches!(&self.transport, TransportConfig::Http { headers: Some(headers), .. } if headers.contains_key(reqwest::header::AUTHORIZATION))
+        self.headers()
+            .is_some_and(|headers| headers.contains_key(reqwest::header::AUTHORIZATION))
+    }
+
+    /// The headers an HTTP or SSE server's requests carry.
+    fn headers(&self) -> Option<&HeaderMap> {
+        match &self.transport {
+            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers.as_ref(),
+            TransportConfig::Stdio { .. } => None,
+        }
     }
 
     /// The same config with another source.
@@ -331,6 +373,7 @@ impl ServerConfig {
     pub fn transport_kind(&self) -> TransportKind {
         match self.transport {
             TransportConfig::Http { .. } => TransportKind::StreamableHttp,
+            TransportConfig::Sse { .. } => TransportKind::Sse,
             TransportConfig::Stdio { .. } => TransportKind::Stdio,
         }
     }
@@ -340,8 +383,12 @@ impl ServerConfig {
     /// unexpanded) when it holds a `${VAR}`.
     pub fn endpoint_for_display(&self) -> String {
         match (&self.transport, &self.expanded.endpoint) {
-            (TransportConfig::Http { .. }, Some(written)) => crate::redact::redact_url_text(written),
-            (TransportConfig::Http { url, .. }, None) => crate::redact::redact_url(url),
+            (TransportConfig::Http { .. } | TransportConfig::Sse { .. }, Some(written)) => {
+                crate::redact::redact_url_text(written)
+            }
+            (TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. }, None) => {
+                crate::redact::redact_url(url)
+            }
             (TransportConfig::Stdio { .. }, Some(written)) => written.clone(),
             (TransportConfig::Stdio { program, .. }, None) => program.clone(),
         }
@@ -358,7 +405,7 @@ impl ServerConfig {
             problem,
         })?;
         match &self.transport {
-            TransportConfig::Http { url, .. } if url.trim().is_empty() => {
+            TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. } if url.trim().is_empty() => {
                 Err(ConfigError::MissingUrl(self.name.clone()))
             }
             TransportConfig::Stdio { program, .. } if program.trim().is_empty() => {
@@ -372,11 +419,7 @@ impl ServerConfig {
     /// secrets that diagnostics must never show.
     pub(crate) fn secrets(&self) -> Vec<String> {
         let mut out = self.expanded.values.clone();
-        if let TransportConfig::Http {
-            headers: Some(headers),
-            ..
-        } = &self.transport
-        {
+        if let Some(headers) = self.headers() {
             for value in headers.values() {
                 if let Ok(text) = value.to_str() {
                     if let Some(token) = text.strip_prefix("Bearer ") {

@@ -71,6 +71,7 @@ mod server;
 mod server_name;
 mod session;
 mod size_limit;
+mod sse_client;
 mod stdio;
 mod tool;
 mod toolhive;

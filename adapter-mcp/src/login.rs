@@ -33,7 +33,8 @@ pub async fn login(
     let name = config.name.clone();
     if !matches!(config.transport, TransportConfig::Http { .. }) {
         return Err(format!(
-            "MCP server {name:?} is a stdio server: only HTTP servers log in"
+            "MCP server {name:?} uses the {} transport: only streamable HTTP servers log in",
+            config.transport_kind()
         ));
     }
     if config.has_static_authorization() {

@@ -7,9 +7,13 @@
 //!   "files":  {"command": "npx-free-program", "args": ["--root", "${HOME}/src"], "env": {"K": "v"}},
 //!   "issues": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
 //!   "docs":   {"type": "http", "url": "https://docs.example/mcp",
-//!              "oauth": {"clientId": "mecatl", "clientSecret": "${DOCS_SECRET}", "scopes": ["read"]}}
+//!              "oauth": {"clientId": "mecatl", "clientSecret": "${DOCS_SECRET}", "scopes": ["read"]}},
+//!   "legacy": {"type": "sse", "url": "https://old.example/sse", "headers": {"Authorization": "Bearer ${OLD}"}}
 //! }}
 //! ```
+//!
+//! `"type": "sse"` is the legacy HTTP+SSE transport: `url` and `headers` as for
+//! `http`, no `oauth`.
 //!
 //! An HTTP server's `oauth` object says who this client is at the server's
 //! authorization server: `clientId` / `clientSecret` (pre-registered),
@@ -281,7 +285,7 @@ impl<E: Fn(&str) -> Option<String>> Ctx<'_, E> {
 ///
 /// # Errors
 /// [`McpConfigError`] naming the file, the JSON path and what is expected: not JSON,
-/// no `mcpServers` object, a bad name, an unknown or `sse` transport, a missing or
+/// no `mcpServers` object, a bad name, an unknown transport, a missing or
 /// mistyped field, an unset variable, a bad URL or header, or a URL that would carry
 /// headers (credentials) over plain http to a non-loopback host, a malformed
 /// `inputs` entry, or a reference to an input `inputs` does not declare.
@@ -555,14 +559,11 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
         };
         match transport.as_str() {
             "stdio" => self.stdio(workspace),
-            "http" | "streamable-http" | "streamableHttp" => self.http(),
-            "sse" => Err(ctx.error(
-                &self.at("type"),
-                "the SSE transport is deprecated and not supported; use a streamable HTTP endpoint (\"type\": \"http\")",
-            )),
+            "http" | "streamable-http" | "streamableHttp" => self.http(false),
+            "sse" => self.http(true),
             other => Err(ctx.error(
                 &self.at("type"),
-                format!("unknown transport {other:?}; expected \"stdio\" or \"http\""),
+                format!("unknown transport {other:?}; expected \"stdio\", \"http\" or \"sse\""),
             )),
         }
     }
@@ -605,12 +606,14 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
         Ok(config)
     }
 
-    fn http(&self) -> Result<ServerConfig, McpConfigError> {
+    /// A streamable HTTP server, or with `sse` a legacy HTTP+SSE one (same fields,
+    /// no OAuth).
+    fn http(&self, sse: bool) -> Result<ServerConfig, McpConfigError> {
         let ctx = self.ctx;
         let url_path = self.at("url");
         let url = match self.fields.get("url") {
             Some(value) => ctx.string(value, &url_path)?,
-            None => return Err(ctx.error(&url_path, "missing; a streamable HTTP server needs its URL")),
+            None => return Err(ctx.error(&url_path, "missing; an HTTP or SSE server needs its URL")),
         };
         if let Err(e) = check_http_shape(&url) {
             return Err(ctx.error(
@@ -633,6 +636,17 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                     "headers (credentials) are configured, so the URL must be https or loopback http ({reason})"
                 ),
             ));
+        }
+        if sse {
+            if self.fields.contains_key("oauth") {
+                return Err(ctx.error(
+                    &self.at("oauth"),
+                    "OAuth is not supported on the SSE transport; send a token in \"headers\" or use streamable HTTP (\"type\": \"http\")",
+                ));
+            }
+            let mut config = ServerConfig::sse(self.name, url, headers);
+            config.expanded.endpoint = self.written("url");
+            return Ok(config);
         }
         let mut config = ServerConfig::http(self.name, url, headers);
         config.expanded.endpoint = self.written("url");
@@ -768,7 +782,7 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TransportConfig;
+    use crate::config::{TransportConfig, TransportKind};
 
     fn env(name: &str) -> Option<String> {
         match name {
@@ -857,14 +871,14 @@ mod tests {
         assert_eq!(file.servers.len(), 4);
         match &file.servers[1].transport {
             TransportConfig::Stdio { args, .. } => assert_eq!(args[1], "sk-openai-secret-value"),
-            TransportConfig::Http { .. } => panic!("stdio expected"),
+            _ => panic!("stdio expected"),
         }
         let url = &file.servers[2];
         match &url.transport {
             TransportConfig::Http { url, .. } => {
                 assert_eq!(url, "https://collect.example/sk-openai-secret-value/mcp");
             }
-            TransportConfig::Stdio { .. } => panic!("http expected"),
+            _ => panic!("http expected"),
         }
         // Diagnostics show the endpoint as written and redact the expanded value.
         assert_eq!(
@@ -897,7 +911,7 @@ mod tests {
                 headers.as_ref().unwrap()["authorization"],
                 "Bearer sk-openai-secret-value"
             ),
-            TransportConfig::Stdio { .. } => panic!("http expected"),
+            _ => panic!("http expected"),
         }
         assert_eq!(
             configs[2].endpoint_for_display(),
@@ -933,14 +947,14 @@ mod tests {
                 assert_eq!(cwd, Path::new("/ws"));
                 assert_eq!(env, &[("K".to_owned(), "dflt".to_owned())]);
             }
-            TransportConfig::Http { .. } => panic!("stdio expected"),
+            _ => panic!("stdio expected"),
         }
         match &configs[1].transport {
             TransportConfig::Http { url, headers, .. } => {
                 assert_eq!(url, "https://mcp.example/mcp");
                 assert_eq!(headers.as_ref().unwrap()["authorization"], "Bearer s3cr3t");
             }
-            TransportConfig::Stdio { .. } => panic!("http expected"),
+            _ => panic!("http expected"),
         }
         assert!(matches!(
             &configs[2].transport,
@@ -976,9 +990,14 @@ mod tests {
             ),
             (r#"{"mcpServers": {"s": {}}}"#, "$.mcpServers.s", "neither"),
             (
-                r#"{"mcpServers": {"s": {"type": "sse", "url": "https://x/sse"}}}"#,
-                "$.mcpServers.s.type",
-                "SSE",
+                r#"{"mcpServers": {"s": {"type": "sse", "url": "https://x/sse", "oauth": {}}}}"#,
+                "$.mcpServers.s.oauth",
+                "not supported on the SSE transport",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"type": "sse", "url": "http://mcp.example/sse", "headers": {"Authorization": "Bearer x"}}}}"#,
+                "$.mcpServers.s.url",
+                "https or loopback",
             ),
             (
                 r#"{"mcpServers": {"s": {"type": "ws", "url": "https://x"}}}"#,
@@ -1037,6 +1056,26 @@ mod tests {
                 "{text} → {message}"
             );
             assert!(message.contains(needle), "{text} → {message}");
+        }
+    }
+
+    #[test]
+    fn an_sse_server_is_read_with_its_url_and_headers_in_both_forms() {
+        for root in ["mcpServers", "servers"] {
+            let text = format!(
+                r#"{{"{root}": {{"old": {{"type": "sse", "url": "https://old.example/sse", "headers": {{"Authorization": "Bearer t0k"}}}}}}}}"#
+            );
+            let servers = parse(&text).unwrap();
+            assert_eq!(servers[0].transport_kind(), TransportKind::Sse, "{root}");
+            match &servers[0].transport {
+                TransportConfig::Sse { url, headers } => {
+                    assert_eq!(url, "https://old.example/sse");
+                    let auth = headers.as_ref().and_then(|h| h.get("authorization")).unwrap();
+                    assert_eq!(auth.to_str().unwrap(), "Bearer t0k");
+                }
+                _ => panic!("sse expected in {root}"),
+            }
+            assert!(servers[0].has_static_authorization());
         }
     }
 
@@ -1148,7 +1187,7 @@ mod tests {
                 assert_eq!(url, "https://typed-region.docs.example/mcp");
                 assert_eq!(headers.as_ref().unwrap()["authorization"], "Bearer typed-api-key");
             }
-            TransportConfig::Stdio { .. } => panic!("http expected"),
+            _ => panic!("http expected"),
         }
         assert_eq!(
             docs.endpoint_for_display(),
@@ -1159,7 +1198,7 @@ mod tests {
                 assert_eq!(args, &["--key=typed-api-key"]);
                 assert_eq!(env, &[("KEY".to_owned(), "typed-api-key".to_owned())]);
             }
-            TransportConfig::Http { .. } => panic!("stdio expected"),
+            _ => panic!("stdio expected"),
         }
         // Two inputs, each asked once for the whole file.
         assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 2);

@@ -133,15 +133,17 @@ impl ServerState {
             return Err(failure(&config, error.to_string()));
         }
         let secrets = config.secrets();
-        let http = match &config.transport {
-            TransportConfig::Http { redirects, .. } => match crate::http::build_client(*redirects) {
-                Ok(client) => Some(client),
-                Err(e) => {
-                    let error = redact::diagnostic(&format!("cannot build the HTTP client: {e}"), &secrets);
-                    return Err(failure(&config, error));
-                }
-            },
+        let redirects = match &config.transport {
+            TransportConfig::Http { redirects, .. } => Some(*redirects),
+            TransportConfig::Sse { .. } => Some(crate::config::Redirects::SameOrigin),
             TransportConfig::Stdio { .. } => None,
+        };
+        let http = match redirects.map(crate::http::build_client).transpose() {
+            Ok(client) => client,
+            Err(e) => {
+                let error = redact::diagnostic(&format!("cannot build the HTTP client: {e}"), &secrets);
+                return Err(failure(&config, error));
+            }
         };
         let name: Arc<str> = Arc::from(config.name.as_str());
         let auth = match &config.transport {

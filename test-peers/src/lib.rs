@@ -266,14 +266,26 @@ pub const EVERYTHING_2025: &str = "everything-2025/dist/index.js";
 /// # Panics
 /// When the peer is missing (and skipping is not allowed) or never listens.
 pub fn everything_http(test: &str, package_file: &str) -> Option<PeerProcess> {
+    everything_serving(test, package_file, "streamableHttp")
+}
+
+/// Starts server-everything ([`EVERYTHING`]) with the legacy HTTP+SSE transport on a
+/// free port: its event stream is `http://127.0.0.1:<port>/sse`. `None` when the
+/// peer is missing and skipping is allowed.
+///
+/// # Panics
+/// When the peer is missing (and skipping is not allowed) or never listens.
+pub fn everything_sse(test: &str) -> Option<PeerProcess> {
+    everything_serving(test, EVERYTHING, "sse")
+}
+
+/// Starts `package_file` with its `transport` argument on a free port (`PORT`).
+fn everything_serving(test: &str, package_file: &str, transport: &str) -> Option<PeerProcess> {
     let node = node(test)?;
     let entry = npm_file(test, package_file)?;
     let peer = PeerProcess::start(|port| {
         let mut command = Command::new(&node);
-        command
-            .arg(&entry)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string());
+        command.arg(&entry).arg(transport).env("PORT", port.to_string());
         command
     })
     .unwrap_or_else(|error| panic!("{package_file} did not start: {error}"));

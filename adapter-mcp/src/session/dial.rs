@@ -116,6 +116,30 @@ async fn dial_with(
             })?;
             Ok(finish(service, ctx, None, Some(lost), generation, calls).await)
         }
+        TransportConfig::Sse { url, headers } => {
+            let client = match &ctx.http {
+                Some(client) => client.clone(),
+                None => crate::http::build_client(crate::config::Redirects::SameOrigin)
+                    .map_err(|e| DialError::new(format!("cannot build the HTTP client: {e}"), None))?,
+            };
+            let transport = crate::sse_client::connect(
+                client,
+                url,
+                headers.as_ref(),
+                Arc::clone(&calls),
+                MAX_MESSAGE_BYTES,
+                ctx.limits.idle,
+                Arc::clone(&ctx.server),
+            )
+            .await
+            .map_err(|e| DialError::new(error_chain(&e), None))?;
+            // A 2024-11-05 transport: `initialize` at once, no `server/discover` probe.
+            let service = handler
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(|e| DialError::new(format!("initialize failed: {}", init_error_text(&e)), None))?;
+            Ok(finish(service, ctx, None, None, generation, calls).await)
+        }
         TransportConfig::Stdio {
             program,
             args,

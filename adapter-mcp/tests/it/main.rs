@@ -28,6 +28,7 @@ mod protocol;
 mod real_resilience;
 mod resilience;
 mod sandbox;
+mod sse;
 mod stdio;
 mod structured;
 mod too_large;

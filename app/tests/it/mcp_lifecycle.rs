@@ -412,6 +412,61 @@ async fn an_mcp_config_file_gives_the_same_catalog_as_the_equivalent_flags() {
 }
 
 #[tokio::test]
+async fn a_legacy_sse_server_from_a_config_file_answers_tool_calls() {
+    const TEST: &str = "mcp_config_sse";
+    let Some(peer) = test_peers::everything_sse(TEST) else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let config = serde_json::json!({"mcpServers": {
+        "ev": {"type": "sse", "url": format!("{}/sse", peer.base_url()), "headers": {"X-Trace": "sse-test"}}
+    }});
+    let file = scratch.write("mcp.json", &config.to_string());
+    let script = scratch.write(
+        "script.json",
+        r#"{"turns": [
+  {"text": "one", "tool_calls": [{"id": "e1", "name": "mcp__ev__echo", "args": {"message": "first over sse"}}]},
+  {"text": "two", "tool_calls": [{"id": "e2", "name": "mcp__ev__echo", "args": {"message": "second over sse"}}]},
+  {"text": "done"}
+]}"#,
+    );
+    let mut command = mecated_command(scratch.dir.path());
+    command
+        .args(["run", "--workspace"])
+        .arg(scratch.ws())
+        .args([
+            "--toolhive=false",
+            "--approve",
+            "all",
+            "--output",
+            "jsonl",
+            "--mcp-config",
+        ])
+        .arg(&file)
+        .arg("--mock-script")
+        .arg(&script)
+        .arg("echo twice");
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("the run hung")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{output:?}\n{stdout}\n{}",
+        peer.stderr_text()
+    );
+    let events = json_lines(&stdout);
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "tool.result").collect();
+    assert_eq!(results.len(), 2, "{stdout}");
+    for (result, message) in results.iter().zip(["first over sse", "second over sse"]) {
+        assert_eq!(result["name"], "mcp__ev__echo");
+        assert_eq!(result["is_error"], false, "{result}");
+        assert!(result["content"].as_str().unwrap().contains(message), "{result}");
+    }
+}
+
+#[tokio::test]
 async fn a_bad_mcp_config_is_a_usage_error_naming_the_file_and_the_json_path() {
     let scratch = Scratch::new();
     for (text, needle) in [
@@ -420,7 +475,7 @@ async fn a_bad_mcp_config_is_a_usage_error_naming_the_file_and_the_json_path() {
             "$.mcpServers.s.command: expected a string",
         ),
         (
-            "{\"mcpServers\": {\"s\": {\"type\": \"sse\", \"url\": \"https://x/sse\"}}}",
+            "{\"mcpServers\": {\"s\": {\"type\": \"ws\", \"url\": \"https://x/ws\"}}}",
             "$.mcpServers.s.type",
         ),
         (

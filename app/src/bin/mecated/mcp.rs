@@ -144,7 +144,8 @@ pub(crate) fn logout(args: &McpServerArgs) -> ExitCode {
     let name = &server.name;
     let Some(url) = server_url(&server) else {
         out::stdout(&format!(
-            "MCP server {name:?} is a stdio server: it has no login."
+            "MCP server {name:?} uses the {} transport: it has no login.",
+            server.transport_kind()
         ));
         return ExitCode::SUCCESS;
     };
