@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::http::Uri;
 
-use crate::support::{Output, Scratch, mecated};
+use crate::support::{Output, Scratch, mecated, mecated_run_with_env};
 
 /// A call whose argument (and so its error result) carries a marker.
 const SCRIPT: &str = r#"{"turns": [
@@ -37,28 +37,14 @@ async fn receiver() -> (SocketAddr, Exports) {
 }
 
 async fn run_exported(scratch: &Scratch, addr: SocketAddr, extra: &[&str]) -> Output {
-    let script = scratch.write("script.json", SCRIPT).display().to_string();
-    let ws = scratch.ws().display().to_string();
-    let mut args = vec![
-        "run",
-        "--workspace",
-        ws.as_str(),
-        "--toolhive=false",
-        "--mock-script",
-        script.as_str(),
-    ];
-    args.extend(extra);
+    let mut args = extra.to_vec();
     args.push("look");
     let endpoint = format!("http://{addr}");
-    mecated(
-        scratch.dir.path(),
-        &args,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-            ("OTEL_SERVICE_NAME", "mecated-cli-test"),
-        ],
-    )
-    .await
+    let envs = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_SERVICE_NAME", "mecated-cli-test"),
+    ];
+    mecated_run_with_env(scratch, SCRIPT, &args, &envs).await
 }
 
 /// The bodies received on `path`, concatenated (protobuf keeps strings as UTF-8).

@@ -161,6 +161,16 @@ pub fn hermetic_mecated(home: &Path) -> std::process::Command {
 /// `mecated run --workspace <scratch ws> --toolhive=false --mock-script <script>`
 /// followed by `extra` (the script is written to the scratch directory first).
 pub async fn mecated_run(scratch: &Scratch, script: &str, extra: &[&str]) -> Output {
+    mecated_run_with_env(scratch, script, extra, &[]).await
+}
+
+/// As [`mecated_run`], with `envs` set for the process.
+pub async fn mecated_run_with_env(
+    scratch: &Scratch,
+    script: &str,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> Output {
     let script = scratch.write("script.json", script).display().to_string();
     let ws = scratch.ws().display().to_string();
     let mut args = vec![
@@ -172,7 +182,7 @@ pub async fn mecated_run(scratch: &Scratch, script: &str, extra: &[&str]) -> Out
         script.as_str(),
     ];
     args.extend(extra);
-    mecated(scratch.dir.path(), &args, &[]).await
+    mecated(scratch.dir.path(), &args, envs).await
 }
 
 /// Runs `mecated args…` (hermetic, see [`mecated_command`]) with extra `envs`.
