@@ -55,6 +55,11 @@ impl Workspace {
         })
     }
 
+    /// The canonical workspace root.
+    pub(crate) fn canonical_root(&self) -> &Path {
+        &self.canonical_root
+    }
+
     /// The workspace of `env`.
     ///
     /// # Errors

@@ -33,12 +33,23 @@ pub(crate) trait FileTool: Send + Sync + 'static {
 
     /// The work, on the blocking pool; it checks `cancel` between steps.
     fn run(workspace: &Workspace, checked: Self::Checked, cancel: &CancellationToken) -> Reply;
+
+    /// The work done on the executor instead, when it is known to be quick (a small
+    /// file on a local disk, see `local_disk`); `Err` hands the arguments back for
+    /// [`FileTool::run`] on the blocking pool. By default everything goes there.
+    fn run_inline(
+        _workspace: &Workspace,
+        checked: Self::Checked,
+        _cancel: &CancellationToken,
+    ) -> Result<Reply, Self::Checked> {
+        Err(checked)
+    }
 }
 
 /// A file tool's `execute`: parses the arguments (invalid → the uniform result), checks
 /// them (`Err(text)` → an error result, before any file is touched), confines to the
-/// workspace, runs the work on the blocking pool (abandoned on cancellation) and caps
-/// what it replies.
+/// workspace, runs the work inline when the tool knows it is quick, else on the
+/// blocking pool (abandoned on cancellation), and caps what it replies.
 ///
 /// # Errors
 /// [`ToolError`] when the workspace root is unusable or the call is cancelled.
@@ -56,7 +67,10 @@ pub(crate) async fn execute<T: FileTool>(
         Err(text) => return Ok(reply::fail(call, env, text)),
     };
     let workspace = Workspace::of(env)?;
-    let reply = run_blocking(cancel, move |cancel| T::run(&workspace, checked, cancel)).await?;
+    let reply = match T::run_inline(&workspace, checked, cancel) {
+        Ok(reply) => reply,
+        Err(checked) => run_blocking(cancel, move |cancel| T::run(&workspace, checked, cancel)).await?,
+    };
     Ok(reply::finish(call, env, reply))
 }
 

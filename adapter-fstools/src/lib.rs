@@ -33,6 +33,7 @@ mod fork;
 mod glob;
 mod grep;
 mod list_dir;
+mod local_disk;
 mod read;
 mod reply;
 mod shell;

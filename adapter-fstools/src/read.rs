@@ -10,14 +10,21 @@ use serde::Deserialize;
 
 use crate::confinement::Workspace;
 use crate::file_tool::FileTool;
+use crate::local_disk;
 use crate::reply::Reply;
 
 /// Lines returned when the call gives no `limit`.
 pub(crate) const DEFAULT_LIMIT: u64 = 2_000;
 /// The head of a file searched for a NUL byte (the binary test).
 pub(crate) const BINARY_PROBE_BYTES: usize = 8 * 1024;
-/// Read buffer size.
+/// Read buffer size (at most; a smaller file gets a buffer of its size).
 const CHUNK_BYTES: usize = 64 * 1024;
+/// The smallest read buffer.
+const MIN_CHUNK_BYTES: usize = 4 * 1024;
+/// The largest file read on the executor (when its workspace is on a local disk):
+/// reading and rendering it takes tens of microseconds, less than the hop to the
+/// blocking pool and back.
+pub(crate) const INLINE_MAX_BYTES: u64 = 64 * 1024;
 
 /// The `Read` tool (read-only).
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,6 +88,38 @@ impl FileTool for Read {
     ) -> Reply {
         read_window(workspace, &path, offset, limit, cap, cancel)
     }
+
+    /// A regular file of at most [`INLINE_MAX_BYTES`] in a workspace on a local disk
+    /// alone is read here; anything else (including every error, explained by
+    /// [`FileTool::run`]) goes to the blocking pool.
+    fn run_inline(
+        workspace: &Workspace,
+        checked: Self::Checked,
+        cancel: &CancellationToken,
+    ) -> Result<Reply, Self::Checked> {
+        if !local_disk::is_local(workspace.canonical_root()) {
+            return Err(checked);
+        }
+        let Ok(confined) = workspace.confine(&checked.0) else {
+            return Err(checked);
+        };
+        let Ok(file) = open_for_reading(&confined.resolved) else {
+            return Err(checked);
+        };
+        match file.metadata() {
+            Ok(meta) if meta.is_file() && meta.len() <= INLINE_MAX_BYTES => {
+                let (path, offset, limit, cap) = checked;
+                Ok(read_open(
+                    file,
+                    &meta,
+                    &path,
+                    Window::new(offset, limit, cap),
+                    cancel,
+                ))
+            }
+            _ => Err(checked),
+        }
+    }
 }
 
 /// Reads lines `offset..offset + limit` of the file at `given`.
@@ -111,8 +150,23 @@ fn read_window(
     if !meta.is_file() {
         return Err(format!("cannot read {given:?}: it is not a regular file"));
     }
-    let window = Window::new(offset, limit, cap);
-    let scanned = scan(file, window, cancel).map_err(|error| format!("cannot read {given:?}: {error}"))?;
+    read_open(file, &meta, given, Window::new(offset, limit, cap), cancel)
+}
+
+/// Reads the window of an open regular file.
+fn read_open(
+    file: File,
+    meta: &std::fs::Metadata,
+    given: &str,
+    window: Window,
+    cancel: &CancellationToken,
+) -> Reply {
+    // A buffer the size of a small file (one byte more, to see its end in one read);
+    // at least a page, for files whose size says nothing (`/proc`).
+    let buffer = usize::try_from(meta.len().saturating_add(1))
+        .map_or(CHUNK_BYTES, |len| len.clamp(MIN_CHUNK_BYTES, CHUNK_BYTES));
+    let scanned =
+        scan(file, window, buffer, cancel).map_err(|error| format!("cannot read {given:?}: {error}"))?;
     let Scanned::Text(window) = scanned else {
         return Err(format!(
             "{given:?} is a binary file ({} bytes); Read shows text files only",
@@ -242,8 +296,13 @@ impl Window {
 
 /// Reads the whole file once: the binary test (a NUL in the head, invalid UTF-8
 /// anywhere), the line count and the window's lines.
-fn scan(mut file: File, mut window: Window, cancel: &CancellationToken) -> std::io::Result<Scanned> {
-    let mut buf = vec![0_u8; CHUNK_BYTES];
+fn scan(
+    mut file: File,
+    mut window: Window,
+    buffer: usize,
+    cancel: &CancellationToken,
+) -> std::io::Result<Scanned> {
+    let mut buf = vec![0_u8; buffer];
     let mut utf8 = Utf8Check::default();
     let mut seen: usize = 0;
     loop {

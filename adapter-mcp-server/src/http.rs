@@ -16,6 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
+use axum::serve::ListenerExt as _;
 use http_guard::{Admission, AllowedHost, AllowedOrigin, AuthToken, Face, Guard};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -132,7 +133,15 @@ impl McpHttpServer {
             shutdown.await;
             stop.cancel();
         };
-        axum::serve(self.listener, self.router)
+        // A `tools/call` answer is an SSE stream written in several small frames:
+        // without TCP_NODELAY, Nagle's algorithm holds the later ones until the
+        // client's delayed ACK, which some clients (Node's) make every call wait.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "TCP_NODELAY could not be set");
+            }
+        });
+        axum::serve(listener, self.router)
             .with_graceful_shutdown(graceful)
             .await
             .map_err(|error| McpServeError::Connection(error.to_string()))

@@ -280,6 +280,11 @@ fn matched(rule: &Rule) -> RuleMatch {
 impl PermissionRules for Policy {
     fn check(&self, call: &ToolCall) -> Option<RuleMatch> {
         let rules = self.read_rules();
+        // Without rules there is nothing to match: the call's view (its paths
+        // resolved through the file system) is not worth building.
+        if rules.is_empty() {
+            return None;
+        }
         let view = rules::CallView::new(call, &self.roots);
         for effect in [RuleEffect::Deny, RuleEffect::Ask] {
             if let Some(rule) = rules

@@ -5,6 +5,12 @@
 //! (the first drop is logged at WARN). One tokio task takes batches from the channel
 //! and exports each under a time limit, so an exporter that is slow or never answers
 //! costs the run nothing: the queue fills, later spans are dropped and counted.
+//!
+//! The task wakes once per batch, not once per span: the first span of a batch wakes
+//! it, then it sleeps until the batch's delay is over or a full batch is waiting
+//! (the span that fills it notifies), and takes what is queued. A run ends several
+//! spans within microseconds; a wake-up per span would move the export task to the
+//! other core and back for each one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,7 +19,7 @@ use std::time::Duration;
 use opentelemetry::Context;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 /// Spans waiting for export at most (past it, spans are dropped and counted).
@@ -67,6 +73,8 @@ impl DropCounter {
 #[derive(Debug)]
 pub(crate) struct QueueProcessor {
     spans: mpsc::Sender<SpanData>,
+    /// Told when a full batch is waiting.
+    batch_full: Arc<Notify>,
     drops: Arc<DropCounter>,
 }
 
@@ -86,8 +94,21 @@ impl QueueProcessor {
     {
         let (spans, rx) = mpsc::channel(QUEUE_CAPACITY);
         let (flush, flush_rx) = mpsc::channel(4);
-        let task = tokio::spawn(export_loop(exporter, rx, flush_rx, timeout, Arc::clone(&drops)));
-        (Self { spans, drops }, ExportTask { flush, task })
+        let batch_full = Arc::new(Notify::new());
+        let queue = Queue {
+            spans: rx,
+            batch_full: Arc::clone(&batch_full),
+            flushes: flush_rx,
+        };
+        let task = tokio::spawn(export_loop(exporter, queue, timeout, Arc::clone(&drops)));
+        (
+            Self {
+                spans,
+                batch_full,
+                drops,
+            },
+            ExportTask { flush, task },
+        )
     }
 }
 
@@ -96,7 +117,11 @@ impl SpanProcessor for QueueProcessor {
 
     fn on_end(&self, span: SpanData) {
         match self.spans.try_send(span) {
-            Ok(()) => {}
+            Ok(()) => {
+                if QUEUE_CAPACITY - self.spans.capacity() >= MAX_BATCH {
+                    self.batch_full.notify_one();
+                }
+            }
             Err(mpsc::error::TrySendError::Full(_)) => self.drops.note_full(),
             // After shutdown nothing is exported any more.
             Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -126,10 +151,16 @@ impl ExportTask {
     }
 }
 
+/// The export task's ends of the queue.
+struct Queue {
+    spans: mpsc::Receiver<SpanData>,
+    batch_full: Arc<Notify>,
+    flushes: mpsc::Receiver<oneshot::Sender<()>>,
+}
+
 async fn export_loop<E: SpanExporter>(
     exporter: E,
-    mut spans: mpsc::Receiver<SpanData>,
-    mut flushes: mpsc::Receiver<oneshot::Sender<()>>,
+    mut queue: Queue,
     timeout: Duration,
     drops: Arc<DropCounter>,
 ) {
@@ -137,35 +168,32 @@ async fn export_loop<E: SpanExporter>(
         let mut batch = Vec::new();
         let mut flush = None;
         tokio::select! {
-            span = spans.recv() => match span {
+            span = queue.spans.recv() => match span {
                 Some(span) => batch.push(span),
                 None => return,
             },
-            ack = flushes.recv() => match ack {
+            ack = queue.flushes.recv() => match ack {
                 Some(ack) => flush = Some(ack),
                 None => return,
             },
         }
-        if flush.is_none() {
+        // A full batch already waiting (the queue filled while the last one was
+        // exported) goes out at once.
+        if flush.is_none() && queue.spans.len() + 1 < MAX_BATCH {
             let deadline = Instant::now() + BATCH_DELAY;
-            while batch.len() < MAX_BATCH {
-                tokio::select! {
-                    span = spans.recv() => match span {
-                        Some(span) => batch.push(span),
-                        None => break,
-                    },
-                    ack = flushes.recv() => {
-                        flush = ack;
-                        break;
-                    }
-                    () = tokio::time::sleep_until(deadline) => break,
-                }
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {}
+                () = queue.batch_full.notified() => {}
+                ack = queue.flushes.recv() => flush = ack,
             }
         }
-        if flush.is_some() {
-            while let Ok(span) = spans.try_recv() {
-                batch.push(span);
-            }
+        // A flush takes everything queued; a batch at most a batch's worth (the
+        // rest starts the next one at once).
+        let take = if flush.is_some() { usize::MAX } else { MAX_BATCH };
+        while batch.len() < take
+            && let Ok(span) = queue.spans.try_recv()
+        {
+            batch.push(span);
         }
         while !batch.is_empty() {
             let rest = batch.split_off(batch.len().min(MAX_BATCH));
@@ -180,5 +208,108 @@ async fn export_loop<E: SpanExporter>(
         if let Some(ack) = flush {
             let _ = ack.send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use opentelemetry::trace::{Tracer as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+
+    use super::*;
+
+    /// Keeps each batch's size and when it arrived (tokio's clock).
+    #[derive(Debug, Default, Clone)]
+    struct Batches(Arc<Mutex<Vec<(usize, Instant)>>>);
+
+    impl SpanExporter for Batches {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            self.0.lock().unwrap().push((batch.len(), Instant::now()));
+            Ok(())
+        }
+    }
+
+    impl Batches {
+        fn taken(&self) -> Vec<(usize, Instant)> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    fn provider(batches: &Batches) -> (SdkTracerProvider, ExportTask) {
+        let (processor, task) =
+            QueueProcessor::start(batches.clone(), Duration::from_secs(5), Arc::default());
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .build();
+        (provider, task)
+    }
+
+    fn end_spans(provider: &SdkTracerProvider, count: usize) {
+        let tracer = provider.tracer("test");
+        for _ in 0..count {
+            drop(tracer.start("span"));
+        }
+    }
+
+    /// Lets the export task run until it waits again (on the paused clock, time
+    /// does not move while something is ready to run).
+    async fn settle() {
+        for _ in 0..16 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn spans_short_of_a_batch_go_out_together_once_the_delay_is_over() {
+        let batches = Batches::default();
+        let (provider, _task) = provider(&batches);
+        let started = Instant::now();
+        end_spans(&provider, 10);
+        settle().await;
+        assert!(batches.taken().is_empty(), "exported before the delay");
+        tokio::time::sleep(BATCH_DELAY).await;
+        settle().await;
+        let taken = batches.taken();
+        assert_eq!(taken.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [10]);
+        assert!(taken[0].1 - started >= BATCH_DELAY);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_batch_goes_out_without_waiting_for_the_delay() {
+        let batches = Batches::default();
+        let (provider, _task) = provider(&batches);
+        let started = Instant::now();
+        end_spans(&provider, MAX_BATCH + 3);
+        settle().await;
+        let taken = batches.taken();
+        assert_eq!(taken.first().map(|(n, _)| *n), Some(MAX_BATCH));
+        assert_eq!(taken[0].1, started, "the full batch waited");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_backlog_of_several_batches_goes_out_back_to_back() {
+        let batches = Batches::default();
+        let (provider, _task) = provider(&batches);
+        let started = Instant::now();
+        // The export task has not run yet: the whole queue fills before it wakes.
+        end_spans(&provider, QUEUE_CAPACITY);
+        settle().await;
+        let taken = batches.taken();
+        assert_eq!(taken.iter().map(|(n, _)| *n).sum::<usize>(), QUEUE_CAPACITY);
+        assert!(taken.iter().all(|(n, at)| *n == MAX_BATCH && *at == started));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flush_takes_everything_queued_at_once() {
+        let batches = Batches::default();
+        let (provider, task) = provider(&batches);
+        let started = Instant::now();
+        end_spans(&provider, 7);
+        assert!(task.shutdown(Duration::from_secs(1)).await);
+        let taken = batches.taken();
+        assert_eq!(taken.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [7]);
+        assert_eq!(taken[0].1, started);
     }
 }

@@ -19,6 +19,12 @@
 //! Targets: fresh session ≤ 60 µs (text) and ≤ 120 µs (read + text); in one session
 //! ≤ 30 µs and ≤ 45 µs.
 //!
+//! The runs are driven from a task on the runtime, as `mecated` drives them (its
+//! command is a task on the runtime's workers, and so are the ACP, HTTP and MCP
+//! faces' handlers): a reader on a thread outside the runtime (`block_on`) pays a
+//! cross-thread wake-up for each event it waits on, which measured 54 µs against
+//! 17 µs for a text run in one session on the 2-core machine of BENCHMARKS.md.
+//!
 //! Where a run's instructions went before the turn listings were cached (callgrind,
 //! release build; per run, runs 21–120 minus runs 1–20; 523k instructions a text run,
 //! 956k a read + text run):
@@ -176,6 +182,29 @@ const BENCHES: [(&str, Engine, bool); 5] = [
     ("turn/otel/read_then_text", Engine::Observed, false),
 ];
 
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// `iters` runs driven from a task on `runtime` (see the module doc); their time.
+fn on_a_task(
+    runtime: &tokio::runtime::Runtime,
+    built: &'static Built,
+    counter: &'static AtomicU64,
+    cursor: &'static Cursor,
+    in_session: bool,
+    iters: u64,
+) -> Duration {
+    let runs = runtime.spawn(async move {
+        if in_session {
+            session_runs(built, counter, cursor, iters).await
+        } else {
+            fresh_runs(built, counter, iters).await
+        }
+    });
+    runtime.block_on(runs).unwrap()
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -183,19 +212,20 @@ fn main() {
         .unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("README.md"), "# bench\nA small file.\n").unwrap();
-    let (text, read, observed) = runtime.block_on(async {
+    // Leaked: the runs are driven from tasks, which need `'static` engines.
+    let (text, read, observed): (&'static Built, &'static Built, &'static Built) = runtime.block_on(async {
         let text = built_with(ws.path(), vec![MockTurn::text("done")]).await;
         let read = built_with(ws.path(), read_then_text()).await;
         let observed = built_observed(ws.path(), read_then_text(), Some(receiver().await)).await;
         assert!(observed.telemetry().is_some_and(|t| t.exports_traces()));
-        (text, read, observed)
+        (leak(text), leak(read), leak(observed))
     });
     let engine = |which: Engine| match which {
-        Engine::Text => &text,
-        Engine::Read => &read,
-        Engine::Observed => &observed,
+        Engine::Text => text,
+        Engine::Read => read,
+        Engine::Observed => observed,
     };
-    let counter = AtomicU64::new(0);
+    let counter: &'static AtomicU64 = leak(AtomicU64::new(0));
     if let Ok(profile) = std::env::var("TURN_BENCH_PROFILE") {
         let (id, runs) = profile
             .split_once(':')
@@ -206,28 +236,15 @@ fn main() {
             .find(|(name, _, _)| *name == id)
             .expect("TURN_BENCH_PROFILE: one of the bench ids");
         let built = engine(which);
-        let cursor = Cursor::default();
-        runtime.block_on(async {
-            if in_session {
-                session_runs(built, &counter, &cursor, runs).await
-            } else {
-                fresh_runs(built, &counter, runs).await
-            }
-        });
+        let cursor = leak(Cursor::default());
+        on_a_task(&runtime, built, counter, cursor, in_session, runs);
     } else {
         let mut criterion = Criterion::default().configure_from_args();
         for (id, which, in_session) in BENCHES {
             let built = engine(which);
-            let cursor = &Cursor::default();
-            let counter = &counter;
+            let cursor = leak(Cursor::default());
             criterion.bench_function(id, |b| {
-                b.to_async(&runtime).iter_custom(|iters| async move {
-                    if in_session {
-                        session_runs(built, counter, cursor, iters).await
-                    } else {
-                        fresh_runs(built, counter, iters).await
-                    }
-                });
+                b.iter_custom(|iters| on_a_task(&runtime, built, counter, cursor, in_session, iters));
             });
         }
         criterion.final_summary();

@@ -148,3 +148,43 @@ async fn a_fifo_is_refused_without_blocking() {
     let result = call(&adapter_fstools::Grep, &ws.env, json!({"pattern": "needle"})).await;
     assert_eq!(ok(&result), "text.txt:1:needle");
 }
+
+/// With the blocking pool's only thread taken, a small file of a workspace on a local
+/// disk is still read (on the executor), and a larger one waits for the pool.
+#[test]
+fn a_small_local_file_is_read_on_the_executor_and_a_large_one_on_the_blocking_pool() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let ws = Ws::new();
+        ws.file("small.txt", "hello\n");
+        ws.file("large.txt", "x\n".repeat(40_000));
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (taken, pool_busy) = tokio::sync::oneshot::channel();
+        let blocker = tokio::task::spawn_blocking(move || {
+            taken.send(()).unwrap();
+            let _ = held.recv();
+        });
+        pool_busy.await.unwrap();
+        let small = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            call(&Read, &ws.env, json!({"path": "small.txt"})),
+        )
+        .await
+        .expect("a small file waited for the blocking pool (is the temp dir on a local disk?)");
+        assert_eq!(ok(&small), "1\thello");
+        let large = tokio::time::timeout(
+            std::time::Duration::from_millis(300),
+            call(&Read, &ws.env, json!({"path": "large.txt"})),
+        )
+        .await;
+        assert!(large.is_err(), "an 80 KB file was read on the executor");
+        release.send(()).unwrap();
+        blocker.await.unwrap();
+        let large = call(&Read, &ws.env, json!({"path": "large.txt"})).await;
+        assert!(ok(&large).starts_with("1\tx\n2\tx\n"));
+    });
+}

@@ -1,10 +1,10 @@
-//! The finish of a call the gate let through: it runs (on its own task in a batch of
-//! reads, bounded; inline when alone; a panic contained), then, like every call, it
-//! is finished in call order — PostToolUse, id forcing, the output cap, the audit
-//! record, `tool.result`.
+//! The finish of a call the gate let through: it runs (beside the other reads of its
+//! batch on the dispatcher's task, at most `max_parallel_reads` at once; a panic
+//! contained), then, like every call, it is finished in call order — PostToolUse, id
+//! forcing, the output cap, the audit record, `tool.result`.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine_ports::{
@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::elicit::CallElicitor;
-use super::execution::{Execution, Failed};
+use super::execution::{Batch, Execution, Failed};
 use super::gate::{Decided, GateDecision, Outcome, ParsedCall};
 use super::{DispatchConfig, TurnContext, cancelled_result, hook_event};
 use crate::tool::ToolError;
@@ -34,7 +34,8 @@ pub(super) enum Running {
     /// call runs as the model made it).
     Started {
         rewritten: Option<ParsedCall<'static>>,
-        start: Option<SystemTime>,
+        /// When the call got its slot and started (with a clock), set by the work.
+        start: Arc<OnceLock<SystemTime>>,
         handle: Execution<Executed>,
         approval: Option<Decided>,
     },
@@ -46,21 +47,17 @@ pub(super) struct Timing {
     took: Duration,
 }
 
-/// Where a call runs: its position in the turn, and whether inline.
-pub(super) struct Place {
-    pub(super) index: usize,
-    pub(super) inline: bool,
-}
-/// Starts a call the gate let through, once a slot is free (a slot per concurrent
-/// read, granted in call order), unless the turn is cancelled first; a call the gate
-/// stopped stays stopped.
-pub(super) async fn launch(
+/// Starts a call the gate let through in `batch`: it runs once a slot is free (a
+/// slot per concurrent read, granted in call order) unless the turn is cancelled
+/// first; a call the gate stopped stays stopped. `index` is its position in the turn.
+pub(super) fn launch(
     ctx: &TurnContext,
     config: DispatchConfig,
+    batch: &Arc<Batch<Executed>>,
     slots: &Arc<Semaphore>,
     decision: GateDecision,
     model: &ParsedCall<'_>,
-    place: Place,
+    index: usize,
 ) -> Running {
     let approval = decision.approval();
     let (tool, rewritten) = match decision.outcome {
@@ -72,22 +69,16 @@ pub(super) async fn launch(
     if ctx.cancel.is_cancelled() {
         return Running::Stopped(cancelled_result(original), None);
     }
-    let permit = tokio::select! {
-        biased;
-        () = ctx.cancel.cancelled() => None,
-        permit = Arc::clone(slots).acquire_owned() => permit.ok(),
-    };
-    let Some(permit) = permit else {
-        return Running::Stopped(cancelled_result(original), None);
-    };
     let clock = ctx.clock.clone();
-    let start = clock.as_ref().map(|c| c.now());
     let token = ctx.cancel.child_token();
+    let slots = Arc::clone(slots);
+    let start = Arc::new(OnceLock::new());
+    let started = Arc::clone(&start);
     let elicitor = Arc::new(CallElicitor {
         session_id: ctx.session_id.clone(),
         call_id: call.id().clone(),
         tool: call.name().to_owned(),
-        id_prefix: format!("elicit-{}-{}", ctx.turn, place.index + 1),
+        id_prefix: format!("elicit-{}-{}", ctx.turn, index + 1),
         events: Arc::clone(&ctx.events),
         asks: ctx.asks.clone(),
         cancel: ctx.cancel.clone(),
@@ -100,13 +91,19 @@ pub(super) async fn launch(
         .with_elicitor(Arc::clone(&elicitor) as Arc<dyn crate::elicitation::Elicitor>);
     let task_call = call.clone();
     let work = async move {
-        // The work may first run after the turn was cancelled: then the call never
-        // starts.
-        if token.is_cancelled() {
-            return Executed {
-                outcome: None,
-                end: None,
-            };
+        let not_started = Executed {
+            outcome: None,
+            end: None,
+        };
+        // The turn may be cancelled before the call gets a slot: then it never starts.
+        let permit = tokio::select! {
+            biased;
+            () = token.cancelled() => return not_started,
+            permit = slots.acquire_owned() => permit,
+        };
+        let Ok(permit) = permit else { return not_started };
+        if let Some(clock) = &clock {
+            let _ = started.set(clock.now());
         }
         let outcome = tool
             .execute(&token, &task_call, &env)
@@ -119,11 +116,10 @@ pub(super) async fn launch(
             end,
         }
     };
-    let handle = Execution::start(work, place.inline);
     Running::Started {
         rewritten,
         start,
-        handle,
+        handle: batch.start(work),
         approval,
     }
 }
@@ -174,7 +170,7 @@ async fn collect(
                         session_id = %ctx.session_id,
                         call_id = %call.id(),
                         tool = tool_name,
-                        "tool ignored cancellation past the grace period; its task was aborted"
+                        "tool ignored cancellation past the grace period; it was dropped"
                     );
                     break None;
                 }
@@ -250,6 +246,7 @@ pub(super) async fn complete<'a>(
         } => {
             let call = rewritten.as_ref().unwrap_or(model);
             let (result, end) = collect(ctx, config.cancel_grace, grace_deadline, call.call(), handle).await;
+            let start = start.get().copied();
             let timing = end.map(|end| Timing {
                 queued: span(enqueue, start),
                 took: span(start, end),

@@ -11,7 +11,8 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::call_ids::normalized;
-use super::finish::{Place, complete, launch};
+use super::execution::Batch;
+use super::finish::{complete, launch};
 use super::gate::{self, ParsedCall, Target};
 use super::segments::segments;
 use super::{DispatchConfig, TurnContext, TurnOutcome, cancelled_result};
@@ -47,17 +48,19 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
             decisions.push(gate::decide(ctx, index, &parsed[index], &targets[index]).await);
         }
 
+        // The segment's calls run together on this task (see `execution`); each is
+        // finished in call order while the later ones go on.
         let slots = Arc::new(Semaphore::new(config.max_parallel_reads.get()));
-        // A lone call has nothing to run beside: it runs inline, without a task.
-        let inline = segment.len() == 1;
-        let mut running = Vec::with_capacity(decisions.len());
-        for (decision, index) in decisions.into_iter().zip(segment.clone()) {
-            let place = Place { index, inline };
-            running.push(launch(ctx, config, &slots, decision, &parsed[index], place).await);
-        }
+        let batch = Batch::new();
+        let running: Vec<_> = decisions
+            .into_iter()
+            .zip(segment.clone())
+            .map(|(decision, index)| launch(ctx, config, &batch, &slots, decision, &parsed[index], index))
+            .collect();
 
         for (run, index) in running.into_iter().zip(segment) {
-            let result = complete(ctx, config, &mut grace_deadline, enqueue, &parsed[index], run).await;
+            let completing = complete(ctx, config, &mut grace_deadline, enqueue, &parsed[index], run);
+            let result = batch.alongside(completing).await;
             if targets[index].is_search() {
                 hydration.add_search_result(&ctx.catalog, &result);
             }

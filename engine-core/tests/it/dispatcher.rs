@@ -432,7 +432,7 @@ async fn a_panicking_tool_gets_an_error_result_and_its_batch_goes_on() {
     assert_eq!(stop_of(&events), (StopReason::EndTurn, "fine".to_owned()));
 }
 
-/// A segment of one call runs inline (no task of its own): its panic is contained too.
+/// A segment of one call: its panic is contained too.
 #[tokio::test]
 async fn a_lone_panicking_call_gets_an_error_result_and_the_run_goes_on() {
     let probe = Probe::new();

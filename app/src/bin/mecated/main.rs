@@ -58,9 +58,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(dispatch(cli));
+    // The command runs as a task on the runtime's workers, not on this thread: the
+    // events of a run then wake their reader on a worker (usually the one the run
+    // is on) rather than this thread, a cross-thread wake-up per event.
+    let joined = runtime.block_on(async { tokio::spawn(dispatch(cli)).await });
     runtime.shutdown_timeout(Duration::from_secs(2));
-    code
+    match joined {
+        Ok(code) => code,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => ExitCode::FAILURE,
+    }
 }
 
 async fn dispatch(cli: Cli) -> ExitCode {
