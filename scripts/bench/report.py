@@ -25,11 +25,14 @@ FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
 
 # Why a figure misses its target and what would fix it, shown only when it misses.
 MISS_NOTES = {
-    "gateway": "A call through `mecated mcp serve` is a second MCP round trip on loopback (the client to the "
-               "gateway, the gateway to the server) plus the gate, the audit record and the content mapping; "
-               "the added round trip is about what the direct call costs, so the ratio tends to 2 for a server "
-               "that answers at once and to 1 for one that works. The gateway sets TCP_NODELAY on its "
-               "connections (without it Node's client waited for a delayed ACK on every call: 20 ms a call).",
+    "gateway": "A call through `mecated mcp serve` is the client's request to the gateway, the gate, the "
+               "audit record and the content mapping, then the gateway's own call to the server (as fast as "
+               "the direct call: see the a/b, a/c and a/d rows). The gate, the record and the mapping cost "
+               "microseconds (the dispatch and recorder rows), yet the gateway adds more than a millisecond "
+               "per call here, with either client: the time is in the server side of rmcp's streamable HTTP "
+               "sessions (each POST answered as an SSE stream from the session's task), not diagnosed "
+               "further. TCP_NODELAY on the gateway's connections removed the largest part (a delayed ACK per "
+               "call, 20 ms with Node's client).",
     "telemetry": "With OpenTelemetry on, a read + text run makes about eight spans (the run, two model "
                  "requests, the call, its record and the store writes) and about twenty metric points (an "
                  "append-latency point per event, tokens, durations, outcomes); each costs the SDK about a "
