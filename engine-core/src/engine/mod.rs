@@ -424,6 +424,10 @@ impl Engine {
     /// Starts a run of `session` with `prompt`, creating the session (in
     /// `config.mode`) when the store does not hold it. Needs a tokio runtime.
     ///
+    /// The run is a task on the runtime; read its events from a task too (as
+    /// `mecated` and its faces do). A reader in `block_on`, on a thread outside the
+    /// runtime, pays a cross-thread wake-up for each event it waits on.
+    ///
     /// The run takes the session's run lease from the store before it loads the
     /// session and holds it until its last save and its `result` is logged (it is
     /// released before `result` is delivered); [`Run::started`] reports a refusal.
