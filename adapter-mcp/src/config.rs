@@ -118,6 +118,11 @@ impl fmt::Debug for ServerConfig {
     }
 }
 
+/// The names of configured headers, for `Debug`: their values never reach a log.
+fn header_names(headers: Option<&HeaderMap>) -> Option<Vec<&str>> {
+    headers.map(|h| h.keys().map(reqwest::header::HeaderName::as_str).collect())
+}
+
 impl fmt::Debug for TransportConfig {
     // Header values never reach a log: only their names are shown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -129,23 +134,13 @@ impl fmt::Debug for TransportConfig {
             } => f
                 .debug_struct("Http")
                 .field("url", &crate::redact::redact_url(url))
-                .field(
-                    "headers",
-                    &headers
-                        .as_ref()
-                        .map(|h| h.keys().map(|k| k.as_str().to_owned()).collect::<Vec<_>>()),
-                )
+                .field("headers", &header_names(headers.as_ref()))
                 .field("redirects", redirects)
                 .finish(),
             Self::Sse { url, headers } => f
                 .debug_struct("Sse")
                 .field("url", &crate::redact::redact_url(url))
-                .field(
-                    "headers",
-                    &headers
-                        .as_ref()
-                        .map(|h| h.keys().map(|k| k.as_str().to_owned()).collect::<Vec<_>>()),
-                )
+                .field("headers", &header_names(headers.as_ref()))
                 .finish(),
             Self::Stdio {
                 program,
