@@ -8,16 +8,23 @@
 //! It is off unless the standard `OTEL_*` variables ask for it ([`TelemetryEnv`]);
 //! a host may keep metrics for a Prometheus page without any exporter.
 //!
-//! Exporting never slows or fails a run: spans end inline into a bounded queue
-//! (dropped and counted when full), one task exports them under a time limit, and
-//! metrics are read periodically by the SDK. [`Telemetry::shutdown`] flushes both
+//! Observing costs a run little and exporting never slows or fails it. A run only
+//! queues small facts (the time, names, sizes; no text unless content capture is
+//! on) into a bounded inbox, dropped and counted when full. The telemetry's own
+//! thread, with a runtime of its own, turns them into spans and metric points a few
+//! times a second and runs the exporters: ended spans go to a bounded queue
+//! (dropped and counted when full) that one task exports under a time limit, and
+//! the SDK reads the metrics periodically. The Prometheus page and
+//! [`Telemetry::shutdown`] apply what waits first; shutdown flushes both exports
 //! within a time limit.
 
 mod config;
+mod facts;
 mod metrics;
 mod observer;
 mod ports;
 mod queue;
+mod thread;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +45,7 @@ pub use config::{
     PROTOCOL, Protocol, RESOURCE_ATTRIBUTES, ResourceConfig, SDK_DISABLED, SERVICE_NAME, TIMEOUT,
     TRACES_ENDPOINT, TelemetryEnv,
 };
+pub use facts::INBOX_CAPACITY;
 pub use metrics::ReconnectCounts;
 pub use observer::CONTENT_CAP;
 pub use queue::QUEUE_CAPACITY;
@@ -83,9 +91,12 @@ pub enum TelemetryError {
     /// The Prometheus registry refused the exporter.
     #[error("cannot keep metrics for /metrics: {0}")]
     Prometheus(String),
-    /// Started outside a tokio runtime (the export tasks need one).
+    /// Started outside a tokio runtime (shutdown needs one).
     #[error("telemetry must start inside a tokio runtime")]
     NoRuntime,
+    /// The telemetry's thread could not start.
+    #[error("cannot start the telemetry thread: {0}")]
+    Thread(String),
 }
 
 /// The running telemetry of one process. Cheap to clone.
@@ -103,6 +114,8 @@ struct Inner {
     export_timeout: Duration,
     exports_metrics: bool,
     shut: AtomicBool,
+    /// Last, so that the thread outlives the providers' own shutdown on drop.
+    thread: Mutex<thread::Stopper>,
 }
 
 impl Telemetry {
@@ -120,76 +133,32 @@ impl Telemetry {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(TelemetryError::NoRuntime);
         }
-        let resource = resource(&env.resource);
-        let drops = Arc::new(DropCounter::default());
-        let export_timeout = env
-            .otlp
-            .as_ref()
-            .map_or(DEFAULT_EXPORT_TIMEOUT, |otlp| otlp.timeout);
-
-        let mut tracer_provider = None;
-        let mut export = None;
-        if let Some(otlp) = &env.otlp
-            && let Some(endpoint) = &otlp.traces_endpoint
-        {
-            let mut exporter = span_exporter(otlp, endpoint)?;
-            opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, &resource);
-            let (processor, task) = QueueProcessor::start(exporter, otlp.timeout, Arc::clone(&drops));
-            tracer_provider = Some(
-                SdkTracerProvider::builder()
-                    .with_resource(resource.clone())
-                    .with_span_processor(processor)
-                    .build(),
-            );
-            export = Some(task);
-        }
-
-        let mut meters = SdkMeterProvider::builder().with_resource(resource);
-        let mut exports_metrics = false;
-        if let Some(otlp) = &env.otlp
-            && let Some(endpoint) = &otlp.metrics_endpoint
-        {
-            let exporter = metric_exporter(otlp, endpoint)?;
-            let reader =
-                opentelemetry_sdk::metrics::periodic_reader_with_async_runtime::PeriodicReader::builder(
-                    exporter,
-                    opentelemetry_sdk::runtime::Tokio,
-                )
-                .build();
-            meters = meters.with_reader(reader);
-            exports_metrics = true;
-        }
-        let mut registry = None;
-        if options.prometheus {
-            let kept = prometheus::Registry::new();
-            let reader = opentelemetry_prometheus::exporter()
-                .with_registry(kept.clone())
-                .scope_info_enabled(false)
-                .build()
-                .map_err(|error| TelemetryError::Prometheus(error.to_string()))?;
-            meters = meters.with_reader(reader);
-            registry = Some(kept);
-        }
-        let meter_provider = meters.build();
-        let meter = meter_provider.meter(SCOPE);
-        let instruments = Instruments::new(&meter, drops);
-        let tracer = tracer_provider.as_ref().map(|provider| provider.tracer(SCOPE));
+        let started = thread::start().map_err(|error| TelemetryError::Thread(error.to_string()))?;
+        // The exporters' tasks (span export, metric reading, connections) live on
+        // the telemetry thread.
+        let built = {
+            let _on_the_thread = started.runtime.enter();
+            Pipelines::build(&options)?
+        };
         let observer = Arc::new(Observer::new(
-            tracer,
-            instruments,
+            built.tracer,
+            built.instruments,
             options.content,
             options.provider,
+            built.drops,
         ));
+        let thread = started.run(Arc::clone(&observer));
         Ok(Some(Self {
             inner: Arc::new(Inner {
                 observer,
-                tracer_provider,
-                export: Mutex::new(export),
-                meter_provider,
-                registry,
-                export_timeout,
-                exports_metrics,
+                tracer_provider: built.tracer_provider,
+                export: Mutex::new(built.export),
+                meter_provider: built.meter_provider,
+                registry: built.registry,
+                export_timeout: built.export_timeout,
+                exports_metrics: built.exports_metrics,
                 shut: AtomicBool::new(false),
+                thread: Mutex::new(thread),
             }),
         }))
     }
@@ -265,6 +234,9 @@ impl Telemetry {
     /// the telemetry keeps none for a page.
     pub fn prometheus_text(&self) -> Option<String> {
         let registry = self.inner.registry.as_ref()?;
+        // The page shows every run observed so far, not only those the thread has
+        // applied.
+        self.inner.observer.drain();
         let families = registry.gather();
         match prometheus::TextEncoder::new().encode_to_string(&families) {
             Ok(text) => Some(text),
@@ -311,6 +283,11 @@ impl Telemetry {
         };
         // Both within the one time limit.
         tokio::join!(spans, metrics);
+        self.inner
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stop();
     }
 }
 
@@ -322,6 +299,92 @@ impl std::fmt::Debug for Telemetry {
             .field("prometheus", &self.inner.registry.is_some())
             .field("content", &self.inner.observer.content)
             .finish_non_exhaustive()
+    }
+}
+
+/// The providers and exporters [`Telemetry::start`] builds.
+struct Pipelines {
+    tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
+    tracer_provider: Option<SdkTracerProvider>,
+    export: Option<ExportTask>,
+    meter_provider: SdkMeterProvider,
+    instruments: Instruments,
+    registry: Option<prometheus::Registry>,
+    export_timeout: Duration,
+    exports_metrics: bool,
+    drops: Arc<DropCounter>,
+}
+
+impl Pipelines {
+    /// Builds what `options` ask for; the exporters' tasks are spawned on the
+    /// current runtime.
+    fn build(options: &TelemetryOptions) -> Result<Self, TelemetryError> {
+        let env = &options.env;
+        let resource = resource(&env.resource);
+        let drops = Arc::new(DropCounter::default());
+        let export_timeout = env
+            .otlp
+            .as_ref()
+            .map_or(DEFAULT_EXPORT_TIMEOUT, |otlp| otlp.timeout);
+
+        let mut tracer_provider = None;
+        let mut export = None;
+        if let Some(otlp) = &env.otlp
+            && let Some(endpoint) = &otlp.traces_endpoint
+        {
+            let mut exporter = span_exporter(otlp, endpoint)?;
+            opentelemetry_sdk::trace::SpanExporter::set_resource(&mut exporter, &resource);
+            let (processor, task) = QueueProcessor::start(exporter, otlp.timeout, Arc::clone(&drops));
+            tracer_provider = Some(
+                SdkTracerProvider::builder()
+                    .with_resource(resource.clone())
+                    .with_span_processor(processor)
+                    .build(),
+            );
+            export = Some(task);
+        }
+
+        let mut meters = SdkMeterProvider::builder().with_resource(resource);
+        let mut exports_metrics = false;
+        if let Some(otlp) = &env.otlp
+            && let Some(endpoint) = &otlp.metrics_endpoint
+        {
+            let exporter = metric_exporter(otlp, endpoint)?;
+            let reader =
+                opentelemetry_sdk::metrics::periodic_reader_with_async_runtime::PeriodicReader::builder(
+                    exporter,
+                    opentelemetry_sdk::runtime::Tokio,
+                )
+                .build();
+            meters = meters.with_reader(reader);
+            exports_metrics = true;
+        }
+        let mut registry = None;
+        if options.prometheus {
+            let kept = prometheus::Registry::new();
+            let reader = opentelemetry_prometheus::exporter()
+                .with_registry(kept.clone())
+                .scope_info_enabled(false)
+                .build()
+                .map_err(|error| TelemetryError::Prometheus(error.to_string()))?;
+            meters = meters.with_reader(reader);
+            registry = Some(kept);
+        }
+        let meter_provider = meters.build();
+        let meter = meter_provider.meter(SCOPE);
+        let instruments = Instruments::new(&meter, Arc::clone(&drops));
+        let tracer = tracer_provider.as_ref().map(|provider| provider.tracer(SCOPE));
+        Ok(Self {
+            tracer,
+            tracer_provider,
+            export,
+            meter_provider,
+            instruments,
+            registry,
+            export_timeout,
+            exports_metrics,
+            drops,
+        })
     }
 }
 

@@ -11,6 +11,7 @@
 //! | `mecatl.store.duration` | histogram, s | `mecatl.store.operation` |
 //! | `mecatl.mcp.reconnects` | observable counter | `mcp.server.name` |
 //! | `mecatl.telemetry.dropped_spans` | observable counter | `reason` |
+//! | `mecatl.telemetry.dropped_facts` | observable counter | |
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -57,7 +58,7 @@ pub(crate) struct Instruments {
     /// Where the reconnect counts come from (set by the host once its MCP servers
     /// are connected).
     pub(crate) reconnects: Arc<RwLock<Option<ReconnectCounts>>>,
-    _observers: (ObservableCounter<u64>, ObservableCounter<u64>),
+    _observers: [ObservableCounter<u64>; 3],
 }
 
 impl Instruments {
@@ -75,6 +76,14 @@ impl Instruments {
                     }
                 }
             })
+            .build();
+        let facts = Arc::clone(&drops);
+        let dropped_facts = meter
+            .u64_observable_counter("mecatl.telemetry.dropped_facts")
+            .with_description(
+                "Observations of runs dropped before they became spans or metric points: the telemetry was behind.",
+            )
+            .with_callback(move |observer| observer.observe(facts.facts(), &[]))
             .build();
         let dropped = meter
             .u64_observable_counter("mecatl.telemetry.dropped_spans")
@@ -120,7 +129,7 @@ impl Instruments {
                 .with_boundaries(STORE_SECONDS.to_vec())
                 .build(),
             reconnects,
-            _observers: (reconnect_counter, dropped),
+            _observers: [reconnect_counter, dropped, dropped_facts],
         }
     }
 }

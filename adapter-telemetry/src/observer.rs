@@ -1,5 +1,6 @@
-//! [`Observer`]: turns a session's events, audit records and store writes into
-//! spans and metric points, inline and without waiting on anything.
+//! [`Observer`]: turns the facts of a session's events, audit records and store
+//! writes ([`Fact`]) into spans and metric points. A run only queues facts
+//! ([`Observer::observe`]); [`Observer::drain`] applies them, on the telemetry thread.
 //!
 //! One trace per run: `invoke_agent` (the run) holds a `chat {model}` span per model
 //! request and an `execute_tool {tool}` span per call; a delegation call's children
@@ -11,18 +12,17 @@
 //! attributes unless content capture is on.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError, RwLock};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
-use engine_ports::{
-    ApprovalVerdict, ChildPhase, Event, EventKind, SessionId, StopReason, ToolCallId, ToolCallRecord, Usage,
-    clip_chars,
-};
+use engine_ports::{ApprovalVerdict, SessionId, StopReason, ToolCallId, Usage, clip_chars};
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;
 
+use crate::facts::{Fact, Happened, Inbox, StoreWrite};
 use crate::metrics::Instruments;
+use crate::queue::DropCounter;
 
 /// The longest text exported in one attribute when content capture is on
 /// (characters); longer text is cut with a marker.
@@ -41,6 +41,7 @@ pub(crate) struct Observer {
     pub(crate) content: bool,
     pub(crate) provider: Option<String>,
     pub(crate) families: Families,
+    inbox: Inbox,
     state: Mutex<State>,
 }
 
@@ -49,6 +50,8 @@ struct State {
     runs: HashMap<SessionId, Run>,
     /// A child session's parent context: the span of the delegating call.
     parents: HashMap<SessionId, Context>,
+    /// The facts being applied (kept between drains for its capacity).
+    spare: Vec<Fact>,
 }
 
 struct Run {
@@ -77,25 +80,13 @@ struct ToolSpan {
     took: Option<Duration>,
 }
 
-/// A store write the ports observed.
-pub(crate) struct StoreWrite<'a> {
-    pub(crate) session: &'a SessionId,
-    pub(crate) operation: &'static str,
-    pub(crate) start: SystemTime,
-    pub(crate) took: Duration,
-    pub(crate) failed: Option<String>,
-    /// The call an audit record belongs to.
-    pub(crate) call: Option<&'a ToolCallId>,
-    /// Whether a span is wanted (event appends are measured only).
-    pub(crate) span: bool,
-}
-
 impl Observer {
     pub(crate) fn new(
         tracer: Option<SdkTracer>,
         instruments: Instruments,
         content: bool,
         provider: Option<String>,
+        drops: Arc<DropCounter>,
     ) -> Self {
         Self {
             tracer,
@@ -103,6 +94,7 @@ impl Observer {
             content,
             provider,
             families: RwLock::default(),
+            inbox: Inbox::new(drops),
             state: Mutex::default(),
         }
     }
@@ -139,13 +131,73 @@ impl Observer {
         Some(Context::new().with_span(span))
     }
 
-    /// One event of `session`, observed at `now`.
-    pub(crate) fn event(&self, session: &SessionId, event: &Event, now: SystemTime) {
+    /// Queues `fact` for the telemetry thread (never waits on it).
+    pub(crate) fn observe(&self, fact: Fact) {
+        self.inbox.push(fact);
+    }
+
+    /// Whether content capture is on (facts then keep prompt, argument and result
+    /// text).
+    pub(crate) fn content(&self) -> bool {
+        self.content
+    }
+
+    /// The inbox, for the telemetry thread to wait on.
+    pub(crate) fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    /// Turns every waiting fact into spans and metric points, in the order they
+    /// came: on the telemetry thread, and inline before the metrics are read for a
+    /// page and at shutdown. Facts are taken while the span state is held, so two
+    /// callers never apply them out of order.
+    pub(crate) fn drain(&self) {
         let mut state = self.state();
-        match &event.kind {
-            EventKind::SessionInit {
-                model, mode, tools, ..
-            } => {
+        let mut facts = std::mem::take(&mut state.spare);
+        self.inbox.take_into(&mut facts);
+        // Facts carry monotonic times; spans want wall-clock times.
+        let (wall, mono) = (SystemTime::now(), Instant::now());
+        let wall_time = |at: Instant| {
+            wall.checked_sub(mono.saturating_duration_since(at))
+                .unwrap_or(wall)
+        };
+        for fact in facts.drain(..) {
+            match fact {
+                Fact::Event { session, at, what } => self.event(&mut state, &session, what, wall_time(at)),
+                Fact::Record {
+                    session,
+                    call,
+                    approval,
+                    queued_micros,
+                    took_micros,
+                } => {
+                    let Some(tool) = tool_span(&mut state, &session, &call) else {
+                        continue;
+                    };
+                    let span = tool.cx.span();
+                    if let Some(approval) = approval {
+                        tool.denied = approval.verdict == ApprovalVerdict::Deny;
+                        span.set_attribute(KeyValue::new(
+                            "mecatl.tool.decision",
+                            wire_name(&approval.verdict),
+                        ));
+                        span.set_attribute(KeyValue::new("mecatl.tool.decided_by", wire_name(&approval.by)));
+                    }
+                    span.set_attribute(KeyValue::new("mecatl.tool.queued_us", queued_micros as i64));
+                    span.set_attribute(KeyValue::new("mecatl.tool.took_us", took_micros as i64));
+                    tool.took = Some(Duration::from_micros(took_micros));
+                }
+                Fact::StoreWrite(write) => self.store_write(&mut state, &write, wall_time(write.start)),
+                Fact::Measured { operation, took } => self.store_duration(operation, took),
+            }
+        }
+        state.spare = facts;
+    }
+
+    /// One event of `session`, observed at `now`.
+    fn event(&self, state: &mut State, session: &SessionId, what: Happened, now: SystemTime) {
+        match what {
+            Happened::RunStart { model, mode, tools } => {
                 if let Some(stale) = state.runs.remove(session) {
                     end_run_unfinished(stale, now);
                 }
@@ -160,8 +212,8 @@ impl Observer {
                     KeyValue::new("gen_ai.agent.name", agent),
                     KeyValue::new("gen_ai.conversation.id", session.to_string()),
                     KeyValue::new("gen_ai.request.model", model.clone()),
-                    KeyValue::new("mecatl.mode", mode.as_str()),
-                    KeyValue::new("mecatl.tools.advertised", tools.len() as i64),
+                    KeyValue::new("mecatl.mode", mode),
+                    KeyValue::new("mecatl.tools.advertised", tools as i64),
                 ];
                 let parent = parent.unwrap_or_default();
                 let Some(cx) = self.start_span(
@@ -176,7 +228,7 @@ impl Observer {
                 };
                 state.runs.insert(session.clone(), Run::new(cx, model));
             }
-            EventKind::TurnStart { turn } => {
+            Happened::TurnStart { turn } => {
                 let Some(run) = state.runs.get_mut(session) else {
                     return;
                 };
@@ -186,7 +238,7 @@ impl Observer {
                 let mut attributes = vec![
                     KeyValue::new("gen_ai.operation.name", "chat"),
                     KeyValue::new("gen_ai.request.model", run.model.clone()),
-                    KeyValue::new("mecatl.turn", *turn as i64),
+                    KeyValue::new("mecatl.turn", turn as i64),
                 ];
                 if let Some(provider) = &self.provider {
                     attributes.push(KeyValue::new("gen_ai.provider.name", provider.clone()));
@@ -207,47 +259,45 @@ impl Observer {
                     text: String::new(),
                 });
             }
-            EventKind::MessageDelta { text } => {
-                if self.content
-                    && let Some(turn) = state.runs.get_mut(session).and_then(|run| run.turn.as_mut())
+            Happened::Text(text) => {
+                if let Some(turn) = state.runs.get_mut(session).and_then(|run| run.turn.as_mut())
                     && turn.text.len() < CONTENT_CAP * 4
                 {
-                    turn.text.push_str(text);
+                    turn.text.push_str(&text);
                 }
             }
-            EventKind::ModelRetry {
+            Happened::Retry {
                 attempt,
                 status,
                 wait_ms,
-                ..
             } => {
                 let Some(turn) = state.runs.get_mut(session).and_then(|run| run.turn.as_mut()) else {
                     return;
                 };
                 turn.retries += 1;
                 let mut attributes = vec![
-                    KeyValue::new("mecatl.model.attempt", i64::from(*attempt)),
-                    KeyValue::new("mecatl.model.wait_ms", *wait_ms as i64),
+                    KeyValue::new("mecatl.model.attempt", i64::from(attempt)),
+                    KeyValue::new("mecatl.model.wait_ms", wait_ms as i64),
                 ];
                 if let Some(status) = status {
-                    attributes.push(KeyValue::new("http.response.status_code", i64::from(*status)));
+                    attributes.push(KeyValue::new("http.response.status_code", i64::from(status)));
                 }
                 turn.cx
                     .span()
                     .add_event_with_timestamp("model.retry", now, attributes);
             }
-            EventKind::TurnEnd { usage, .. } => {
+            Happened::TurnEnd { usage } => {
                 let Some(run) = state.runs.get_mut(session) else {
                     return;
                 };
                 let Some(turn) = run.turn.take() else { return };
                 self.model_request_metrics(
                     &run.model,
-                    usage,
+                    &usage,
                     now.duration_since(turn.start).unwrap_or_default(),
                 );
                 let span = turn.cx.span();
-                span.set_attributes(usage_attributes(usage));
+                span.set_attributes(usage_attributes(&usage));
                 span.set_attribute(KeyValue::new("mecatl.model.retries", i64::from(turn.retries)));
                 if self.content && !turn.text.is_empty() {
                     let message = serde_json::json!([{
@@ -258,18 +308,23 @@ impl Observer {
                 }
                 run.ended = Some((turn.cx, now));
             }
-            EventKind::ToolCall { call_id, name, args } => {
+            Happened::ToolCall {
+                call,
+                name,
+                args_bytes,
+                args,
+            } => {
                 let Some(run) = state.runs.get_mut(session) else {
                     return;
                 };
                 if let Some(ended) = run.ended.take() {
                     end_model_request(ended, Some("tool_calls"));
                 }
-                let family = self.family(name);
+                let family = self.family(&name);
                 let mut attributes = vec![
                     KeyValue::new("gen_ai.operation.name", "execute_tool"),
                     KeyValue::new("gen_ai.tool.name", name.clone()),
-                    KeyValue::new("gen_ai.tool.call.id", call_id.to_string()),
+                    KeyValue::new("gen_ai.tool.call.id", call.to_string()),
                     KeyValue::new(
                         "gen_ai.tool.type",
                         if family.starts_with("mcp") {
@@ -278,17 +333,17 @@ impl Observer {
                             "function"
                         },
                     ),
-                    KeyValue::new("mecatl.tool.args_bytes", json_len(args) as i64),
+                    KeyValue::new("mecatl.tool.args_bytes", args_bytes as i64),
                 ];
-                if let Some(server) = mcp_server(name) {
+                if let Some(server) = mcp_server(&name) {
                     attributes.push(KeyValue::new("mcp.method.name", "tools/call"));
                     attributes.push(KeyValue::new("mcp.server.name", server.to_owned()));
                 }
                 attributes.push(KeyValue::new("mecatl.tool.family", family));
-                if self.content {
+                if let Some(args) = args {
                     attributes.push(KeyValue::new(
                         "gen_ai.tool.call.arguments",
-                        clip_chars(&args.to_string(), CONTENT_CAP).into_owned(),
+                        clip_chars(&args, CONTENT_CAP).into_owned(),
                     ));
                 }
                 let cx = self
@@ -301,7 +356,7 @@ impl Observer {
                     )
                     .unwrap_or_default();
                 run.tools.insert(
-                    call_id.clone(),
+                    call,
                     ToolSpan {
                         cx,
                         denied: false,
@@ -309,57 +364,52 @@ impl Observer {
                     },
                 );
             }
-            EventKind::PermissionAsk { call_id, .. } => {
-                if let Some(tool) = tool_span(&mut state, session, call_id) {
+            Happened::PermissionAsk { call } => {
+                if let Some(tool) = tool_span(state, session, &call) {
                     tool.cx
                         .span()
                         .add_event_with_timestamp("permission.ask", now, Vec::new());
                 }
             }
-            EventKind::PermissionVerdict { call_id, verdict, .. } => {
-                if let Some(tool) = tool_span(&mut state, session, call_id) {
+            Happened::PermissionVerdict { call, verdict } => {
+                if let Some(tool) = tool_span(state, session, &call) {
                     tool.cx.span().add_event_with_timestamp(
                         "permission.verdict",
                         now,
-                        vec![KeyValue::new("mecatl.verdict", verdict.as_str())],
+                        vec![KeyValue::new("mecatl.verdict", verdict)],
                     );
                 }
             }
-            EventKind::Hook {
-                call_id,
-                phase,
-                action,
-                ..
-            } => {
-                if let Some(tool) = tool_span(&mut state, session, call_id) {
+            Happened::Hook { call, phase, action } => {
+                if let Some(tool) = tool_span(state, session, &call) {
                     tool.cx.span().add_event_with_timestamp(
                         "hook",
                         now,
                         vec![
-                            KeyValue::new("mecatl.hook.phase", wire_name(phase)),
-                            KeyValue::new("mecatl.hook.action", wire_name(action)),
+                            KeyValue::new("mecatl.hook.phase", wire_name(&phase)),
+                            KeyValue::new("mecatl.hook.action", wire_name(&action)),
                         ],
                     );
                 }
             }
-            EventKind::ToolResult {
-                call_id,
+            Happened::ToolResult {
+                call,
                 name,
-                content,
+                result_bytes,
                 is_error,
-                ..
+                content,
             } => {
                 let tool = state
                     .runs
                     .get_mut(session)
-                    .and_then(|run| run.tools.remove(call_id));
+                    .and_then(|run| run.tools.remove(&call));
                 let outcome = match &tool {
                     Some(tool) if tool.denied => "denied",
-                    _ if *is_error => "error",
+                    _ if is_error => "error",
                     _ => "ok",
                 };
                 let attributes = [
-                    KeyValue::new("gen_ai.tool.name", name.clone()),
+                    KeyValue::new("gen_ai.tool.name", name),
                     KeyValue::new("mecatl.tool.outcome", outcome),
                 ];
                 self.instruments.tool_calls.add(1, &attributes);
@@ -371,14 +421,14 @@ impl Observer {
                 }
                 let span = tool.cx.span();
                 span.set_attribute(KeyValue::new("mecatl.tool.outcome", outcome));
-                span.set_attribute(KeyValue::new("mecatl.tool.result_bytes", content.len() as i64));
-                if self.content {
+                span.set_attribute(KeyValue::new("mecatl.tool.result_bytes", result_bytes as i64));
+                if let Some(content) = content {
                     span.set_attribute(KeyValue::new(
                         "gen_ai.tool.call.result",
-                        clip_chars(content, CONTENT_CAP).into_owned(),
+                        clip_chars(&content, CONTENT_CAP).into_owned(),
                     ));
                 }
-                if *is_error {
+                if is_error {
                     span.set_attribute(KeyValue::new(
                         "error.type",
                         if tool.denied { "denied" } else { "tool_error" },
@@ -387,65 +437,27 @@ impl Observer {
                 }
                 span.end_with_timestamp(now);
             }
-            EventKind::SubagentStart {
-                call_id, child_id, ..
+            Happened::ChildStart { call, child, what } => {
+                link_child(state, session, &call, &child, what, now);
             }
-            | EventKind::TeamStart {
-                call_id, child_id, ..
-            } => {
-                link_child(
-                    &mut state,
-                    session,
-                    call_id,
-                    child_id,
-                    event.kind.type_name(),
-                    now,
-                );
-            }
-            EventKind::ParallelBranch {
-                call_id,
-                child_id,
-                activity,
-                ..
-            }
-            | EventKind::TeamMember {
-                call_id,
-                child_id,
-                activity,
-                ..
-            } if activity.phase == ChildPhase::Start => {
-                link_child(
-                    &mut state,
-                    session,
-                    call_id,
-                    child_id,
-                    event.kind.type_name(),
-                    now,
-                );
-            }
-            EventKind::ContextCompacted {
-                tokens_before,
-                tokens_after,
-                ..
-            } => {
+            Happened::Compacted { before, after } => {
                 if let Some(run) = state.runs.get(session) {
                     run.cx.span().add_event_with_timestamp(
                         "context.compacted",
                         now,
                         vec![
-                            KeyValue::new("mecatl.tokens_before", *tokens_before as i64),
-                            KeyValue::new("mecatl.tokens_after", *tokens_after as i64),
+                            KeyValue::new("mecatl.tokens_before", before as i64),
+                            KeyValue::new("mecatl.tokens_after", after as i64),
                         ],
                     );
                 }
             }
-            EventKind::Result {
+            Happened::RunEnd {
                 stop,
                 usage,
                 turns,
                 tool_calls,
                 error,
-                ..
             } => {
                 self.instruments
                     .runs
@@ -469,64 +481,46 @@ impl Observer {
                     tool.cx.span().end_with_timestamp(now);
                 }
                 let span = run.cx.span();
-                span.set_attributes(usage_attributes(usage));
+                span.set_attributes(usage_attributes(&usage));
                 span.set_attribute(KeyValue::new("mecatl.run.stop", stop.as_str()));
-                span.set_attribute(KeyValue::new("mecatl.run.turns", *turns as i64));
-                span.set_attribute(KeyValue::new("mecatl.run.tool_calls", *tool_calls as i64));
-                if *stop == StopReason::Error {
+                span.set_attribute(KeyValue::new("mecatl.run.turns", turns as i64));
+                span.set_attribute(KeyValue::new("mecatl.run.tool_calls", tool_calls as i64));
+                if stop == StopReason::Error {
                     span.set_attribute(KeyValue::new("error.type", "run_error"));
                     let text = error.as_deref().unwrap_or("the run failed");
                     span.set_status(Status::error(clip_chars(text, ERROR_CAP).into_owned()));
                 }
                 span.end_with_timestamp(now);
             }
-            _ => {}
         }
     }
 
-    /// An audit record was written (before its `tool.result` event).
-    pub(crate) fn record(&self, record: &ToolCallRecord) {
-        let mut state = self.state();
-        let Some(tool) = tool_span(&mut state, &record.session_id, &record.call_id) else {
+    /// A store write's duration.
+    fn store_duration(&self, operation: &'static str, took: Duration) {
+        self.instruments.store_duration.record(
+            took.as_secs_f64(),
+            &[KeyValue::new("mecatl.store.operation", operation)],
+        );
+    }
+
+    /// A store write that started at `start`: its duration is measured; inside a
+    /// run it is also a span.
+    fn store_write(&self, state: &mut State, write: &StoreWrite, start: SystemTime) {
+        self.store_duration(write.operation, write.took);
+        if self.tracer.is_none() {
             return;
-        };
-        let span = tool.cx.span();
-        if let Some(approval) = &record.approval {
-            tool.denied = approval.verdict == ApprovalVerdict::Deny;
-            span.set_attribute(KeyValue::new(
-                "mecatl.tool.decision",
-                wire_name(&approval.verdict),
-            ));
-            span.set_attribute(KeyValue::new("mecatl.tool.decided_by", wire_name(&approval.by)));
         }
-        span.set_attribute(KeyValue::new(
-            "mecatl.tool.queued_us",
-            record.queued_micros as i64,
-        ));
-        span.set_attribute(KeyValue::new("mecatl.tool.took_us", record.took_micros as i64));
-        tool.took = Some(Duration::from_micros(record.took_micros));
-    }
-
-    /// A store write: its duration is measured; inside a run it is also a span.
-    pub(crate) fn store_write(&self, write: &StoreWrite<'_>) {
         let operation = KeyValue::new("mecatl.store.operation", write.operation);
-        self.instruments
-            .store_duration
-            .record(write.took.as_secs_f64(), std::slice::from_ref(&operation));
-        if !write.span || self.tracer.is_none() {
-            return;
-        }
-        let mut state = self.state();
-        let parent = match write.call {
-            Some(call) => tool_span(&mut state, write.session, call).map(|tool| tool.cx.clone()),
+        let parent = match &write.call {
+            Some(call) => tool_span(state, &write.session, call).map(|tool| tool.cx.clone()),
             None => None,
         }
-        .or_else(|| state.runs.get(write.session).map(|run| run.cx.clone()));
+        .or_else(|| state.runs.get(&write.session).map(|run| run.cx.clone()));
         let Some(parent) = parent else { return };
         let Some(cx) = self.start_span(
             format!("store {}", write.operation),
             SpanKind::Internal,
-            write.start,
+            start,
             vec![operation],
             &parent,
         ) else {
@@ -536,11 +530,13 @@ impl Observer {
         if let Some(error) = &write.failed {
             span.set_status(Status::error(clip_chars(error, ERROR_CAP).into_owned()));
         }
-        span.end_with_timestamp(write.start + write.took);
+        span.end_with_timestamp(start + write.took);
     }
 
-    /// Ends every open span (at shutdown), so that nothing open is lost.
+    /// Applies what is waiting, then ends every open span (at shutdown), so that
+    /// nothing open is lost.
     pub(crate) fn end_all(&self, now: SystemTime) {
+        self.drain();
         let mut state = self.state();
         state.parents.clear();
         for (_, run) in state.runs.drain() {
@@ -568,10 +564,10 @@ impl Observer {
 }
 
 impl Run {
-    fn new(cx: Context, model: &str) -> Self {
+    fn new(cx: Context, model: String) -> Self {
         Self {
             cx,
-            model: model.to_owned(),
+            model,
             turn: None,
             ended: None,
             tools: HashMap::new(),
@@ -581,7 +577,7 @@ impl Run {
 
     /// A run whose spans are not exported: the metrics still need its model and
     /// the calls' outcomes.
-    fn metrics_only(model: &str) -> Self {
+    fn metrics_only(model: String) -> Self {
         Self::new(Context::new(), model)
     }
 }
@@ -674,23 +670,6 @@ fn wire_name<T: serde::Serialize>(value: &T) -> String {
     }
 }
 
-/// The length of `value` as compact JSON, without building the text.
-fn json_len(value: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,11 +679,5 @@ mod tests {
         assert_eq!(mcp_server("mcp__github__search"), Some("github"));
         assert_eq!(mcp_server("mcp____x"), None);
         assert_eq!(mcp_server("Read"), None);
-    }
-
-    #[test]
-    fn json_lengths_match_the_compact_text() {
-        let value = serde_json::json!({"path": "a b", "n": [1, 2]});
-        assert_eq!(json_len(&value), value.to_string().len());
     }
 }

@@ -1,10 +1,11 @@
 //! The port implementations through which the telemetry observes: an extra
 //! [`EventSink`], and decorators of the audit recorder, the event log and the session
 //! store that time each write and pass it on unchanged (the same result, the same
-//! error), so turning telemetry off changes nothing else.
+//! error), so turning telemetry off changes nothing else. Each only takes the time
+//! and queues a [`Fact`] for the telemetry thread.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use engine_ports::{
@@ -12,15 +13,18 @@ use engine_ports::{
     SessionStore, StoreError, ToolCallRecord, ToolCallRecorder,
 };
 
-use crate::observer::{Observer, StoreWrite};
+use crate::facts::{Fact, StoreWrite};
+use crate::observer::Observer;
 
-/// The live sink: every event becomes span work and metric points, inline (no
-/// waiting: ended spans go to the bounded export queue).
+/// The live sink: the facts of each event the observer uses, queued with the time
+/// it was seen.
 pub(crate) struct TelemetrySink(pub(crate) Arc<Observer>);
 
 impl EventSink for TelemetrySink {
     fn emit(&self, session: &SessionId, event: &Event) {
-        self.0.event(session, event, SystemTime::now());
+        if let Some(fact) = Fact::event(session, event, Instant::now(), self.0.content()) {
+            self.0.observe(fact);
+        }
     }
 }
 
@@ -33,17 +37,20 @@ async fn timed<T, E: ToString>(
     span: bool,
     write: impl Future<Output = Result<T, E>>,
 ) -> Result<T, E> {
-    let start = SystemTime::now();
-    let clock = Instant::now();
+    let start = Instant::now();
     let outcome = write.await;
-    observer.store_write(&StoreWrite {
-        session,
-        operation,
-        start,
-        took: clock.elapsed(),
-        failed: outcome.as_ref().err().map(ToString::to_string),
-        call,
-        span,
+    let took = start.elapsed();
+    observer.observe(if span {
+        Fact::StoreWrite(StoreWrite {
+            session: session.clone(),
+            operation,
+            start,
+            took,
+            failed: outcome.as_ref().err().map(ToString::to_string),
+            call: call.cloned(),
+        })
+    } else {
+        Fact::Measured { operation, took }
     });
     outcome
 }
@@ -58,7 +65,7 @@ pub(crate) struct ObservedRecorder {
 #[async_trait]
 impl ToolCallRecorder for ObservedRecorder {
     async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
-        self.observer.record(record);
+        self.observer.observe(Fact::record(record));
         let write = self.inner.record(record);
         timed(
             &self.observer,

@@ -36,6 +36,9 @@ pub(crate) struct DropCounter {
     export_failed: AtomicU64,
     warned_full: AtomicBool,
     warned_failed: AtomicBool,
+    /// Facts the inbox had no room for (see [`crate::facts::Inbox`]).
+    facts: AtomicU64,
+    warned_facts: AtomicBool,
 }
 
 impl DropCounter {
@@ -56,6 +59,21 @@ impl DropCounter {
         } else {
             tracing::debug!(spans, %error, "exporting spans failed");
         }
+    }
+
+    pub(crate) fn note_fact_dropped(&self) {
+        self.facts.fetch_add(1, Ordering::Relaxed);
+        if !self.warned_facts.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                capacity = crate::facts::INBOX_CAPACITY,
+                "the telemetry is behind: observations are dropped (counted in mecatl.telemetry.dropped_facts)"
+            );
+        }
+    }
+
+    /// Facts dropped because the inbox was full.
+    pub(crate) fn facts(&self) -> u64 {
+        self.facts.load(Ordering::Relaxed)
     }
 
     /// Spans dropped because the queue was full.

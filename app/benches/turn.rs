@@ -12,8 +12,9 @@
 //!   2 or 4 messages a run; nothing the engine does per turn grows with it (see the
 //!   engine-core `long_session` example).
 //! - `turn/otel/read_then_text`: the fresh-session read + text runs with OpenTelemetry
-//!   on, spans and metrics exported over OTLP/HTTP to a receiver in the same process
-//!   (answering every export at once); the difference from `mock/read_then_text` is
+//!   on, spans and metrics exported over OTLP/HTTP to a receiver on a thread and
+//!   runtime of its own, as a collector would be (answering every export at once);
+//!   the difference from `mock/read_then_text` is
 //!   the telemetry's cost on a whole turn (target ≤ 5 %).
 //!
 //! Targets: fresh session ≤ 60 µs (text) and ≤ 120 µs (read + text); in one session
@@ -146,12 +147,25 @@ async fn session_runs(built: &Built, counter: &AtomicU64, cursor: &Cursor, iters
     total
 }
 
-/// An OTLP/HTTP receiver answering every export with an empty success at once.
-async fn receiver() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// An OTLP/HTTP receiver answering every export with an empty success at once, on
+/// a thread and runtime of its own: a collector is another process, and its work
+/// (reading and dropping each export's body) is not the telemetry's.
+fn receiver() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().fallback(|| async { ([("content-type", "application/x-protobuf")], "") });
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app =
+                axum::Router::new().fallback(|| async { ([("content-type", "application/x-protobuf")], "") });
+            axum::serve(listener, app).await
+        })
+    });
     addr
 }
 
@@ -216,7 +230,7 @@ fn main() {
     let (text, read, observed): (&'static Built, &'static Built, &'static Built) = runtime.block_on(async {
         let text = built_with(ws.path(), vec![MockTurn::text("done")]).await;
         let read = built_with(ws.path(), read_then_text()).await;
-        let observed = built_observed(ws.path(), read_then_text(), Some(receiver().await)).await;
+        let observed = built_observed(ws.path(), read_then_text(), Some(receiver())).await;
         assert!(observed.telemetry().is_some_and(|t| t.exports_traces()));
         (leak(text), leak(read), leak(observed))
     });

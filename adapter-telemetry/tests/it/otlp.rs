@@ -42,8 +42,14 @@ fn names(spans: &[SpanView]) -> Vec<&str> {
     spans.iter().map(|s| s.name.as_str()).collect()
 }
 
-/// The attributes every exported run carries, whatever the protocol.
+/// The spans and metrics every exported run carries, whatever the protocol.
 fn assert_run_shape(received: &Received) {
+    assert_run_spans(received);
+    assert_run_metrics(received);
+}
+
+/// The spans of the run and their attributes.
+fn assert_run_spans(received: &Received) {
     let spans = received.spans();
     let run = one(&spans, "invoke_agent mecatl");
     assert_eq!(run.attr("gen_ai.operation.name"), "invoke_agent");
@@ -127,7 +133,10 @@ fn assert_run_shape(received: &Received) {
         "{:?}",
         names(&spans)
     );
+}
 
+/// The metric points of the run.
+fn assert_run_metrics(received: &Received) {
     let calls = received.sums("mecatl.tool.calls");
     let count = |tool: &str, outcome: &str| {
         calls
@@ -203,4 +212,26 @@ async fn content_is_exported_only_when_asked() {
             .is_some_and(|m| m.contains(SECRET_ANSWER))),
         "the answer is exported with content on"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_spans_go_out_on_their_own_while_the_process_goes_on() {
+    let (addr, received) = http_receiver().await;
+    let telemetry = Telemetry::start(options(addr, Protocol::HttpProtobuf, false))
+        .unwrap()
+        .unwrap();
+    let engine = observed_engine(&telemetry);
+    let events = run(&engine, "s-otlp", SECRET_PROMPT).await;
+    assert_eq!(stop(&events), StopReason::EndTurn);
+    // No shutdown and no page read: the telemetry thread applies the run's facts
+    // and the export task sends them after its batch delay (metrics go out with
+    // the SDK's periodic reading, a minute apart by default).
+    received
+        .wait_for("the run's spans before any shutdown", |r| {
+            r.spans().iter().any(|s| s.name == "invoke_agent mecatl")
+        })
+        .await;
+    assert_run_spans(&received);
+    assert_no_content(&received);
+    telemetry.shutdown(Duration::from_secs(10)).await;
 }
