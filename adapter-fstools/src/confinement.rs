@@ -7,15 +7,52 @@
 //! the resolved path (canonical prefix + the part that does not exist yet), never on
 //! the path as given.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use engine_core::{Environment, ToolError};
 
 /// Symlink hops followed by hand before giving up (the kernel's own limit).
 const MAX_SYMLINK_HOPS: usize = 40;
 
-/// The workspace root, lexically normalized and canonicalized once per call.
+/// How long a workspace root's canonical form is reused before the root is
+/// resolved again.
+///
+/// Resolving the root costs a `readlink` per component of its path on every call.
+/// A root renamed or replaced meanwhile is seen that much later at most; until then
+/// calls stay confined to the directory it last resolved to (never wider: every
+/// file path is still resolved per call and must lie inside it).
+const ROOT_REFRESH: Duration = Duration::from_secs(1);
+/// Roots kept before the stale ones are dropped (each `Parallel` branch has a root
+/// of its own).
+const ROOTS_KEPT: usize = 64;
+
+type Roots = Mutex<HashMap<PathBuf, (Instant, PathBuf)>>;
+
+static ROOTS: LazyLock<Roots> = LazyLock::new(Roots::default);
+
+/// The canonical form of `root` as of `now`: the one resolved in the last
+/// [`ROOT_REFRESH`], else resolved again (outside the lock).
+fn canonical_root(roots: &Roots, root: &Path, now: Instant) -> io::Result<PathBuf> {
+    if let Some((at, canonical)) = roots.lock().unwrap_or_else(PoisonError::into_inner).get(root)
+        && now.saturating_duration_since(*at) < ROOT_REFRESH
+    {
+        return Ok(canonical.clone());
+    }
+    let canonical = std::fs::canonicalize(root)?;
+    let mut roots = roots.lock().unwrap_or_else(PoisonError::into_inner);
+    if roots.len() >= ROOTS_KEPT {
+        roots.retain(|_, (at, _)| now.saturating_duration_since(*at) < ROOT_REFRESH);
+    }
+    roots.insert(root.to_owned(), (now, canonical.clone()));
+    Ok(canonical)
+}
+
+/// The workspace root, lexically normalized and canonicalized (at most once per
+/// [`ROOT_REFRESH`] for [`Workspace::of`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Workspace {
     root: PathBuf,
@@ -43,34 +80,29 @@ pub(crate) enum Refusal {
 }
 
 impl Workspace {
-    /// The workspace rooted at `root` (absolute).
-    ///
-    /// # Errors
-    /// When the root cannot be canonicalized: a harness fault, not the model's.
-    pub(crate) fn open(root: &Path) -> io::Result<Self> {
-        let canonical_root = std::fs::canonicalize(root)?;
-        Ok(Self {
-            root: normalize(root),
-            canonical_root,
-        })
-    }
-
     /// The canonical workspace root.
     pub(crate) fn canonical_root(&self) -> &Path {
         &self.canonical_root
     }
 
-    /// The workspace of `env`.
+    /// The workspace of `env`, its canonical root resolved in the last
+    /// [`ROOT_REFRESH`].
     ///
     /// # Errors
     /// [`ToolError::Failed`] when the root is not accessible (a harness fault).
     pub(crate) fn of(env: &Environment) -> Result<Self, ToolError> {
-        Self::open(env.workspace_root()).map_err(|error| {
-            ToolError::Failed(format!(
-                "workspace root {} is not accessible: {error}",
-                env.workspace_root().display()
-            ))
-        })
+        let root = env.workspace_root();
+        canonical_root(&ROOTS, root, Instant::now())
+            .map(|canonical_root| Self {
+                root: normalize(root),
+                canonical_root,
+            })
+            .map_err(|error| {
+                ToolError::Failed(format!(
+                    "workspace root {} is not accessible: {error}",
+                    env.workspace_root().display()
+                ))
+            })
     }
 
     /// Like [`Workspace::confine`], with a refusal already turned into the
@@ -184,6 +216,34 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_roots_canonical_form_is_reused_for_a_while_then_resolved_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        std::fs::create_dir(&first).unwrap();
+        std::fs::create_dir(&second).unwrap();
+        let root = dir.path().join("ws");
+        std::os::unix::fs::symlink(&first, &root).unwrap();
+        let roots = Roots::default();
+        let start = Instant::now();
+        let canonical = |at: Instant| canonical_root(&roots, &root, at).unwrap();
+        let first = std::fs::canonicalize(&first).unwrap();
+        let second = std::fs::canonicalize(&second).unwrap();
+        assert_eq!(canonical(start), first);
+
+        // The root now leads elsewhere: the canonical form kept is used until it is
+        // stale, then the root is resolved again.
+        std::fs::remove_file(&root).unwrap();
+        std::os::unix::fs::symlink(&second, &root).unwrap();
+        assert_eq!(canonical(start + ROOT_REFRESH / 2), first);
+        assert_eq!(canonical(start + ROOT_REFRESH), second);
+
+        // A root that is gone is an error once its canonical form is stale.
+        std::fs::remove_file(&root).unwrap();
+        assert!(canonical_root(&roots, &root, start + ROOT_REFRESH * 3).is_err());
+    }
 
     #[test]
     fn normalize_applies_dots_lexically() {

@@ -91,6 +91,10 @@ pub(crate) fn is_local(root: &Path) -> bool {
         return *local;
     }
     let local = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|text| local_in(&text, root));
+    // Each `Parallel` branch has a root of its own: drop the stale answers.
+    if cache.len() >= 64 {
+        cache.retain(|_, (read_at, _)| read_at.elapsed() < REFRESH);
+    }
     cache.insert(root.to_owned(), (Instant::now(), local));
     local
 }
