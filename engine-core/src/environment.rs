@@ -16,13 +16,15 @@ use crate::output_cap::OutputCap;
 #[derive(Clone)]
 pub struct Environment {
     inner: Arc<Inner>,
+    /// Per call (the dispatcher gives every call its own), so kept beside the shared
+    /// part: giving a call its elicitor copies nothing else.
+    elicitor: Option<Arc<dyn Elicitor>>,
 }
 
 struct Inner {
     workspace_root: PathBuf,
     runner: Option<Arc<dyn CommandRunner>>,
     output_cap: OutputCap,
-    elicitor: Option<Arc<dyn Elicitor>>,
     /// What delegation tools need of the run that calls them (set per turn by an
     /// engine that can start child engines).
     delegation: Option<Arc<DelegationScope>>,
@@ -53,9 +55,9 @@ impl Environment {
                 workspace_root,
                 runner: None,
                 output_cap: OutputCap::default(),
-                elicitor: None,
                 delegation: None,
             }),
+            elicitor: None,
         })
     }
 
@@ -75,7 +77,10 @@ impl Environment {
     /// `elicitor` (the dispatcher gives every call its own).
     #[must_use]
     pub fn with_elicitor(&self, elicitor: Arc<dyn Elicitor>) -> Self {
-        self.rebuild(|inner| inner.elicitor = Some(elicitor))
+        Self {
+            inner: Arc::clone(&self.inner),
+            elicitor: Some(elicitor),
+        }
     }
 
     /// The same environment (runner, output cap) rooted elsewhere: a child's copy of
@@ -107,12 +112,12 @@ impl Environment {
             workspace_root: self.inner.workspace_root.clone(),
             runner: self.inner.runner.clone(),
             output_cap: self.inner.output_cap,
-            elicitor: self.inner.elicitor.clone(),
             delegation: self.inner.delegation.clone(),
         };
         change(&mut inner);
         Self {
             inner: Arc::new(inner),
+            elicitor: self.elicitor.clone(),
         }
     }
 
@@ -134,7 +139,7 @@ impl Environment {
     /// Where the current call's tool may ask the user (`None` outside a dispatched
     /// call).
     pub fn elicitor(&self) -> Option<&Arc<dyn Elicitor>> {
-        self.inner.elicitor.as_ref()
+        self.elicitor.as_ref()
     }
 }
 
@@ -144,7 +149,7 @@ impl std::fmt::Debug for Environment {
             .field("workspace_root", &self.inner.workspace_root)
             .field("runner", &self.inner.runner.is_some())
             .field("output_cap", &self.inner.output_cap)
-            .field("elicitor", &self.inner.elicitor.is_some())
+            .field("elicitor", &self.elicitor.is_some())
             .finish()
     }
 }

@@ -1,5 +1,7 @@
 //! [`ToolCall`]: one call the model made, with its argument text kept verbatim.
 
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -15,8 +17,10 @@ use crate::result::ToolResult;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     id: ToolCallId,
-    name: String,
-    args: String,
+    /// Shared, like the id: a call is cloned into its task, its events and the
+    /// permission request, and the clone copies no text.
+    name: Arc<str>,
+    args: Arc<str>,
 }
 
 impl ToolCall {
@@ -24,8 +28,8 @@ impl ToolCall {
     pub fn new(id: impl Into<ToolCallId>, name: impl Into<String>, args: impl Into<String>) -> Self {
         Self {
             id: id.into(),
-            name: name.into(),
-            args: args.into(),
+            name: Arc::from(name.into()),
+            args: Arc::from(args.into()),
         }
     }
 
@@ -58,7 +62,7 @@ impl ToolCall {
         Self {
             id: self.id.clone(),
             name: self.name.clone(),
-            args: args.into(),
+            args: Arc::from(args.into()),
         }
     }
 
@@ -69,7 +73,7 @@ impl ToolCall {
         if self.args.trim().is_empty() {
             return serde_json::Value::Object(serde_json::Map::new());
         }
-        serde_json::from_str(&self.args).unwrap_or_else(|_| serde_json::Value::String(self.args.clone()))
+        serde_json::from_str(&self.args).unwrap_or_else(|_| serde_json::Value::String(self.args.to_string()))
     }
 
     /// Parses the arguments into `T`.
@@ -88,7 +92,7 @@ impl ToolCall {
             serde_json::from_str(text)
         };
         parsed.map_err(|source| ArgsError {
-            tool: self.name.clone(),
+            tool: self.name.to_string(),
             message: source.to_string(),
         })
     }

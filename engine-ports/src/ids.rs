@@ -1,6 +1,9 @@
-//! Opaque identifiers: [`SessionId`] and [`ToolCallId`].
+//! Opaque identifiers: [`SessionId`] and [`ToolCallId`]. Both share their text: a
+//! clone (and ids are cloned into every event, record and result) counts a reference
+//! and copies nothing.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -9,12 +12,12 @@ macro_rules! opaque_id {
         $(#[$doc])*
         #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Wraps any string; no format is imposed.
             pub fn new(id: impl Into<String>) -> Self {
-                Self(id.into())
+                Self(Arc::from(id.into()))
             }
 
             /// The id as text.
@@ -36,19 +39,19 @@ macro_rules! opaque_id {
 
         impl From<&str> for $name {
             fn from(id: &str) -> Self {
-                Self(id.to_owned())
+                Self(Arc::from(id))
             }
         }
 
         impl From<String> for $name {
             fn from(id: String) -> Self {
-                Self(id)
+                Self(Arc::from(id))
             }
         }
 
         impl From<&String> for $name {
             fn from(id: &String) -> Self {
-                Self(id.clone())
+                Self(Arc::from(id.as_str()))
             }
         }
 
@@ -60,13 +63,13 @@ macro_rules! opaque_id {
 
         impl PartialEq<str> for $name {
             fn eq(&self, other: &str) -> bool {
-                self.0 == other
+                &*self.0 == other
             }
         }
 
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
+                &*self.0 == *other
             }
         }
     };

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_ports::{ElicitationAction, EventKind, SessionId, ToolCallId};
+use engine_ports::{ElicitationAction, EventKind, SessionId, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use super::AskRegistry;
@@ -27,10 +27,14 @@ pub(crate) const HEADLESS_DECLINE: &str = "this run is headless (mecated run): n
 /// The elicitor of one call.
 pub(super) struct CallElicitor {
     pub(super) session_id: SessionId,
-    pub(super) call_id: ToolCallId,
-    pub(super) tool: String,
-    /// `elicit-<turn>-<position>`: with a counter, unique within the session.
-    pub(super) id_prefix: String,
+    /// The call (the one that runs: a hook's rewrite when there is one); its task
+    /// runs it from here.
+    pub(super) call: ToolCall,
+    /// The session-wide turn number and the call's 1-based position in it: an
+    /// elicitation's id is `elicit-<turn>-<position>-<counter>`, unique within the
+    /// session.
+    pub(super) turn: u64,
+    pub(super) position: usize,
     pub(super) events: Arc<EventEmitter>,
     /// `None`: a headless run.
     pub(super) asks: Option<Arc<AskRegistry>>,
@@ -54,8 +58,8 @@ impl CallElicitor {
         self.events
             .emit(EventKind::ElicitationRequest {
                 elicitation_id: id.to_owned(),
-                call_id: self.call_id.clone(),
-                name: self.tool.clone(),
+                call_id: self.call.id().clone(),
+                name: self.call.name().to_owned(),
                 message: request.message.clone(),
                 requested_schema: request.requested_schema.clone(),
             })
@@ -67,7 +71,7 @@ impl CallElicitor {
         self.events
             .emit(EventKind::ElicitationResult {
                 elicitation_id: id.to_owned(),
-                call_id: self.call_id.clone(),
+                call_id: self.call.id().clone(),
                 action: response.action,
                 reason: response.reason.clone(),
             })
@@ -89,8 +93,8 @@ impl CallElicitor {
     async fn refuse(&self, id: &str, problem: &str) -> ElicitationResponse {
         tracing::warn!(
             session_id = %self.session_id,
-            call_id = %self.call_id,
-            tool = %self.tool,
+            call_id = %self.call.id(),
+            tool = self.call.name(),
             problem,
             "a tool's server asked a question outside the limits; declined without asking"
         );
@@ -106,7 +110,7 @@ impl CallElicitor {
 impl Elicitor for CallElicitor {
     async fn elicit(&self, request: ElicitationRequest, cancel: &CancellationToken) -> ElicitationResponse {
         let n = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
-        let id = format!("{}-{n}", self.id_prefix);
+        let id = format!("elicit-{}-{}-{n}", self.turn, self.position);
         if n > MAX_ELICITATIONS_PER_CALL {
             let problem =
                 format!("the server asked more than {MAX_ELICITATIONS_PER_CALL} questions during one call");

@@ -1,4 +1,4 @@
-//! The calls of one segment that the gate let through, run concurrently on the
+//! The calls of a segment that the gate let through, run concurrently on the
 //! dispatcher's own task: a [`Batch`] polls them together (a lone call is a batch of
 //! one), each behind an [`Execution`] handle that gives its value.
 //!
@@ -54,13 +54,15 @@ pub(super) struct Execution<T> {
 }
 
 impl<T: Send + 'static> Batch<T> {
-    /// An empty batch.
-    pub(super) fn new() -> Arc<Self> {
+    /// An empty batch with room for `calls` calls. A batch may be started again
+    /// once its calls are done (the dispatcher keeps one per turn, for segment after
+    /// segment).
+    pub(super) fn new(calls: usize) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Inner {
                 running: FuturesUnordered::new(),
-                done: Vec::new(),
-                aborts: Vec::new(),
+                done: Vec::with_capacity(calls),
+                aborts: Vec::with_capacity(calls),
             }),
         })
     }
@@ -143,7 +145,7 @@ mod tests {
 
     #[tokio::test]
     async fn each_call_gives_its_own_value() {
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let calls: Vec<_> = (0..4).map(|i| batch.start(async move { i * 10 })).collect();
         for (i, call) in calls.into_iter().enumerate().rev() {
             assert!(matches!(call.await, Ok(v) if v == i * 10));
@@ -151,8 +153,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_batch_whose_calls_are_done_runs_the_next_ones() {
+        let batch = Batch::new(1);
+        let first = batch.start(async { 1 });
+        assert!(matches!(first.await, Ok(1)));
+        batch.alongside(async {}).await;
+        // Started after the first is done and taken: a new call of the same batch.
+        let second = batch.start(async { 2 });
+        let third = batch.start(async { 3 });
+        assert!(matches!(third.await, Ok(3)));
+        assert!(matches!(second.await, Ok(2)));
+    }
+
+    #[tokio::test]
     async fn a_panic_is_contained_with_its_payload_and_the_others_finish() {
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let panics = batch.start(async { panic!("boom") });
         let fine = batch.start(async { 7 });
         let Err(Failed::Panicked(payload)) = panics.await else {
@@ -166,7 +181,7 @@ mod tests {
     async fn work_runs_on_the_callers_task_only_when_polled() {
         let ran = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ran);
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let execution = batch.start(async move { flag.store(true, Ordering::SeqCst) });
         tokio::task::yield_now().await;
         assert!(!ran.load(Ordering::SeqCst));
@@ -176,7 +191,7 @@ mod tests {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn the_calls_of_a_batch_run_at_the_same_time() {
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let started = tokio::time::Instant::now();
         let calls: Vec<_> = (0..8)
             .map(|_| batch.start(tokio::time::sleep(std::time::Duration::from_secs(1))))
@@ -191,7 +206,7 @@ mod tests {
     async fn the_others_go_on_while_the_caller_waits_on_something_else() {
         // The second call waits for the first to have finished being "finished" by
         // the caller; the caller's finishing waits for the second call's signal.
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let first = batch.start(async {});
         let second = batch.start(async move {
@@ -213,7 +228,7 @@ mod tests {
         }
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = Dropped(Arc::clone(&drops));
-        let batch = Batch::new();
+        let batch = Batch::new(2);
         let stuck = batch.start(async move {
             let _guard = guard;
             std::future::pending::<()>().await;

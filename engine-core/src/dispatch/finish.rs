@@ -76,9 +76,9 @@ pub(super) fn launch(
     let started = Arc::clone(&start);
     let elicitor = Arc::new(CallElicitor {
         session_id: ctx.session_id.clone(),
-        call_id: call.id().clone(),
-        tool: call.name().to_owned(),
-        id_prefix: format!("elicit-{}-{}", ctx.turn, index + 1),
+        call: call.clone(),
+        turn: ctx.turn,
+        position: index + 1,
         events: Arc::clone(&ctx.events),
         asks: ctx.asks.clone(),
         cancel: ctx.cancel.clone(),
@@ -89,7 +89,6 @@ pub(super) fn launch(
     let env = ctx
         .environment
         .with_elicitor(Arc::clone(&elicitor) as Arc<dyn crate::elicitation::Elicitor>);
-    let task_call = call.clone();
     let work = async move {
         let not_started = Executed {
             outcome: None,
@@ -106,7 +105,7 @@ pub(super) fn launch(
             let _ = started.set(clock.now());
         }
         let outcome = tool
-            .execute(&token, &task_call, &env)
+            .execute(&token, &elicitor.call, &env)
             .await
             .map(|result| with_notes(result, elicitor.notes()));
         let end = clock.as_ref().map(|c| c.now());

@@ -41,6 +41,11 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
     let mut hydration = TurnHydration::default();
     let mut grace_deadline: Option<Instant> = None;
+    // One batch and one set of slots for the whole turn: a segment starts once the
+    // one before it has finished every call (an aborted call only after the turn was
+    // cancelled, when no later call starts), so they are free again.
+    let slots = Arc::new(Semaphore::new(config.max_parallel_reads.get()));
+    let batch = Batch::new(calls.len());
 
     for segment in segments(&batchable) {
         let mut decisions = Vec::with_capacity(segment.len());
@@ -50,8 +55,6 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
 
         // The segment's calls run together on this task (see `execution`); each is
         // finished in call order while the later ones go on.
-        let slots = Arc::new(Semaphore::new(config.max_parallel_reads.get()));
-        let batch = Batch::new();
         let running: Vec<_> = decisions
             .into_iter()
             .zip(segment.clone())
