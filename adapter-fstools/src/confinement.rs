@@ -7,13 +7,14 @@
 //! the resolved path (canonical prefix + the part that does not exist yet), never on
 //! the path as given.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use engine_core::{Environment, ToolError};
+
+use crate::root_cache::RootCache;
 
 /// Symlink hops followed by hand before giving up (the kernel's own limit).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -26,29 +27,13 @@ const MAX_SYMLINK_HOPS: usize = 40;
 /// calls stay confined to the directory it last resolved to (never wider: every
 /// file path is still resolved per call and must lie inside it).
 const ROOT_REFRESH: Duration = Duration::from_secs(1);
-/// Roots kept before the stale ones are dropped (each `Parallel` branch has a root
-/// of its own).
-const ROOTS_KEPT: usize = 64;
 
-type Roots = Mutex<HashMap<PathBuf, (Instant, PathBuf)>>;
-
-static ROOTS: LazyLock<Roots> = LazyLock::new(Roots::default);
+static ROOTS: LazyLock<RootCache<PathBuf>> = LazyLock::new(|| RootCache::new(ROOT_REFRESH));
 
 /// The canonical form of `root` as of `now`: the one resolved in the last
-/// [`ROOT_REFRESH`], else resolved again (outside the lock).
-fn canonical_root(roots: &Roots, root: &Path, now: Instant) -> io::Result<PathBuf> {
-    if let Some((at, canonical)) = roots.lock().unwrap_or_else(PoisonError::into_inner).get(root)
-        && now.saturating_duration_since(*at) < ROOT_REFRESH
-    {
-        return Ok(canonical.clone());
-    }
-    let canonical = std::fs::canonicalize(root)?;
-    let mut roots = roots.lock().unwrap_or_else(PoisonError::into_inner);
-    if roots.len() >= ROOTS_KEPT {
-        roots.retain(|_, (at, _)| now.saturating_duration_since(*at) < ROOT_REFRESH);
-    }
-    roots.insert(root.to_owned(), (now, canonical.clone()));
-    Ok(canonical)
+/// [`ROOT_REFRESH`], else resolved again.
+fn canonical_root(roots: &RootCache<PathBuf>, root: &Path, now: Instant) -> io::Result<PathBuf> {
+    roots.get_or_work_out(root, now, || std::fs::canonicalize(root))
 }
 
 /// The workspace root, lexically normalized and canonicalized (at most once per
@@ -100,7 +85,7 @@ impl Workspace {
             .map_err(|error| {
                 ToolError::Failed(format!(
                     "workspace root {} is not accessible: {error}",
-                    env.workspace_root().display()
+                    root.display()
                 ))
             })
     }
@@ -226,7 +211,7 @@ mod tests {
         std::fs::create_dir(&second).unwrap();
         let root = dir.path().join("ws");
         std::os::unix::fs::symlink(&first, &root).unwrap();
-        let roots = Roots::default();
+        let roots = RootCache::new(ROOT_REFRESH);
         let start = Instant::now();
         let canonical = |at: Instant| canonical_root(&roots, &root, at).unwrap();
         let first = std::fs::canonicalize(&first).unwrap();

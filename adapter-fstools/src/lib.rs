@@ -36,6 +36,7 @@ mod list_dir;
 mod local_disk;
 mod read;
 mod reply;
+mod root_cache;
 mod shell;
 mod shell_runner;
 mod walk;

@@ -12,10 +12,11 @@
 //! on a file system; the answer per workspace root is kept for [`REFRESH`], so a
 //! mount made later is seen that much later at most.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
+
+use crate::root_cache::RootCache;
 
 /// How long the mount table read for a workspace root is used.
 const REFRESH: Duration = Duration::from_secs(5);
@@ -76,26 +77,17 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-type Cache = Mutex<HashMap<PathBuf, (Instant, bool)>>;
-
-static CACHE: LazyLock<Cache> = LazyLock::new(Cache::default);
+static CACHE: LazyLock<RootCache<bool>> = LazyLock::new(|| RootCache::new(REFRESH));
 
 /// Whether the workspace at `root` (canonical) is on a local disk alone, from the
 /// mount table read at most every [`REFRESH`]. Without a readable mount table
 /// nothing is local.
 pub(crate) fn is_local(root: &Path) -> bool {
-    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((read_at, local)) = cache.get(root)
-        && read_at.elapsed() < REFRESH
-    {
-        return *local;
-    }
-    let local = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|text| local_in(&text, root));
-    // Each `Parallel` branch has a root of its own: drop the stale answers.
-    if cache.len() >= 64 {
-        cache.retain(|_, (read_at, _)| read_at.elapsed() < REFRESH);
-    }
-    cache.insert(root.to_owned(), (Instant::now(), local));
+    let Ok(local) = CACHE.get_or_work_out(root, Instant::now(), || {
+        Ok::<_, std::convert::Infallible>(
+            std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|text| local_in(&text, root)),
+        )
+    });
     local
 }
 

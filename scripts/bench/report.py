@@ -88,9 +88,9 @@ MISS_NOTES = {
             "a read + text run is 172.7k instructions on a fresh session and 186.5k in one session (the mock "
             "model counts the conversation's model turns to find its place in the script, and a shared "
             "conversation's buffer is copied when it doubles); 274.6k before the run's future was boxed and "
-            "ids shared their text. The wall time of those instructions varies with the shared host: the same "
-            "binary measured 38 µs (fresh) and 50 µs (one session) at 09:22 UTC on the day of this run and "
-            "60 µs and 61 µs at 10:38, with this machine otherwise idle.",
+            "ids shared their text. The wall time of those instructions varies with the shared host: on "
+            "2026-12-04 the same binary measured 38 µs (fresh) and 50 µs (one session) at 09:22 UTC and 60 µs "
+            "and 61 µs at 10:38, with the machine otherwise idle.",
     "advertised": "A listing walks the name-ordered index, asks each tool for its (light) spec and collects "
                   "the clones (three `Arc`s each) into a new `Vec`; caching the per-mode listing as an "
                   "`Arc<[ToolSpec]>` in the frozen catalog would make it a pointer copy.",

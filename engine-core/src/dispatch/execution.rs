@@ -1,6 +1,7 @@
 //! The calls of a segment that the gate let through, run concurrently on the
-//! dispatcher's own task: a [`Batch`] polls them together (a lone call is a batch of
-//! one), each behind an [`Execution`] handle that gives its value.
+//! dispatcher's own task: a [`Batch`] (one per turn, segment after segment; a lone
+//! call is a segment of one) polls them together, each behind an [`Execution`]
+//! handle that gives its value.
 //!
 //! No call gets a task of its own: a spawn, its join and the wake-up of the other
 //! worker cost more than a fast tool's whole work, and every tool's blocking work
