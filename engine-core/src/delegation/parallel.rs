@@ -377,9 +377,7 @@ impl CallRun<'_> {
                 branch.ok = stop.ended();
                 branch.stop = stop.as_str().to_owned();
                 branch.note = match (stop.ended(), won_by()) {
-                    (false, Some(winner)) if stop.as_str() == "cancelled" => {
-                        Some(format!("[stopped: cancelled: branch-{winner} succeeded first]"))
-                    }
+                    (false, Some(winner)) if stop.as_str() == "cancelled" => Some(stopped_by(winner)),
                     _ => stop.note(&branch_limits()),
                 };
                 branch.text = text;
@@ -391,11 +389,7 @@ impl CallRun<'_> {
                     }
                 }
             }
-            Err(reason) => {
-                branch.stop = "error".to_owned();
-                branch.note = Some(format!("[stopped: {reason}]"));
-                branch.text = no_summary(&id);
-            }
+            Err(reason) => not_run(&mut branch, &reason, won_by().filter(|_| group.is_cancelled())),
         }
         self.branch_event(
             &id,
@@ -621,9 +615,60 @@ fn changes_text(changes: &[FileChange]) -> String {
     text
 }
 
+/// The note of a branch stopped by the winner's cancellation.
+fn stopped_by(winner: usize) -> String {
+    format!("[stopped: cancelled: branch-{winner} succeeded first]")
+}
+
+/// Ends a branch that stopped before its run (`reason`): cancelled by `winner` when
+/// the winner's cancellation is what reached it (while its workspace was being
+/// copied, say), else failed with the reason.
+fn not_run(branch: &mut Branch, reason: &str, winner: Option<usize>) {
+    match winner {
+        Some(winner) => {
+            branch.stop = "cancelled".to_owned();
+            branch.note = Some(stopped_by(winner));
+        }
+        None => {
+            branch.stop = "error".to_owned();
+            branch.note = Some(format!("[stopped: {reason}]"));
+            branch.text = no_summary(&branch.id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_branch_stopped_while_being_set_up_names_the_winner_that_cancelled_it() {
+        let branch = || Branch {
+            index: 1,
+            id: SessionId::from("p-1"),
+            ok: false,
+            stop: "cancelled".to_owned(),
+            note: None,
+            text: String::new(),
+            copy: None,
+            kept: false,
+        };
+        let mut cancelled = branch();
+        not_run(&mut cancelled, "workspace copy failed: cancelled", Some(0));
+        assert_eq!(cancelled.stop, "cancelled");
+        assert_eq!(
+            cancelled.note.as_deref(),
+            Some("[stopped: cancelled: branch-0 succeeded first]")
+        );
+        let mut failed = branch();
+        not_run(&mut failed, "workspace copy failed: disk full", None);
+        assert_eq!(failed.stop, "error");
+        assert_eq!(
+            failed.note.as_deref(),
+            Some("[stopped: workspace copy failed: disk full]")
+        );
+        assert_eq!(failed.text, no_summary(&failed.id));
+    }
 
     #[test]
     fn the_judges_verdict_is_the_json_object_in_its_answer() {
