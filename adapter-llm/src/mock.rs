@@ -2,10 +2,12 @@
 //! `--mock-script` (a [`MockScript`] replayed per session).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use engine_ports::{Capabilities, Chunk, ChunkStream, LlmError, LlmProvider, LlmRequest, Message};
+use engine_ports::{
+    Capabilities, Chunk, ChunkStream, Conversation, LlmError, LlmProvider, LlmRequest, Message, WeakPrefix,
+};
 use futures::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
@@ -36,18 +38,60 @@ const MAX_TEXT_DELTAS: usize = 4;
 #[derive(Clone, Debug)]
 pub struct MockProvider {
     script: Option<Arc<MockScript>>,
+    /// Model turns counted in recent conversations (see [`TurnCounts`]).
+    counted: Arc<TurnCounts>,
+}
+
+/// Conversations whose model turns were counted most recently, with their counts.
+const COUNTS_KEPT: usize = 32;
+
+/// The model turns of the conversations recently asked about, so that the next
+/// request of a conversation counts only the messages added since (a session's
+/// requests share its messages: see [`Conversation`]). A conversation whose messages
+/// were copied or rewritten since is counted again from its start.
+#[derive(Debug, Default)]
+struct TurnCounts(Mutex<VecDeque<(WeakPrefix, u64)>>);
+
+impl TurnCounts {
+    /// The model turns in `messages`.
+    fn of(&self, messages: &Conversation) -> u64 {
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, (prefix, _))| prefix.is_prefix_of(messages))
+            .max_by_key(|(_, (prefix, _))| prefix.len())
+            .map(|(at, (prefix, turns))| (at, prefix.len(), *turns));
+        let (from, before) = match known {
+            Some((at, len, turns)) => {
+                counts.remove(at);
+                (len, turns)
+            }
+            None => (0, 0),
+        };
+        let turns = before + messages.iter().skip(from).map(Message::model_turns).sum::<u64>();
+        if counts.len() == COUNTS_KEPT {
+            counts.pop_back();
+        }
+        counts.push_front((messages.downgrade(), turns));
+        turns
+    }
 }
 
 impl MockProvider {
     /// `--mock`: every request gets [`MOCK_NOT_CONFIGURED_TEXT`].
     pub fn canned() -> Self {
-        Self { script: None }
+        Self {
+            script: None,
+            counted: Arc::default(),
+        }
     }
 
     /// `--mock-script`: plays `script`.
     pub fn scripted(script: MockScript) -> Self {
         Self {
             script: Some(Arc::new(script)),
+            counted: Arc::default(),
         }
     }
 
@@ -80,7 +124,7 @@ impl MockProvider {
                 None => return MockTurn::text(MOCK_NOT_CONFIGURED_TEXT),
             }
         };
-        let played: u64 = request.messages.iter().map(Message::model_turns).sum();
+        let played = self.counted.of(&request.messages);
         usize::try_from(played)
             .ok()
             .and_then(|index| turns.get(index))
@@ -195,6 +239,65 @@ mod tests {
         let deltas = text_deltas(long);
         assert_eq!(deltas.len(), 4);
         assert_eq!(deltas.concat(), long);
+    }
+
+    fn user(text: &str) -> Message {
+        Message::User {
+            text: text.to_owned(),
+        }
+    }
+
+    fn assistant(text: &str) -> Message {
+        Message::Assistant {
+            text: text.to_owned(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn turns_are_counted_from_where_a_conversation_was_last_counted() {
+        let counts = TurnCounts::default();
+        let mut session = Conversation::new();
+        let mut other = Conversation::new();
+        for round in 1..=20_u64 {
+            session.push(user("go"));
+            other.push(user("go"));
+            other.push(assistant("a"));
+            assert_eq!(counts.of(&other), round);
+            assert_eq!(counts.of(&session), round - 1);
+            session.push(assistant("b"));
+        }
+        // Past the counts kept, a conversation is counted again from its start.
+        for n in 0..COUNTS_KEPT {
+            let mut stranger = Conversation::new();
+            stranger.push(user(&n.to_string()));
+            assert_eq!(counts.of(&stranger), 0);
+        }
+        assert_eq!(counts.of(&session), 20);
+    }
+
+    #[test]
+    fn a_rewritten_conversation_is_counted_as_it_is_now() {
+        let counts = TurnCounts::default();
+        let mut session = Conversation::new();
+        for _ in 0..5 {
+            session.push(user("go"));
+            session.push(assistant("a"));
+        }
+        assert_eq!(counts.of(&session), 5);
+        // Compaction: the turns give way to a summary standing for them.
+        let mut compacted = session.prefix(0);
+        compacted.push(Message::Summary {
+            text: "summary".to_owned(),
+            replaced_turns: 4,
+        });
+        compacted.push(user("go"));
+        assert_eq!(counts.of(&compacted), 4);
+        // Rewinding: the same messages' first half, then a different answer.
+        let mut rewound = session.prefix(4);
+        rewound.push(assistant("other"));
+        assert_eq!(counts.of(&rewound), 3);
+        assert_eq!(counts.of(&session), 5);
     }
 
     #[test]

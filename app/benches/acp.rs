@@ -30,6 +30,10 @@ use criterion::Criterion;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
+/// The allocator `mecated` runs with.
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 /// Prompts per percentile measurement.
 const PROMPTS: usize = 200;
 

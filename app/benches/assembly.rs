@@ -26,6 +26,10 @@ use app::{AppConfig, CatalogAssets, CatalogInputs, assemble_catalog, build};
 use criterion::Criterion;
 use mcp_fixture::{FixtureSpec, McpFixture};
 
+/// The allocator `mecated` runs with.
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 fn tool_names(prefix: &str, count: usize) -> Vec<String> {
     (0..count).map(|i| format!("{prefix}{i:04}")).collect()
 }

@@ -34,6 +34,10 @@ use app::{AppConfig, build};
 use criterion::Criterion;
 use mcp_fixture::{FixtureSpec, McpFixture};
 
+/// The allocator `mecated` runs with.
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 fn config(ws: &std::path::Path, servers: Vec<ServerConfig>) -> AppConfig {
     let mut cfg = AppConfig::new(ws);
     cfg.skills.host = Some(HostEnv {

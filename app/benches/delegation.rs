@@ -23,6 +23,10 @@ use criterion::Criterion;
 use engine_ports::{SessionId, ToolCall};
 use futures::StreamExt as _;
 
+/// The allocator `mecated` runs with.
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 async fn built_with(ws: &std::path::Path, script: MockScript) -> Built {
     let mut cfg = AppConfig::new(ws);
     cfg.skills.host = Some(HostEnv {

@@ -14,6 +14,10 @@ use adapter_skillfs::HostEnv;
 use app::{AppConfig, HttpOptions, HttpServer, ModelConfig, build};
 use criterion::Criterion;
 
+/// The allocator `mecated` runs with.
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 /// Creates a session, prompts it, reads the SSE stream to its end; returns the id
 /// and the time taken.
 async fn round_trip(client: &reqwest::Client, base: &str) -> (String, Duration) {

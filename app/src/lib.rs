@@ -97,6 +97,13 @@ pub use memory::{
 };
 pub use report::{BuildReport, DisclosureEntry, McpServerEntry, SkillEntry, ToolRule, tool_entries};
 pub use store::AppStore;
+
+/// The allocator the `mecated` binary (and the benches that measure it) installs as
+/// `#[global_allocator]`: mimalloc. A run allocates and frees a few hundred small
+/// blocks (events, ids, messages, records), often freeing on one worker what another
+/// allocated; with glibc's allocator, `malloc` and `free` were about a third of a
+/// short run's instructions. A library only names it: the binary chooses.
+pub use mimalloc::MiMalloc as Allocator;
 pub use system_prompt::{
     MAX_PROJECT_INSTRUCTIONS_BYTES, PROJECT_INSTRUCTION_FILES, SystemPrompt, SystemPromptConfig,
     assemble_system_prompt,

@@ -30,6 +30,10 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, McpCommand, PolicyCommand, SkillsCommand};
 
+/// See [`app::Allocator`].
+#[global_allocator]
+static ALLOCATOR: app::Allocator = app::Allocator;
+
 /// The variable that sets the log filter (`tracing` directives, default `warn`, `info`
 /// for `serve`).
 const LOG_ENV: &str = "MECATED_LOG";
