@@ -22,7 +22,7 @@
 //!
 //! The bench installs the allocator `mecated` installs ([`app::Allocator`],
 //! mimalloc): with glibc's, a read + text run in one session was 186k instructions
-//! (a third of them in `malloc` and `free`), with mimalloc 142k.
+//! (a third of them in `malloc` and `free`), with mimalloc 144k.
 //!
 //! The runs are driven from a task on the runtime, as `mecated` drives them (its
 //! command is a task on the runtime's workers, and so are the ACP, HTTP and MCP
