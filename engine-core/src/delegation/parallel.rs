@@ -213,6 +213,22 @@ struct Branch {
     kept: bool,
 }
 
+impl Branch {
+    /// Branch `index` before it runs: cancelled until its run says otherwise.
+    fn unstarted(index: usize, id: SessionId) -> Self {
+        Self {
+            index,
+            id,
+            ok: false,
+            stop: "cancelled".to_owned(),
+            note: None,
+            text: String::new(),
+            copy: None,
+            kept: false,
+        }
+    }
+}
+
 /// One `Parallel` call in progress.
 struct CallRun<'a> {
     scope: &'a Arc<DelegationScope>,
@@ -351,16 +367,7 @@ impl CallRun<'_> {
         first_win: &Mutex<Option<usize>>,
     ) -> Branch {
         let id = branch_id(&self.group, index);
-        let mut branch = Branch {
-            index,
-            id: id.clone(),
-            ok: false,
-            stop: "cancelled".to_owned(),
-            note: None,
-            text: String::new(),
-            copy: None,
-            kept: false,
-        };
+        let mut branch = Branch::unstarted(index, id.clone());
         let won_by = || *first_win.lock().unwrap_or_else(PoisonError::into_inner);
         if group.is_cancelled() {
             branch.note = Some(match won_by() {
@@ -643,16 +650,7 @@ mod tests {
 
     #[test]
     fn a_branch_stopped_while_being_set_up_names_the_winner_that_cancelled_it() {
-        let branch = || Branch {
-            index: 1,
-            id: SessionId::from("p-1"),
-            ok: false,
-            stop: "cancelled".to_owned(),
-            note: None,
-            text: String::new(),
-            copy: None,
-            kept: false,
-        };
+        let branch = || Branch::unstarted(1, SessionId::from("p-1"));
         let mut cancelled = branch();
         not_run(&mut cancelled, "workspace copy failed: cancelled", Some(0));
         assert_eq!(cancelled.stop, "cancelled");
