@@ -167,7 +167,11 @@ impl EventEmitter {
     pub async fn emit(&self, kind: EventKind) -> u64 {
         let _order = self.order.lock().await;
         let seq = self.reserve_seq();
-        self.emit_with_seq(seq, kind).await;
+        if self.is_active() {
+            let event = self.stamp(seq, kind);
+            self.append_to_log(&event).await;
+            self.deliver(event).await;
+        }
         seq
     }
 
@@ -181,11 +185,7 @@ impl EventEmitter {
         }
         let mut events: Vec<Event> = (first..)
             .zip(kinds)
-            .map(|(seq, kind)| Event {
-                seq,
-                time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
-                kind,
-            })
+            .map(|(seq, kind)| self.stamp(seq, kind))
             .collect();
         for event in &events {
             self.append_to_log(event).await;
@@ -201,8 +201,7 @@ impl EventEmitter {
             } else {
                 Delivery::Many(events)
             };
-            // A closed channel means the consumer dropped the run (which cancels it).
-            let _ = channel.send(delivery).await;
+            send(channel, delivery).await;
         }
     }
 
@@ -220,13 +219,18 @@ impl EventEmitter {
         if !self.is_active() {
             return None;
         }
-        let event = Event {
+        let event = self.stamp(seq, kind);
+        self.append_to_log(&event).await;
+        Some(event)
+    }
+
+    /// The event `seq`, timed by the clock (if any).
+    fn stamp(&self, seq: u64, kind: EventKind) -> Event {
+        Event {
             seq,
             time: self.clock.as_ref().map(|c| format_rfc3339_micros(c.now())),
             kind,
-        };
-        self.append_to_log(&event).await;
-        Some(event)
+        }
     }
 
     /// Appends `event` to the durable log, if any (a failure is a WARN and an audit
@@ -248,8 +252,78 @@ impl EventEmitter {
             sink.emit(&self.session, &event);
         }
         if let Some(channel) = &self.channel {
-            // A closed channel means the consumer dropped the run (which cancels it).
-            let _ = channel.send(Delivery::One(event)).await;
+            send(channel, Delivery::One(event)).await;
         }
+    }
+}
+
+/// Hands `delivery` to the run's stream, in order: every sender holds the emitter's
+/// order lock, or sends the run's last event once nothing else emits. A closed
+/// channel means the consumer dropped the run (which cancels it): ignored.
+///
+/// A channel with room, the usual case, takes it at once; only waiting for room
+/// (a consumer that fell behind) is a future, boxed, so that the state of every
+/// emit, which every tool call's future carries, stays small.
+async fn send(channel: &mpsc::Sender<Delivery>, delivery: Delivery) {
+    if let Err(mpsc::error::TrySendError::Full(delivery)) = channel.try_send(delivery) {
+        let _ = Box::pin(channel.send(delivery)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(name: &str) -> EventKind {
+        EventKind::CatalogChanged {
+            added: vec![name.to_owned()],
+            removed: Vec::new(),
+        }
+    }
+
+    fn name_of(event: &Event) -> &str {
+        match &event.kind {
+            EventKind::CatalogChanged { added, .. } => &added[0],
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_consumer_that_falls_behind_holds_the_emitter_and_gets_every_event_in_order() {
+        let (sender, receiver) = mpsc::channel(1);
+        // The producer owns the emitter: once it is done, the channel closes, so a
+        // lost event ends the reading below short instead of hanging it.
+        let emitter = EventEmitter::new(SessionId::from("s"), 7).with_channel(sender);
+        let producer = tokio::spawn(async move {
+            for name in ["a", "b", "c", "d"] {
+                emitter.emit(added(name)).await;
+            }
+            emitter.emit_all(vec![added("e"), added("f")]).await;
+        });
+        // Nothing read yet: the producer fills the channel's one place, then waits.
+        tokio::task::yield_now().await;
+        assert!(!producer.is_finished());
+
+        let mut deliveries = Deliveries::new(receiver);
+        let mut seen = Vec::new();
+        while let Some(event) = std::future::poll_fn(|cx| deliveries.poll_next(cx)).await {
+            seen.push((event.seq, name_of(&event).to_owned()));
+        }
+        producer.await.unwrap();
+        let expected: Vec<(u64, String)> = (7..)
+            .zip(["a", "b", "c", "d", "e", "f"].map(String::from))
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_dropped_consumer_does_not_hold_the_emitter() {
+        let (sender, receiver) = mpsc::channel(1);
+        let emitter = EventEmitter::new(SessionId::from("s"), 0).with_channel(sender);
+        drop(receiver);
+        for name in ["a", "b", "c"] {
+            emitter.emit(added(name)).await;
+        }
+        assert_eq!(emitter.next_seq(), 3);
     }
 }

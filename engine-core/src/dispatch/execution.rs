@@ -90,12 +90,13 @@ impl<T: Send + 'static> Batch<T> {
         }
     }
 
-    /// Runs `fut` to its end while the batch's calls go on beside it.
-    pub(super) async fn alongside<F: Future>(&self, fut: F) -> F::Output {
+    /// Runs `fut` to its end while the batch's calls go on beside it. `fut` is
+    /// pinned where the caller made it: a call's finish is large, and is not moved.
+    pub(super) async fn alongside<F: Future>(&self, mut fut: Pin<&mut F>) -> F::Output {
         let driving = std::future::poll_fn(|cx| self.drive(cx));
-        match futures::future::select(std::pin::pin!(fut), std::pin::pin!(driving)).await {
+        match futures::future::select(fut.as_mut(), std::pin::pin!(driving)).await {
             Either::Left((output, _)) => output,
-            Either::Right(((), fut)) => fut.await,
+            Either::Right(((), _)) => fut.await,
         }
     }
 
@@ -158,7 +159,7 @@ mod tests {
         let batch = Batch::new(1);
         let first = batch.start(async { 1 });
         assert!(matches!(first.await, Ok(1)));
-        batch.alongside(async {}).await;
+        batch.alongside(std::pin::pin!(async {})).await;
         // Started after the first is done and taken: a new call of the same batch.
         let second = batch.start(async { 2 });
         let third = batch.start(async { 3 });
@@ -215,7 +216,7 @@ mod tests {
         });
         assert!(first.await.is_ok());
         // Without `alongside`, nothing would poll the second call: this would hang.
-        batch.alongside(async { rx.await.unwrap() }).await;
+        batch.alongside(std::pin::pin!(async { rx.await.unwrap() })).await;
         assert!(second.await.is_ok());
     }
 

@@ -321,7 +321,7 @@ pub(super) async fn decide(
             Ok(Pre::Approve { hook, reason }) => hook_says = Some(HookSays::Allow { hook, reason }),
             Ok(Pre::Ask { hook, reason }) => hook_says = Some(HookSays::Ask { hook, reason }),
             Ok(Pre::RewriteArgs { args }) => {
-                if let Some(new) = rewrite(ctx, call, args).await {
+                if let Some(new) = Box::pin(rewrite(ctx, call, args)).await {
                     rule = ctx.rules.as_ref().and_then(|rules| rules.check(new.call()));
                     if let Some(matched) = rule.as_ref().filter(|m| m.effect == RuleEffect::Deny) {
                         return refuse(call, Refusal::Rule(matched.clone()));
@@ -384,7 +384,9 @@ pub(super) async fn decide(
         };
         return refuse(call, headless);
     };
-    match ask_person(ctx, asks, index, effective, reason).await {
+    // Boxed: asking a person is the rare way through, and its state (an event, a
+    // wait on the answer or the cancellation) would otherwise weigh on every call.
+    match Box::pin(ask_person(ctx, asks, index, effective, reason)).await {
         None => GateDecision::cancelled(call),
         Some(Answered {
             verdict: Verdict::Deny,

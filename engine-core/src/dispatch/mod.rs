@@ -187,14 +187,24 @@ fn cancelled_result(call: &ToolCall) -> ToolResult {
 }
 
 /// Emits a `hook` event: what a PreToolUse or PostToolUse hook did to a call.
-async fn hook_event(ctx: &TurnContext, phase: HookPhase, call: &ToolCall, action: HookAction, message: &str) {
-    ctx.events
-        .emit(EventKind::Hook {
-            phase,
-            call_id: call.id().clone(),
-            name: call.name().to_owned(),
-            action,
-            message: message.to_owned(),
-        })
-        .await;
+///
+/// Boxed: a hook acting is rare, and an emit's state would otherwise be carried,
+/// and moved, in the future of every call the gate and the finish handle.
+fn hook_event<'a>(
+    ctx: &'a TurnContext,
+    phase: HookPhase,
+    call: &ToolCall,
+    action: HookAction,
+    message: &str,
+) -> futures::future::BoxFuture<'a, ()> {
+    let kind = EventKind::Hook {
+        phase,
+        call_id: call.id().clone(),
+        name: call.name().to_owned(),
+        action,
+        message: message.to_owned(),
+    };
+    Box::pin(async move {
+        ctx.events.emit(kind).await;
+    })
 }

@@ -47,22 +47,32 @@ pub(super) async fn run_turn(config: DispatchConfig, ctx: &TurnContext, calls: &
     let slots = Arc::new(Semaphore::new(config.max_parallel_reads.get()));
     let batch = Batch::new(calls.len());
 
+    // Emptied by every segment, so the turn allocates them once.
+    let mut decisions = Vec::with_capacity(calls.len());
+    let mut running = Vec::with_capacity(calls.len());
+
     for segment in segments(&batchable) {
-        let mut decisions = Vec::with_capacity(segment.len());
         for index in segment.clone() {
             decisions.push(gate::decide(ctx, index, &parsed[index], &targets[index]).await);
         }
 
         // The segment's calls run together on this task (see `execution`); each is
         // finished in call order while the later ones go on.
-        let running: Vec<_> = decisions
-            .into_iter()
-            .zip(segment.clone())
-            .map(|(decision, index)| launch(ctx, config, &batch, &slots, decision, &parsed[index], index))
-            .collect();
+        running.extend(
+            decisions.drain(..).zip(segment.clone()).map(|(decision, index)| {
+                launch(ctx, config, &batch, &slots, decision, &parsed[index], index)
+            }),
+        );
 
-        for (run, index) in running.into_iter().zip(segment) {
-            let completing = complete(ctx, config, &mut grace_deadline, enqueue, &parsed[index], run);
+        for (run, index) in running.drain(..).zip(segment) {
+            let completing = std::pin::pin!(complete(
+                ctx,
+                config,
+                &mut grace_deadline,
+                enqueue,
+                &parsed[index],
+                run
+            ));
             let result = batch.alongside(completing).await;
             if targets[index].is_search() {
                 hydration.add_search_result(&ctx.catalog, &result);
