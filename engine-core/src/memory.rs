@@ -25,6 +25,17 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Appends `item` to `session`'s list, cloning the id only for a session's first
+/// item (an append is frequent; `entry` would copy the id every time).
+fn push_keyed<T>(lists: &mut HashMap<SessionId, Vec<T>>, session: &SessionId, item: T) {
+    match lists.get_mut(session) {
+        Some(list) => list.push(item),
+        None => {
+            lists.insert(session.clone(), vec![item]);
+        }
+    }
+}
+
 fn check_id(id: &SessionId) -> Result<(), StoreError> {
     if id.is_empty() {
         return Err(StoreError::InvalidId {
@@ -139,10 +150,7 @@ impl SessionStore for InMemoryStore {
 impl EventLog for InMemoryStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
         check_id(session)?;
-        lock(&self.events)
-            .entry(session.clone())
-            .or_default()
-            .push(event.clone());
+        push_keyed(&mut lock(&self.events), session, event.clone());
         Ok(())
     }
 
@@ -157,10 +165,7 @@ impl ToolCallRecorder for InMemoryStore {
         if record.session_id.is_empty() {
             return Err(RecorderError::failed(record, "the session id is empty"));
         }
-        lock(&self.records)
-            .entry(record.session_id.clone())
-            .or_default()
-            .push(record.clone());
+        push_keyed(&mut lock(&self.records), &record.session_id, record.clone());
         Ok(())
     }
 }
