@@ -203,12 +203,18 @@ async fn serve(dir: &Path, store: &[String], settings: &Settings, pg_password: O
         }
     });
 
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(settings.concurrency)
-        .timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
+    // One HTTP client per load client, keeping at most one idle connection, as
+    // separate users would. A pool shared by every load client grows by each new
+    // connection opened while the previous one was not yet back in the pool (more
+    // often the more loaded the host), past the server's connection cap.
+    let client = || {
+        reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(120))
+            .build()
+            .unwrap()
+    };
     let next = Arc::new(AtomicUsize::new(0));
     let times = Arc::new(Mutex::new(Vec::with_capacity(settings.sessions)));
     let errors = Arc::new(Mutex::new(Vec::new()));
@@ -216,7 +222,7 @@ async fn serve(dir: &Path, store: &[String], settings: &Settings, pg_password: O
     let clients: Vec<_> = (0..settings.concurrency)
         .map(|_| {
             let (http, base, next, times, errors) = (
-                http.clone(),
+                client(),
                 base.clone(),
                 Arc::clone(&next),
                 Arc::clone(&times),
