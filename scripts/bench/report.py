@@ -39,7 +39,8 @@ MISS_NOTES = {
                "part earlier (a delayed ACK per call, 20 ms with Node's client). Without the SSE priming "
                "event before each response the ratio did not move beyond the noise either. The ratios move "
                "more between runs than their distance to the target: full runs of the same gateway code "
-               "on 2026-12-04 gave Python 1.12, 1.30 and 1.10, TypeScript 1.21, 0.98 and 1.54; alternating "
+               "on 2026-12-04 gave Python 1.12, 1.30, 1.10 and 1.31, TypeScript 1.21, 0.98, 1.54 and 1.39; "
+               "alternating "
                "direct and gateway rounds of 2,000 TypeScript calls gave 1.05 to 1.37. The Python SDK opens a "
                "new connection for every call (it closes each response's stream as soon as the answer is in), "
                "to the server directly and to the gateway alike (about 200 new connections per 200 calls "
@@ -57,7 +58,8 @@ MISS_NOTES = {
                  "its CPU from the run's runtime; running it ten nice steps lower, or in the idle "
                  "scheduling class, did not lower the overhead beyond the noise. The wall-clock "
                  "figure moves with the host by more than the target: full runs of 2026-12-04 "
-                 "measured +10.6 % (glibc's allocator), +0.1 % and −11.7 % (mimalloc). Against a "
+                 "measured +10.6 % (glibc's allocator), then +0.1 %, −11.7 % and +35.1 % (mimalloc; the "
+                 "last two on the same code). Against a "
                  "real model request (hundreds of milliseconds) it is under 0.1 %; fewer "
                  "append-latency points per run would cut the run's share.",
     "pg_append": "A leased session's appends are queued and written by one writer per session as one "
@@ -111,8 +113,9 @@ MISS_NOTES = {
             "allocator, 274.6k before the run's future was boxed and ids shared their text). The "
             "wall time of those instructions moves with the shared host by more than the gap to the "
             "target: the fresh-session row does the same work plus creating the session, yet full "
-            "runs of 2026-12-04 measured it at 49.8 µs and 43.3 µs where this row measured 47.3 µs "
-            "and 52.2 µs, and this row's own spread (IQR) straddles the target.",
+            "runs of 2026-12-04 measured it at 49.8 µs, 43.3 µs and 42 µs where this row measured "
+            "47.3 µs, 52.2 µs and 35 µs (the last two on the same code), and this row's own spread "
+            "(IQR) straddles the target.",
     "advertised": "A listing walks the name-ordered index, asks each tool for its (light) spec and collects "
                   "the clones (three `Arc`s each) into a new `Vec`; caching the per-mode listing as an "
                   "`Arc<[ToolSpec]>` in the frozen catalog would make it a pointer copy.",
