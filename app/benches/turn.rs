@@ -21,8 +21,7 @@
 //! ≤ 30 µs and ≤ 45 µs.
 //!
 //! The bench installs the allocator `mecated` installs ([`app::Allocator`],
-//! mimalloc): with glibc's, a read + text run in one session was 186k instructions
-//! (a third of them in `malloc` and `free`), with mimalloc 144k.
+//! mimalloc; why, with figures: `app/README.md`).
 //!
 //! The runs are driven from a task on the runtime, as `mecated` drives them (its
 //! command is a task on the runtime's workers, and so are the ACP, HTTP and MCP
