@@ -243,11 +243,12 @@ impl Happened {
 }
 
 impl Fact {
-    /// The fact of `event`, `None` when the observer does not use it.
-    pub(crate) fn event(session: &SessionId, event: &Event, at: Instant, content: bool) -> Option<Self> {
+    /// The fact of `event`, observed now; `None` for events the observer does not
+    /// use (those cost no clock read).
+    pub(crate) fn event(session: &SessionId, event: &Event, content: bool) -> Option<Self> {
         Happened::of(&event.kind, content).map(|what| Self::Event {
             session: session.clone(),
-            at,
+            at: Instant::now(),
             what,
         })
     }
@@ -289,6 +290,7 @@ impl Inbox {
     }
 
     /// Queues `fact`; drops and counts it when [`INBOX_CAPACITY`] facts wait.
+    #[inline]
     pub(crate) fn push(&self, fact: Fact) {
         let waiting = {
             let mut facts = self.facts.lock().unwrap_or_else(PoisonError::into_inner);

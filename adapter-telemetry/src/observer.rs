@@ -132,6 +132,7 @@ impl Observer {
     }
 
     /// Queues `fact` for the telemetry thread (never waits on it).
+    #[inline]
     pub(crate) fn observe(&self, fact: Fact) {
         self.inbox.push(fact);
     }

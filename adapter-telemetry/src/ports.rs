@@ -22,7 +22,7 @@ pub(crate) struct TelemetrySink(pub(crate) Arc<Observer>);
 
 impl EventSink for TelemetrySink {
     fn emit(&self, session: &SessionId, event: &Event) {
-        if let Some(fact) = Fact::event(session, event, Instant::now(), self.0.content()) {
+        if let Some(fact) = Fact::event(session, event, self.0.content()) {
             self.0.observe(fact);
         }
     }

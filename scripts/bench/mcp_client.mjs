@@ -7,6 +7,10 @@
 // The SDK is imported from the installed peers (MECATED_PEERS_DIR, default .peers).
 // Calls are sequential; prints one JSON object:
 // {"client": "typescript-sdk", "sdk": VERSION, "samples_us": [...]} (warm-up excluded).
+// With `--paired URL2 --paired-tool TOOL2` it holds a second session on URL2 and
+// alternates, call by call, between the two (each gets the warm-up and call counts);
+// `paired_us` then holds URL2's samples, measured at the same moments of the same
+// process, so a shared host's drift is not part of their ratio.
 
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -27,6 +31,8 @@ const { values, positionals } = parseArgs({
     args: { type: "string", default: '{"message": "hello"}' },
     "warm-up": { type: "string", default: "200" },
     calls: { type: "string", default: "2000" },
+    paired: { type: "string" },
+    "paired-tool": { type: "string", default: "echo" },
   },
 });
 const url = positionals[0];
@@ -34,16 +40,36 @@ const warmUp = Number(values["warm-up"]);
 const calls = Number(values.calls);
 const args = JSON.parse(values.args);
 
-const client = new Client({ name: "mecatl-bench", version: "0.0.0" });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-const samples = [];
-for (let i = 0; i < warmUp + calls; i++) {
+async function connect(target) {
+  const client = new Client({ name: "mecatl-bench", version: "0.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(target)));
+  return client;
+}
+
+// One call's latency in µs.
+async function timedCall(client, tool) {
   const started = process.hrtime.bigint();
-  const result = await client.callTool({ name: values.tool, arguments: args });
+  const result = await client.callTool({ name: tool, arguments: args });
   const took = process.hrtime.bigint() - started;
-  if (result.isError) throw new Error(`${values.tool} failed: ${JSON.stringify(result)}`);
-  if (i >= warmUp) samples.push(Number(took) / 1000);
+  if (result.isError) throw new Error(`${tool} failed: ${JSON.stringify(result)}`);
+  return Number(took) / 1000;
+}
+
+const client = await connect(url);
+const other = values.paired ? await connect(values.paired) : null;
+const samples = [];
+const paired = [];
+for (let i = 0; i < warmUp + calls; i++) {
+  const took = await timedCall(client, values.tool);
+  if (i >= warmUp) samples.push(took);
+  if (other) {
+    const tookPaired = await timedCall(other, values["paired-tool"]);
+    if (i >= warmUp) paired.push(tookPaired);
+  }
 }
 await client.close();
+if (other) await other.close();
 const version = JSON.parse(readFileSync(join(sdk, "package.json"), "utf8")).version;
-console.log(JSON.stringify({ client: "typescript-sdk", sdk: version, samples_us: samples }));
+const out = { client: "typescript-sdk", sdk: version, samples_us: samples };
+if (other) out.paired_us = paired;
+console.log(JSON.stringify(out));

@@ -43,12 +43,13 @@ JOBS = os.environ.get("CARGO_BUILD_JOBS", "2")
 # The criterion bench targets, with an optional filter and environment. The store
 # bench only needs its append and recorder groups and the fresh 100 KiB load (beside
 # the PostgreSQL store's); its long-history fixture is shrunk to 10 saves so its setup
-# does not dominate the run.
+# does not dominate the run. After its append group it measures Batched against Never
+# in alternating blocks (JSONLSTORE_BENCH_PAIRS pairs).
 CRITERION_BENCHES = [
     {"package": "engine-core", "bench": "catalog"},
     {"package": "engine-core", "bench": "dispatch"},
     {"package": "adapter-jsonlstore", "bench": "store", "filter": "append_512B|recorder|load_100KiB/fresh",
-     "env": {"JSONLSTORE_BENCH_SAVES": "10"}},
+     "env": {"JSONLSTORE_BENCH_SAVES": "10"}, "smoke_env": {"JSONLSTORE_BENCH_PAIRS": "2"}},
     # Its recorder p50/p99 loop runs the mode's number of calls (PGSTORE_BENCH_CALLS).
     {"package": "adapter-pgstore", "bench": "pg_store", "calls_env": "PGSTORE_BENCH_CALLS"},
     {"package": "adapter-mcp", "bench": "mcp_overhead"},
@@ -58,7 +59,9 @@ CRITERION_BENCHES = [
     {"package": "adapter-pgstore", "bench": "pg_memory", "calls_env": "PGMEMORY_BENCH_CALLS"},
     {"package": "app", "bench": "build"},
     {"package": "app", "bench": "assembly"},
-    {"package": "app", "bench": "turn"},
+    # After criterion it measures the OpenTelemetry overhead in alternating blocks
+    # (TURN_BENCH_PAIRS pairs).
+    {"package": "app", "bench": "turn", "smoke_env": {"TURN_BENCH_PAIRS": "2"}},
     {"package": "app", "bench": "acp"},
     {"package": "app", "bench": "http"},
     {"package": "app", "bench": "delegation"},
@@ -281,8 +284,9 @@ class Gateway:
 def run_mcp(mode: dict, url: str) -> dict:
     """Echo latency through (a) our McpTool, (b) bare rmcp, (c) the Python SDK and
     (d) the TypeScript SDK on one server, and (a)/(b) again over stdio; then (e) the
-    Python and (f) the TypeScript SDK calling the same echo through `mecated mcp serve`
-    (the gateway) mounted on that server; in rounds."""
+    Python and (f) the TypeScript SDK calling the same echo directly and through
+    `mecated mcp serve` (the gateway) mounted on that server, alternating call by call
+    in one client process; in rounds."""
     counts = ["--warm-up", str(mode["warm_up"]), "--calls", str(mode["calls"])]
     echo = cargo_example("echo_latency", mode["profile"])
     stdio_cmd = [str(NODE), str(EVERYTHING), "stdio"]
@@ -296,14 +300,17 @@ def run_mcp(mode: dict, url: str) -> dict:
             python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *counts])
             node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *counts], env=node_env)
             stdio = json_of([*echo, "--stdio", *stdio_cmd, "--", *counts])
-            gateway_python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", gateway.url, *through, *counts])
-            gateway_node = json_of([NODE, "scripts/bench/mcp_client.mjs", gateway.url, *through, *counts],
-                                   env=node_env)
+            # Direct and through the gateway, alternating call by call in one client.
+            paired = ["--paired", gateway.url, "--paired-tool", "mcp__ev__echo", *counts]
+            gateway_python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *paired])
+            gateway_node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *paired], env=node_env)
             rounds.append({"load": load(), "http_ours": http["ours_us"], "http_bare": http["bare_us"],
                            "python": python["samples_us"], "typescript": node["samples_us"],
                            "stdio_ours": stdio["ours_us"], "stdio_bare": stdio["bare_us"],
-                           "gateway_python": gateway_python["samples_us"],
-                           "gateway_typescript": gateway_node["samples_us"],
+                           "gateway_python": gateway_python["paired_us"],
+                           "gateway_python_direct": gateway_python["samples_us"],
+                           "gateway_typescript": gateway_node["paired_us"],
+                           "gateway_typescript_direct": gateway_node["samples_us"],
                            "python_sdk": python["sdk"], "typescript_sdk": node["sdk"]})
     return {"warm_up": mode["warm_up"], "calls": mode["calls"], "rounds": rounds}
 
