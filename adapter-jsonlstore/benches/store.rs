@@ -31,7 +31,7 @@ use engine_ports::{
     Event, EventKind, EventLog, Message, PermissionMode, SessionId, SessionSnapshot, SessionStore, ToolCall,
     ToolCallRecord, ToolCallRecorder, ToolResult,
 };
-use test_peers::bench::latencies;
+use test_peers::bench::{alternating_blocks, latencies};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -150,16 +150,8 @@ fn append_paired(rt: &tokio::runtime::Runtime) {
     block(&batched, 20_000);
     let probe = block(&never, 20_000);
     let appends = ((BLOCK.as_nanos() as f64 / probe) as u64).clamp(1_000, 1_000_000);
-    let (mut never_ns, mut batched_ns) = (Vec::new(), Vec::new());
-    for pair in 0..pairs {
-        if pair % 2 == 0 {
-            never_ns.push(block(&never, appends));
-            batched_ns.push(block(&batched, appends));
-        } else {
-            batched_ns.push(block(&batched, appends));
-            never_ns.push(block(&never, appends));
-        }
-    }
+    let (never_ns, batched_ns) =
+        alternating_blocks(pairs, || block(&never, appends), || block(&batched, appends));
     drop(leases);
     never.close().unwrap();
     batched.close().unwrap();

@@ -290,7 +290,6 @@ impl Inbox {
     }
 
     /// Queues `fact`; drops and counts it when [`INBOX_CAPACITY`] facts wait.
-    #[inline]
     pub(crate) fn push(&self, fact: Fact) {
         let waiting = {
             let mut facts = self.facts.lock().unwrap_or_else(PoisonError::into_inner);

@@ -132,7 +132,6 @@ impl Observer {
     }
 
     /// Queues `fact` for the telemetry thread (never waits on it).
-    #[inline]
     pub(crate) fn observe(&self, fact: Fact) {
         self.inbox.push(fact);
     }

@@ -68,6 +68,7 @@ use app::{AppConfig, Built, ModelConfig, build};
 use criterion::Criterion;
 use engine_ports::{SessionId, ToolCall};
 use futures::StreamExt as _;
+use test_peers::bench::alternating_blocks;
 
 /// The allocator `mecated` runs with.
 #[global_allocator]
@@ -248,16 +249,7 @@ fn paired(
         std::thread::sleep(SETTLE);
         took.as_nanos() as f64 / runs as f64 / 1e3
     };
-    let (mut off_us, mut on_us) = (Vec::new(), Vec::new());
-    for pair in 0..pairs {
-        if pair % 2 == 0 {
-            off_us.push(block(off));
-            on_us.push(block(on));
-        } else {
-            on_us.push(block(on));
-            off_us.push(block(off));
-        }
-    }
+    let (off_us, on_us) = alternating_blocks(pairs, || block(off), || block(on));
     format!(r#"{{"runs_per_block":{runs},"off_us":{off_us:?},"on_us":{on_us:?}}}"#)
 }
 

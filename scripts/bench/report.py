@@ -213,6 +213,12 @@ class Report:
                 return text
         return None
 
+    def paired(self, target: str, name: str) -> dict | None:
+        """The JSON a bench target printed as `<name> paired: {...}` (its alternating
+        blocks), if it did."""
+        found = self.line(target, rf"^{re.escape(name)} paired: ")
+        return json.loads(found.split(": ", 1)[1]) if found else None
+
     def crit(self, full_id: str) -> dict | None:
         return self.est.get(full_id)
 
@@ -282,10 +288,9 @@ def dispatch(rep: Report) -> str:
     apart = (f"{(on['median'] / off['median'] - 1) * 100:+.1f} % by the two criterion benches "
              f"({fmt_ns(on['median'])} against {fmt_ns(off['median'])})") if (off and on) else "n/a"
     # The verdict: the paired blocks the turn bench runs after criterion.
-    paired_line = rep.line("app/turn", r"^turn/otel paired: ")
+    paired = rep.paired("app/turn", "turn/otel")
     overhead, shown = None, f"n/a; {apart}"
-    if paired_line:
-        paired = json.loads(paired_line.split(": ", 1)[1])
+    if paired:
         ratios = sorted(b / a for a, b in zip(paired["off_us"], paired["on_us"]))
         overhead = statistics.median(ratios) - 1
         shown = (f"{overhead * 100:+.1f} % (median of {len(ratios)} paired blocks of "
@@ -545,10 +550,9 @@ def store(rep: Report) -> str:
             target, ok = "≥ 150,000/s", per_s is not None and per_s >= 150_000
         elif policy.startswith("Batched"):
             # The verdict: the paired blocks the store bench runs after the group.
-            paired_line = rep.line("adapter-jsonlstore/store", r"^append_512B paired: ")
+            paired = rep.paired("adapter-jsonlstore/store", "append_512B")
             share = None
-            if paired_line:
-                paired = json.loads(paired_line.split(": ", 1)[1])
+            if paired:
                 shares = sorted(a / b for a, b in zip(paired["never_ns"], paired["batched_ns"]))
                 share = statistics.median(shares)
             target, ok = "≥ 90 % of Never", share is not None and share >= 0.9

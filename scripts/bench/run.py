@@ -291,7 +291,7 @@ def run_mcp(mode: dict, url: str) -> dict:
     echo = cargo_example("echo_latency", mode["profile"])
     stdio_cmd = [str(NODE), str(EVERYTHING), "stdio"]
     node_env = {**os.environ, "MECATED_PEERS_DIR": str(PEERS)}
-    through = ["--tool", "mcp__ev__echo"]
+    through = "mcp__ev__echo"  # the server's echo as the gateway names it
     rounds = []
     with Gateway(mode["profile"], url) as gateway:
         for r in range(mode["rounds"]):
@@ -301,7 +301,7 @@ def run_mcp(mode: dict, url: str) -> dict:
             node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *counts], env=node_env)
             stdio = json_of([*echo, "--stdio", *stdio_cmd, "--", *counts])
             # Direct and through the gateway, alternating call by call in one client.
-            paired = ["--paired", gateway.url, "--paired-tool", "mcp__ev__echo", *counts]
+            paired = ["--paired", gateway.url, "--paired-tool", through, *counts]
             gateway_python = json_of([VENV_PYTHON, "scripts/bench/mcp_client.py", url, *paired])
             gateway_node = json_of([NODE, "scripts/bench/mcp_client.mjs", url, *paired], env=node_env)
             rounds.append({"load": load(), "http_ours": http["ours_us"], "http_bare": http["bare_us"],

@@ -1,4 +1,5 @@
-//! The latency line the benches print and `scripts/bench/report.py` reads.
+//! The latency line the benches print and `scripts/bench/report.py` reads, and the
+//! alternating blocks a bench compares two configurations with.
 
 use std::time::Duration;
 
@@ -18,9 +19,48 @@ pub fn latencies(samples: &mut [Duration]) -> String {
     )
 }
 
+/// `pairs` pairs of blocks of `a` and `b`, the order alternating from pair to pair
+/// (ABBA), so that a shared host's drift weighs on both alike: each block's figure,
+/// `a`'s and `b`'s, in the order they ran within their own list.
+pub fn alternating_blocks(
+    pairs: usize,
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut of_a, mut of_b) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs));
+    for pair in 0..pairs {
+        if pair % 2 == 0 {
+            of_a.push(a());
+            of_b.push(b());
+        } else {
+            of_b.push(b());
+            of_a.push(a());
+        }
+    }
+    (of_a, of_b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alternating_blocks_run_in_abba_order_and_keep_each_side_apart() {
+        let order = std::cell::RefCell::new(String::new());
+        let (a, b) = alternating_blocks(
+            3,
+            || {
+                order.borrow_mut().push('a');
+                1.0
+            },
+            || {
+                order.borrow_mut().push('b');
+                2.0
+            },
+        );
+        assert_eq!(order.into_inner(), "abbaab");
+        assert_eq!((a, b), (vec![1.0; 3], vec![2.0; 3]));
+    }
 
     #[test]
     fn the_line_names_median_tail_and_maximum_of_unsorted_samples() {
