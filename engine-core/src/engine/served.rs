@@ -16,6 +16,7 @@
 //! they change no conversation (only the audit, which every call writes).
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,8 +24,8 @@ use std::task::{Context, Poll};
 use engine_ports::{Caller, Event, PermissionMode, SessionId, ToolCall, ToolResult, ToolSpec};
 use futures::Stream;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::{Engine, EngineError, Inner, RUN_CHANNEL_BOUND};
 use crate::catalog::available_in;
@@ -96,13 +97,26 @@ impl ServedAnswers {
 /// `permission.verdict`, `elicitation.request`, `hook`, `tool.result`) as a
 /// stream that ends when the call is over, then its [`ServedOutcome`]. Dropping it
 /// cancels the call.
+///
+/// The call runs inside whoever polls this value (its stream, then
+/// [`outcome`](Self::outcome)), on that task: a served call is one request of a
+/// client's connection, and handing it to a task of its own cost a spawn and a
+/// wake-up for every event it delivered. Dropped before its end, the call is
+/// cancelled and finished on a task of its own, so its audit record is still
+/// written.
 pub struct ServedRun {
     events: Deliveries,
-    outcome: oneshot::Receiver<ServedOutcome>,
+    call_future: CallFuture,
     answers: ServedAnswers,
     cancel: CancellationToken,
     call: ToolCall,
-    _cancel_on_drop: DropGuard,
+}
+
+/// The served call's own work, until it ends with its outcome.
+enum CallFuture {
+    Running(Pin<Box<dyn Future<Output = ServedOutcome> + Send>>),
+    Done(ServedOutcome),
+    Taken,
 }
 
 impl ServedRun {
@@ -122,20 +136,20 @@ impl ServedRun {
         self.cancel.clone()
     }
 
-    /// Waits for the end of the call (the rest of its events are dropped).
+    /// Runs the call to its end (the rest of its events are dropped).
     pub async fn outcome(mut self) -> ServedOutcome {
         self.events.close();
-        let fallback = || ServedOutcome {
-            result: ToolResult::error(
-                self.call.id().clone(),
-                format!("call to {} ended without a result", self.call.name()),
-            ),
-            hydrated: Vec::new(),
-            audit_failure: None,
-        };
-        match (&mut self.outcome).await {
-            Ok(outcome) => outcome,
-            Err(_) => fallback(),
+        match std::mem::replace(&mut self.call_future, CallFuture::Taken) {
+            CallFuture::Running(future) => future.await,
+            CallFuture::Done(outcome) => outcome,
+            CallFuture::Taken => ServedOutcome {
+                result: ToolResult::error(
+                    self.call.id().clone(),
+                    format!("call to {} ended without a result", self.call.name()),
+                ),
+                hydrated: Vec::new(),
+                audit_failure: None,
+            },
         }
     }
 }
@@ -143,8 +157,38 @@ impl ServedRun {
 impl Stream for ServedRun {
     type Item = Event;
 
+    /// Drives the call until it delivers an event or ends; delivered events are
+    /// handed out before the call is driven further, so a full channel never
+    /// stalls it.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
-        self.events.poll_next(cx)
+        let this = &mut *self;
+        loop {
+            if let Poll::Ready(Some(event)) = this.events.poll_next(cx) {
+                return Poll::Ready(Some(event));
+            }
+            let CallFuture::Running(future) = &mut this.call_future else {
+                // Ended: what it delivered is drained, and its sender is gone.
+                return this.events.poll_next(cx);
+            };
+            match future.as_mut().poll(cx) {
+                Poll::Ready(outcome) => this.call_future = CallFuture::Done(outcome),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl Drop for ServedRun {
+    /// A call dropped before its end is cancelled and finished on a task of its
+    /// own (its record is written); without a runtime it is dropped.
+    fn drop(&mut self) {
+        if let CallFuture::Running(future) = std::mem::replace(&mut self.call_future, CallFuture::Taken) {
+            self.cancel.cancel();
+            self.events.close();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(future);
+            }
+        }
     }
 }
 
@@ -228,9 +272,9 @@ impl Engine {
         (generation, offered)
     }
 
-    /// Starts one call a client made directly (see the module doc): decided and
+    /// Prepares one call a client made directly (see the module doc): decided and
     /// executed by the engine's dispatcher on the newest catalog, recorded with its
-    /// caller. Needs a tokio runtime.
+    /// caller, as the returned [`ServedRun`] is polled (on a tokio runtime).
     ///
     /// # Errors
     /// [`EngineError::Closed`] after [`Engine::close`].
@@ -239,7 +283,6 @@ impl Engine {
             return Err(EngineError::Closed);
         }
         let (tx, rx) = mpsc::channel(RUN_CHANNEL_BOUND);
-        let (outcome_tx, outcome_rx) = oneshot::channel();
         let cancel = CancellationToken::new();
         let asks = Arc::new(AskRegistry::new());
         let call = request.call.clone();
@@ -249,22 +292,17 @@ impl Engine {
             asks: Arc::clone(&asks),
             cancel: cancel.clone(),
         };
-        tokio::spawn(async move {
-            let outcome = task.run(tx).await;
-            let _ = outcome_tx.send(outcome);
-        });
         Ok(ServedRun {
             events: Deliveries::new(rx),
-            outcome: outcome_rx,
+            call_future: CallFuture::Running(Box::pin(task.run(tx))),
             answers: ServedAnswers { asks },
-            _cancel_on_drop: cancel.clone().drop_guard(),
             cancel,
             call,
         })
     }
 }
 
-/// One served call, moved into its own task.
+/// One served call's work (driven by its [`ServedRun`]).
 struct ServedTask {
     inner: Arc<Inner>,
     request: ServedCall,

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use engine_core::{
-    Approve, Disclosure, Engine, EngineConfig, OfferedTool, ServedCall, ServedOutcome, ServedRun,
+    Approve, Disclosure, Engine, EngineConfig, OfferedTool, ServedCall, ServedOutcome, ServedRun, ToolError,
 };
 use engine_ports::{
     Approval, Caller, EventKind, PermissionMode, PermissionRules, RuleEffect, RuleMatch, SessionId, ToolCall,
@@ -214,6 +214,55 @@ async fn cancelling_a_waiting_ask_ends_the_call_unrun() {
         "call to Write was cancelled before it finished"
     );
     assert_eq!(e.probe.executions("Write"), 0);
+}
+
+#[tokio::test]
+async fn a_call_dropped_while_its_tool_runs_is_cancelled_and_still_recorded() {
+    let probe = Probe::new();
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = std::sync::Mutex::new(Some(started_tx));
+    let waits = FakeTool::new("Wait", true, &probe).behaving(move |_call, cancel| {
+        let started = started_tx.lock().unwrap().take();
+        async move {
+            if let Some(started) = started {
+                let _ = started.send(());
+            }
+            cancel.cancelled().await;
+            Err(ToolError::Cancelled)
+        }
+    });
+    let h = harness_with(
+        catalog_of(vec![waits.arc()]),
+        Vec::new(),
+        interactive(Approve::ReadOnly),
+        |deps| deps,
+    );
+    let mut run = h
+        .engine
+        .call_tool(served("Wait", PermissionMode::Default, None))
+        .unwrap();
+    // The call runs as its handle is polled: drive it until the tool has started.
+    tokio::select! {
+        () = async { while run.next().await.is_some() {} } => panic!("the call ended before it was dropped"),
+        _ = started => {}
+    }
+    drop(run);
+    // It is finished on a task of its own: wait (bounded) for its record.
+    let records = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let records = h.recorder.records();
+            if !records.is_empty() {
+                return records;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the dropped call's record was never written");
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].call_id.as_str(), "mcp-c1");
+    assert!(records[0].is_error);
+    assert!(records[0].result.contains("cancelled"), "{}", records[0].result);
 }
 
 #[tokio::test]
