@@ -96,7 +96,7 @@ pub use memory::{
     user_model_scope, workspace_token,
 };
 pub use report::{BuildReport, DisclosureEntry, McpServerEntry, SkillEntry, ToolRule, tool_entries};
-pub use store::AppStore;
+pub use store::{AppStore, MEMORY_AUDIT_CAP};
 
 /// The allocator the `mecated` binary (and the benches that measure it) installs as
 /// `#[global_allocator]`: mimalloc. A run allocates and frees a few hundred small

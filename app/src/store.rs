@@ -13,6 +13,12 @@ use engine_ports::{EventLog, SessionId, SessionStore, StoreError, ToolCallLog, T
 use crate::config::StoreConfig;
 use crate::error::BuildError;
 
+/// Audit records a process without a store keeps in memory, of all sessions
+/// together; past it the oldest are dropped (with one warning), so a long-lived
+/// process without `--store-dir` or `--store-url` (a gateway serving calls for days)
+/// does not grow with every call.
+pub const MEMORY_AUDIT_CAP: usize = 10_000;
+
 /// The session store, event log and tool-call recorder of one process (one value
 /// implementing all three ports). Cheap to clone.
 #[derive(Clone, Debug)]
@@ -34,7 +40,9 @@ impl AppStore {
     /// [`BuildError::Database`] when the database cannot (it names the server).
     pub(crate) async fn open(config: &StoreConfig) -> Result<Self, BuildError> {
         match config {
-            StoreConfig::Memory => Ok(Self::Memory(Arc::new(InMemoryStore::new()))),
+            StoreConfig::Memory => Ok(Self::Memory(Arc::new(InMemoryStore::with_record_cap(
+                MEMORY_AUDIT_CAP,
+            )))),
             StoreConfig::Dir { path, sync } => {
                 let options = StoreOptions {
                     sync: *sync,
@@ -144,5 +152,34 @@ impl AppStore {
             }
             Self::Memory(_) => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_process_without_a_store_keeps_only_the_newest_audit_records() {
+        let store = AppStore::open(&StoreConfig::Memory).await.unwrap();
+        let recorder = store.recorder();
+        let session = SessionId::from("gateway-connection");
+        for n in 0..=MEMORY_AUDIT_CAP {
+            let id = format!("mcp-{n}");
+            let call = engine_ports::ToolCall::new(id.as_str(), "Read", "{}");
+            let result = engine_ports::ToolResult::text(id.as_str(), "ok");
+            let record = engine_ports::ToolCallRecord::new(
+                &session,
+                &call,
+                &result,
+                std::time::Duration::ZERO,
+                std::time::Duration::ZERO,
+                std::time::SystemTime::now(),
+            );
+            recorder.record(&record).await.unwrap();
+        }
+        let kept = store.tool_call_log().read(&session).await.unwrap();
+        assert_eq!(kept.len(), MEMORY_AUDIT_CAP);
+        assert_eq!(kept[0].call_id.as_str(), "mcp-1", "the oldest record went first");
     }
 }

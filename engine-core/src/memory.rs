@@ -1,7 +1,8 @@
 //! [`InMemoryStore`]: the in-memory session store, event log and recorder used when no
 //! store directory is configured (and by tests).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -13,12 +14,69 @@ use engine_ports::{
 
 /// Sessions, events and audit records held in memory; nothing survives the process.
 /// Run leases are entries of a set shared by the store and its leases.
+///
+/// [`InMemoryStore::with_record_cap`] bounds the audit records it holds, across
+/// sessions, for a long-lived process that has no store of its own (a gateway
+/// serving calls for days): past the cap the oldest records are dropped and
+/// counted ([`InMemoryStore::dropped_records`]). [`InMemoryStore::new`] keeps them all.
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     leased: Arc<Mutex<HashSet<SessionId>>>,
     sessions: Mutex<HashMap<SessionId, (SessionSnapshot, SystemTime)>>,
     events: Mutex<HashMap<SessionId, Vec<Event>>>,
-    records: Mutex<HashMap<SessionId, Vec<ToolCallRecord>>>,
+    records: Mutex<Records>,
+    dropped_records: AtomicU64,
+}
+
+/// The audit records of every session and, with a cap, the session of each record
+/// in recording order (so the oldest record of all can be found and dropped).
+#[derive(Debug, Default)]
+struct Records {
+    by_session: HashMap<SessionId, VecDeque<ToolCallRecord>>,
+    /// `Some` with a cap: the cap and the recording order.
+    capped: Option<(usize, VecDeque<SessionId>)>,
+}
+
+impl Records {
+    /// Keeps `record`; past the cap, drops the oldest record of all and returns 1.
+    fn push(&mut self, record: ToolCallRecord) -> u64 {
+        let session = &record.session_id;
+        if let Some((_, order)) = &mut self.capped {
+            order.push_back(session.clone());
+        }
+        match self.by_session.get_mut(session) {
+            Some(list) => list.push_back(record),
+            None => {
+                self.by_session.insert(session.clone(), VecDeque::from([record]));
+            }
+        }
+        let Some((cap, order)) = &mut self.capped else {
+            return 0;
+        };
+        if order.len() <= *cap {
+            return 0;
+        }
+        let Some(oldest) = order.pop_front() else {
+            return 0;
+        };
+        // A session's records are in recording order, so its first is the oldest.
+        if let Some(list) = self.by_session.get_mut(&oldest) {
+            list.pop_front();
+            if list.is_empty() {
+                self.by_session.remove(&oldest);
+            }
+        }
+        1
+    }
+
+    /// Forgets a session's records (its entries in the order are skipped).
+    fn remove(&mut self, session: &SessionId) {
+        if self.by_session.remove(session).is_some()
+            && let Some((_, order)) = &mut self.capped
+        {
+            order.retain(|id| id != session);
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -27,7 +85,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Appends `item` to `session`'s list, cloning the id only for a session's first
 /// item (an append is frequent; `entry` would copy the id every time).
-fn push_keyed<T>(lists: &mut HashMap<SessionId, Vec<T>>, session: &SessionId, item: T) {
+fn push_event(lists: &mut HashMap<SessionId, Vec<Event>>, session: &SessionId, item: Event) {
     match lists.get_mut(session) {
         Some(list) => list.push(item),
         None => {
@@ -46,14 +104,35 @@ fn check_id(id: &SessionId) -> Result<(), StoreError> {
 }
 
 impl InMemoryStore {
-    /// An empty store.
+    /// An empty store that keeps every audit record.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The audit records of a session, in recording order.
+    /// An empty store that keeps at most `cap` audit records of all sessions
+    /// together, dropping the oldest first (a cap of 0 keeps none).
+    pub fn with_record_cap(cap: usize) -> Self {
+        Self {
+            records: Mutex::new(Records {
+                by_session: HashMap::new(),
+                capped: Some((cap, VecDeque::new())),
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// The audit records of a session still held, in recording order.
     pub fn records(&self, session: &SessionId) -> Vec<ToolCallRecord> {
-        lock(&self.records).get(session).cloned().unwrap_or_default()
+        lock(&self.records)
+            .by_session
+            .get(session)
+            .map(|list| list.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Audit records dropped so far to stay within the cap.
+    pub fn dropped_records(&self) -> u64 {
+        self.dropped_records.load(Ordering::Relaxed)
     }
 }
 
@@ -150,7 +229,7 @@ impl SessionStore for InMemoryStore {
 impl EventLog for InMemoryStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
         check_id(session)?;
-        push_keyed(&mut lock(&self.events), session, event.clone());
+        push_event(&mut lock(&self.events), session, event.clone());
         Ok(())
     }
 
@@ -165,7 +244,13 @@ impl ToolCallRecorder for InMemoryStore {
         if record.session_id.is_empty() {
             return Err(RecorderError::failed(record, "the session id is empty"));
         }
-        push_keyed(&mut lock(&self.records), &record.session_id, record.clone());
+        let dropped = lock(&self.records).push(record.clone());
+        if dropped > 0 && self.dropped_records.fetch_add(dropped, Ordering::Relaxed) == 0 {
+            tracing::warn!(
+                "the in-memory audit is full: its oldest records are dropped from now on \
+                 (configure a store directory or database for a durable audit)"
+            );
+        }
         Ok(())
     }
 }

@@ -1,4 +1,5 @@
-//! The `engine-ports` conformance suites run against the in-memory stores (sessions and memory).
+//! The `engine-ports` conformance suites run against the in-memory stores (sessions and
+//! memory), and the in-memory store's cap on audit records.
 
 use std::sync::Arc;
 
@@ -65,4 +66,83 @@ async fn in_memory_memory_is_a_memory_store() {
         Arc::new(engine_core::InMemoryMemory::new()) as Arc<dyn engine_ports::MemoryStore>
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_in_memory_store_is_a_tool_call_recorder_and_log() {
+    tool_call_recorder::run(|| {
+        let store = Arc::new(InMemoryStore::with_record_cap(1_000));
+        let reader = Arc::clone(&store);
+        RecorderUnderTest {
+            recorder: store as Arc<dyn ToolCallRecorder>,
+            read_back: Box::new(move |id| reader.records(id)),
+        }
+    })
+    .await;
+    tool_call_log::run(|| Arc::new(InMemoryStore::with_record_cap(1_000))).await;
+}
+
+/// A record of `session` for call `id`.
+fn record_of(session: &str, id: &str) -> engine_ports::ToolCallRecord {
+    let call = engine_ports::ToolCall::new(id, "Read", "{}");
+    let result = engine_ports::ToolResult::text(id, "ok");
+    engine_ports::ToolCallRecord::new(
+        &engine_ports::SessionId::from(session),
+        &call,
+        &result,
+        std::time::Duration::ZERO,
+        std::time::Duration::ZERO,
+        std::time::SystemTime::now(),
+    )
+}
+
+fn call_ids(store: &InMemoryStore, session: &str) -> Vec<String> {
+    store
+        .records(&engine_ports::SessionId::from(session))
+        .into_iter()
+        .map(|record| record.call_id.as_str().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_capped_in_memory_store_drops_the_oldest_records_of_all_sessions_first() {
+    let store = InMemoryStore::with_record_cap(3);
+    for (session, id) in [("a", "a1"), ("b", "b1"), ("a", "a2")] {
+        store.record(&record_of(session, id)).await.unwrap();
+    }
+    assert_eq!(store.dropped_records(), 0);
+    store.record(&record_of("b", "b2")).await.unwrap();
+    store.record(&record_of("b", "b3")).await.unwrap();
+    // a1, then b1 were the oldest of all.
+    assert_eq!(call_ids(&store, "a"), ["a2"]);
+    assert_eq!(call_ids(&store, "b"), ["b2", "b3"]);
+    assert_eq!(store.dropped_records(), 2);
+    store.record(&record_of("b", "b4")).await.unwrap();
+    assert!(
+        call_ids(&store, "a").is_empty(),
+        "a session whose records all went is empty"
+    );
+    assert_eq!(call_ids(&store, "b"), ["b2", "b3", "b4"]);
+    assert_eq!(store.dropped_records(), 3);
+}
+
+#[tokio::test]
+async fn deleting_a_session_frees_its_records_places_under_the_cap() {
+    let store = InMemoryStore::with_record_cap(2);
+    store.record(&record_of("a", "a1")).await.unwrap();
+    store.record(&record_of("b", "b1")).await.unwrap();
+    store.delete(&engine_ports::SessionId::from("a")).await.unwrap();
+    store.record(&record_of("b", "b2")).await.unwrap();
+    assert_eq!(call_ids(&store, "b"), ["b1", "b2"]);
+    assert_eq!(store.dropped_records(), 0);
+}
+
+#[tokio::test]
+async fn an_uncapped_in_memory_store_keeps_every_record() {
+    let store = InMemoryStore::new();
+    for n in 0..100 {
+        store.record(&record_of("a", &format!("a{n}"))).await.unwrap();
+    }
+    assert_eq!(call_ids(&store, "a").len(), 100);
+    assert_eq!(store.dropped_records(), 0);
 }

@@ -204,7 +204,7 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub(crate) workspace: PathBuf,
     /// Keep sessions, events and the tool-call audit in this directory (JSONL);
-    /// without it they live in memory.
+    /// without it they live in memory, the audit's newest 10,000 records.
     #[arg(long, value_name = "DIR")]
     pub(crate) store_dir: Option<PathBuf>,
     /// When a run's events and tool-call records are durable: with --store-dir, when
