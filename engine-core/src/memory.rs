@@ -2,7 +2,6 @@
 //! store directory is configured (and by tests).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -25,7 +24,6 @@ pub struct InMemoryStore {
     sessions: Mutex<HashMap<SessionId, (SessionSnapshot, SystemTime)>>,
     events: Mutex<HashMap<SessionId, Vec<Event>>>,
     records: Mutex<Records>,
-    dropped_records: AtomicU64,
 }
 
 /// The audit records of every session and, with a cap, the session of each record
@@ -35,29 +33,24 @@ struct Records {
     by_session: HashMap<SessionId, VecDeque<ToolCallRecord>>,
     /// `Some` with a cap: the cap and the recording order.
     capped: Option<(usize, VecDeque<SessionId>)>,
+    /// Records dropped so far to stay within the cap.
+    dropped: u64,
 }
 
 impl Records {
-    /// Keeps `record`; past the cap, drops the oldest record of all and returns 1.
-    fn push(&mut self, record: ToolCallRecord) -> u64 {
-        let session = &record.session_id;
-        if let Some((_, order)) = &mut self.capped {
-            order.push_back(session.clone());
-        }
-        match self.by_session.get_mut(session) {
-            Some(list) => list.push_back(record),
-            None => {
-                self.by_session.insert(session.clone(), VecDeque::from([record]));
-            }
-        }
+    /// Keeps a copy of `record`; past the cap, drops the oldest record of all.
+    /// Whether it dropped one.
+    fn push(&mut self, record: &ToolCallRecord) -> bool {
+        push_keyed(&mut self.by_session, &record.session_id, record.clone());
         let Some((cap, order)) = &mut self.capped else {
-            return 0;
+            return false;
         };
+        order.push_back(record.session_id.clone());
         if order.len() <= *cap {
-            return 0;
+            return false;
         }
         let Some(oldest) = order.pop_front() else {
-            return 0;
+            return false;
         };
         // A session's records are in recording order, so its first is the oldest.
         if let Some(list) = self.by_session.get_mut(&oldest) {
@@ -66,10 +59,11 @@ impl Records {
                 self.by_session.remove(&oldest);
             }
         }
-        1
+        self.dropped += 1;
+        true
     }
 
-    /// Forgets a session's records (its entries in the order are skipped).
+    /// Forgets a session's records and their places in the recording order.
     fn remove(&mut self, session: &SessionId) {
         if self.by_session.remove(session).is_some()
             && let Some((_, order)) = &mut self.capped
@@ -85,11 +79,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Appends `item` to `session`'s list, cloning the id only for a session's first
 /// item (an append is frequent; `entry` would copy the id every time).
-fn push_event(lists: &mut HashMap<SessionId, Vec<Event>>, session: &SessionId, item: Event) {
+fn push_keyed<T, L: Default + Extend<T>>(lists: &mut HashMap<SessionId, L>, session: &SessionId, item: T) {
     match lists.get_mut(session) {
-        Some(list) => list.push(item),
+        Some(list) => list.extend([item]),
         None => {
-            lists.insert(session.clone(), vec![item]);
+            let mut list = L::default();
+            list.extend([item]);
+            lists.insert(session.clone(), list);
         }
     }
 }
@@ -114,8 +110,8 @@ impl InMemoryStore {
     pub fn with_record_cap(cap: usize) -> Self {
         Self {
             records: Mutex::new(Records {
-                by_session: HashMap::new(),
                 capped: Some((cap, VecDeque::new())),
+                ..Records::default()
             }),
             ..Self::default()
         }
@@ -132,7 +128,7 @@ impl InMemoryStore {
 
     /// Audit records dropped so far to stay within the cap.
     pub fn dropped_records(&self) -> u64 {
-        self.dropped_records.load(Ordering::Relaxed)
+        lock(&self.records).dropped
     }
 }
 
@@ -229,7 +225,7 @@ impl SessionStore for InMemoryStore {
 impl EventLog for InMemoryStore {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
         check_id(session)?;
-        push_event(&mut lock(&self.events), session, event.clone());
+        push_keyed(&mut lock(&self.events), session, event.clone());
         Ok(())
     }
 
@@ -244,8 +240,11 @@ impl ToolCallRecorder for InMemoryStore {
         if record.session_id.is_empty() {
             return Err(RecorderError::failed(record, "the session id is empty"));
         }
-        let dropped = lock(&self.records).push(record.clone());
-        if dropped > 0 && self.dropped_records.fetch_add(dropped, Ordering::Relaxed) == 0 {
+        let first_drop = {
+            let mut records = lock(&self.records);
+            records.push(record) && records.dropped == 1
+        };
+        if first_drop {
             tracing::warn!(
                 "the in-memory audit is full: its oldest records are dropped from now on \
                  (configure a store directory or database for a durable audit)"

@@ -23,6 +23,9 @@ SECTIONS = ["## Machine and run", "## Summary", "## 1. Dispatch overhead", "## 2
 # harness; the benchmark run does not fuzz, it only carries them over.
 FUZZ_RESULTS = HERE.parent.parent / "fuzz" / "results.json"
 
+# What a p99 miss over loopback usually is (said under both kinds of MCP ratio).
+P99_STALL = "Over loopback on a shared 2-core machine, a p99 miss is usually a scheduling stall, not the path."
+
 # Why a figure misses its target and what would fix it, shown only when it misses.
 MISS_NOTES = {
     "gateway": "A call through `mecated mcp serve` is the client's request to the gateway, the gate, the "
@@ -139,8 +142,8 @@ MISS_NOTES = {
               "microseconds, that shows; keeping the timer in the adapter (progress matched in our own "
               "notification handler) would remove the watcher.",
     "mcp_sdk": "All three clients reuse keep-alive connections (ours since pooling was turned on in "
-               "`adapter-mcp/src/http.rs`); what separates them is each client's own per-call work. Over "
-               "loopback on a shared 2-core machine, a p99 miss is usually a scheduling stall, not the path.",
+               "`adapter-mcp/src/http.rs`); what separates them is each client's own per-call work. "
+               + P99_STALL,
     # "disclosure" and "disclosure_growth" are written from the measured breakdown (see disclosure()).
     "studio": "The page is a handful of small embedded files served from memory; a slow load means the "
               "server's accept loop or the machine was busy (each file is fetched on a fresh connection).",
@@ -438,7 +441,7 @@ def mcp(rep: Report) -> str:
                 f"The p99 is the slowest 1 % of each round's calls; round by round it gives "
                 f"{min(per_round):.2f} to {max(per_round):.2f}, while the same calls' p95 ratio is {p95:.2f} "
                 f"and the medians' {value:.2f} (the full runs of 2026-12-02 to 2026-12-04 18:42 UTC gave "
-                f"0.92 to 1.02 for the a/b p99 over HTTP on the same client code). " + MISS_NOTES["mcp_sdk"].split(". ")[-1])
+                f"0.92 to 1.02 for the a/b p99 over HTTP on the same client code). " + P99_STALL)
             ratio_rows.append([f"{label}, p99", tail_shown, target,
                                rep.judge(f"MCP echo p99 ratio {label}", tail_shown, tail_ok, tail_note,
                                          summary=True)])
