@@ -30,19 +30,21 @@ pub(crate) const WAKE_AT: usize = 4096;
 /// One observation, in the order the run made it.
 #[derive(Debug)]
 pub(crate) enum Fact {
-    /// An event of `session`, observed at `at`.
+    /// An event of `session`, observed at `at`; with how long appending it to the
+    /// event log took, when it was observed there.
     Event {
         session: SessionId,
         at: Instant,
         what: Happened,
+        appended: Option<Duration>,
     },
-    /// An audit record was written (before its `tool.result` event).
+    /// An audit record was written (before its `tool.result` event): what it says
+    /// of its call, and the write (whose `call` is the record's).
     Record {
-        session: SessionId,
-        call: ToolCallId,
         approval: Option<Approval>,
         queued_micros: u64,
         took_micros: u64,
+        write: StoreWrite,
     },
     /// A store write was timed; it is also a span.
     StoreWrite(StoreWrite),
@@ -243,24 +245,42 @@ impl Happened {
 }
 
 impl Fact {
-    /// The fact of `event`, observed now; `None` for events the observer does not
-    /// use (those cost no clock read).
-    pub(crate) fn event(session: &SessionId, event: &Event, content: bool) -> Option<Self> {
+    /// The fact of `event`, observed at `at` (after an append to the log that took
+    /// `appended`); `None` for events the observer does not use.
+    pub(crate) fn event(
+        session: &SessionId,
+        event: &Event,
+        content: bool,
+        at: Instant,
+        appended: Option<Duration>,
+    ) -> Option<Self> {
         Happened::of(&event.kind, content).map(|what| Self::Event {
             session: session.clone(),
-            at: Instant::now(),
+            at,
             what,
+            appended,
         })
     }
 
-    /// The fact of an audit record.
-    pub(crate) fn record(record: &ToolCallRecord) -> Self {
+    /// The fact of an audit record written at `start` in `took`.
+    pub(crate) fn record(
+        record: &ToolCallRecord,
+        start: Instant,
+        took: Duration,
+        failed: Option<String>,
+    ) -> Self {
         Self::Record {
-            session: record.session_id.clone(),
-            call: record.call_id.clone(),
             approval: record.approval,
             queued_micros: record.queued_micros,
             took_micros: record.took_micros,
+            write: StoreWrite {
+                session: record.session_id.clone(),
+                operation: "record",
+                start,
+                took,
+                failed,
+                call: Some(record.call_id.clone()),
+            },
         }
     }
 }
@@ -356,8 +376,8 @@ mod tests {
 
     fn session_of(fact: &Fact) -> &str {
         match fact {
-            Fact::StoreWrite(write) => write.session.as_str(),
-            Fact::Event { session, .. } | Fact::Record { session, .. } => session.as_str(),
+            Fact::StoreWrite(write) | Fact::Record { write, .. } => write.session.as_str(),
+            Fact::Event { session, .. } => session.as_str(),
             Fact::Measured { .. } => "",
         }
     }

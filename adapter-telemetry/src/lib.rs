@@ -1,10 +1,12 @@
 //! OpenTelemetry traces and metrics of Mecatl runs, and the Prometheus text format of
 //! the same metrics.
 //!
-//! The telemetry observes through the ports only — an extra [`EventSink`] and
-//! decorators of the audit recorder, the event log and the session store
-//! ([`Telemetry::sink`], [`Telemetry::recorder`], [`Telemetry::event_log`],
-//! [`Telemetry::session_store`]) — so a process without it behaves exactly the same.
+//! The telemetry observes through the ports only — decorators of the audit
+//! recorder, the event log and the session store ([`Telemetry::recorder`],
+//! [`Telemetry::event_log`], [`Telemetry::session_store`]), and an [`EventSink`]
+//! for engines without an event log ([`Telemetry::sink`]) — so a process without it
+//! behaves exactly the same. The observed event log is also where the events are
+//! observed: an engine gets the observed log or the sink, not both.
 //! It is off unless the standard `OTEL_*` variables ask for it ([`TelemetryEnv`]);
 //! a host may keep metrics for a Prometheus page without any exporter.
 //!
@@ -163,7 +165,9 @@ impl Telemetry {
         }))
     }
 
-    /// The live sink every engine (children included) gets.
+    /// The live sink of an engine that has no event log (with one, the observed
+    /// log of [`Telemetry::event_log`] observes the events: do not add this sink,
+    /// or each event is observed twice).
     pub fn sink(&self) -> Arc<dyn EventSink> {
         Arc::new(TelemetrySink(Arc::clone(&self.inner.observer)))
     }
@@ -176,7 +180,8 @@ impl Telemetry {
         })
     }
 
-    /// `inner`, with appends and flushes timed.
+    /// `inner`, with appends and flushes timed; each appended event is observed
+    /// as it is appended (the engine appends every event before its sink sees it).
     pub fn event_log(&self, inner: Arc<dyn EventLog>) -> Arc<dyn EventLog> {
         Arc::new(ObservedEventLog {
             inner,

@@ -163,29 +163,43 @@ impl Observer {
         };
         for fact in facts.drain(..) {
             match fact {
-                Fact::Event { session, at, what } => self.event(&mut state, &session, what, wall_time(at)),
-                Fact::Record {
+                Fact::Event {
                     session,
-                    call,
+                    at,
+                    what,
+                    appended,
+                } => {
+                    if let Some(took) = appended {
+                        self.store_duration("append", took);
+                    }
+                    self.event(&mut state, &session, what, wall_time(at));
+                }
+                Fact::Record {
                     approval,
                     queued_micros,
                     took_micros,
+                    write,
                 } => {
-                    let Some(tool) = tool_span(&mut state, &session, &call) else {
-                        continue;
-                    };
-                    let span = tool.cx.span();
-                    if let Some(approval) = approval {
-                        tool.denied = approval.verdict == ApprovalVerdict::Deny;
-                        span.set_attribute(KeyValue::new(
-                            "mecatl.tool.decision",
-                            wire_name(&approval.verdict),
-                        ));
-                        span.set_attribute(KeyValue::new("mecatl.tool.decided_by", wire_name(&approval.by)));
+                    if let Some(call) = &write.call
+                        && let Some(tool) = tool_span(&mut state, &write.session, call)
+                    {
+                        let span = tool.cx.span();
+                        if let Some(approval) = approval {
+                            tool.denied = approval.verdict == ApprovalVerdict::Deny;
+                            span.set_attribute(KeyValue::new(
+                                "mecatl.tool.decision",
+                                wire_name(&approval.verdict),
+                            ));
+                            span.set_attribute(KeyValue::new(
+                                "mecatl.tool.decided_by",
+                                wire_name(&approval.by),
+                            ));
+                        }
+                        span.set_attribute(KeyValue::new("mecatl.tool.queued_us", queued_micros as i64));
+                        span.set_attribute(KeyValue::new("mecatl.tool.took_us", took_micros as i64));
+                        tool.took = Some(Duration::from_micros(took_micros));
                     }
-                    span.set_attribute(KeyValue::new("mecatl.tool.queued_us", queued_micros as i64));
-                    span.set_attribute(KeyValue::new("mecatl.tool.took_us", took_micros as i64));
-                    tool.took = Some(Duration::from_micros(took_micros));
+                    self.store_write(&mut state, &write, wall_time(write.start));
                 }
                 Fact::StoreWrite(write) => self.store_write(&mut state, &write, wall_time(write.start)),
                 Fact::Measured { operation, took } => self.store_duration(operation, took),

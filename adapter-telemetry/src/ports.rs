@@ -1,8 +1,12 @@
-//! The port implementations through which the telemetry observes: an extra
-//! [`EventSink`], and decorators of the audit recorder, the event log and the session
-//! store that time each write and pass it on unchanged (the same result, the same
-//! error), so turning telemetry off changes nothing else. Each only takes the time
-//! and queues a [`Fact`] for the telemetry thread.
+//! The port implementations through which the telemetry observes: decorators of
+//! the audit recorder, the event log and the session store that time each write and
+//! pass it on unchanged (the same result, the same error), so turning telemetry off
+//! changes nothing else, and an [`EventSink`] for a host without an event log. Each
+//! only takes the time and queues a [`Fact`] for the telemetry thread.
+//!
+//! The engine appends every event to its log before it hands the event to its live
+//! sink, so the timed append is also where an event is observed: one fact per event
+//! carries both (its time is the append's end, when a sink would have seen it).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,42 +20,36 @@ use engine_ports::{
 use crate::facts::{Fact, StoreWrite};
 use crate::observer::Observer;
 
-/// The live sink: the facts of each event the observer uses, queued with the time
-/// it was seen.
+/// The live sink, for a host whose engines have no event log: the facts of each
+/// event the observer uses, queued with the time it was seen.
 pub(crate) struct TelemetrySink(pub(crate) Arc<Observer>);
 
 impl EventSink for TelemetrySink {
     fn emit(&self, session: &SessionId, event: &Event) {
-        if let Some(fact) = Fact::event(session, event, self.0.content()) {
+        if let Some(fact) = Fact::event(session, event, self.0.content(), Instant::now(), None) {
             self.0.observe(fact);
         }
     }
 }
 
-/// Times a write and reports it to the observer.
+/// Times a write and reports it to the observer (a span of its own).
 async fn timed<T, E: ToString>(
     observer: &Observer,
     session: &SessionId,
     operation: &'static str,
-    call: Option<&engine_ports::ToolCallId>,
-    span: bool,
     write: impl Future<Output = Result<T, E>>,
 ) -> Result<T, E> {
     let start = Instant::now();
     let outcome = write.await;
     let took = start.elapsed();
-    observer.observe(if span {
-        Fact::StoreWrite(StoreWrite {
-            session: session.clone(),
-            operation,
-            start,
-            took,
-            failed: outcome.as_ref().err().map(ToString::to_string),
-            call: call.cloned(),
-        })
-    } else {
-        Fact::Measured { operation, took }
-    });
+    observer.observe(Fact::StoreWrite(StoreWrite {
+        session: session.clone(),
+        operation,
+        start,
+        took,
+        failed: outcome.as_ref().err().map(ToString::to_string),
+        call: None,
+    }));
     outcome
 }
 
@@ -65,17 +63,12 @@ pub(crate) struct ObservedRecorder {
 #[async_trait]
 impl ToolCallRecorder for ObservedRecorder {
     async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
-        self.observer.observe(Fact::record(record));
-        let write = self.inner.record(record);
-        timed(
-            &self.observer,
-            &record.session_id,
-            "record",
-            Some(&record.call_id),
-            true,
-            write,
-        )
-        .await
+        let start = Instant::now();
+        let outcome = self.inner.record(record).await;
+        let took = start.elapsed();
+        let failed = outcome.as_ref().err().map(ToString::to_string);
+        self.observer.observe(Fact::record(record, start, took, failed));
+        outcome
     }
 
     async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
@@ -83,7 +76,8 @@ impl ToolCallRecorder for ObservedRecorder {
     }
 }
 
-/// The event log, timed (appends are measured, flushes are also spans).
+/// The event log, timed (appends are measured, flushes are also spans); each append
+/// is also its event's observation (see the module doc).
 pub(crate) struct ObservedEventLog {
     pub(crate) inner: Arc<dyn EventLog>,
     pub(crate) observer: Arc<Observer>,
@@ -92,15 +86,21 @@ pub(crate) struct ObservedEventLog {
 #[async_trait]
 impl EventLog for ObservedEventLog {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
-        timed(
-            &self.observer,
-            session,
-            "append",
-            None,
-            false,
-            self.inner.append(session, event),
-        )
-        .await
+        let start = Instant::now();
+        let outcome = self.inner.append(session, event).await;
+        let end = Instant::now();
+        let took = end.saturating_duration_since(start);
+        // An event the observer does not use is measured only.
+        self.observer.observe(
+            match Fact::event(session, event, self.observer.content(), end, Some(took)) {
+                Some(fact) => fact,
+                None => Fact::Measured {
+                    operation: "append",
+                    took,
+                },
+            },
+        );
+        outcome
     }
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
@@ -108,15 +108,7 @@ impl EventLog for ObservedEventLog {
     }
 
     async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
-        timed(
-            &self.observer,
-            session,
-            "flush",
-            None,
-            true,
-            self.inner.flush(session),
-        )
-        .await
+        timed(&self.observer, session, "flush", self.inner.flush(session)).await
     }
 }
 
@@ -133,8 +125,6 @@ impl SessionStore for ObservedSessionStore {
             &self.observer,
             &snapshot.id,
             "create",
-            None,
-            true,
             self.inner.create(snapshot),
         )
         .await
@@ -145,15 +135,7 @@ impl SessionStore for ObservedSessionStore {
     }
 
     async fn save(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
-        timed(
-            &self.observer,
-            &snapshot.id,
-            "save",
-            None,
-            true,
-            self.inner.save(snapshot),
-        )
-        .await
+        timed(&self.observer, &snapshot.id, "save", self.inner.save(snapshot)).await
     }
 
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError> {

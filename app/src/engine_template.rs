@@ -196,13 +196,16 @@ impl EngineTemplate {
     }
 
     /// Lets `telemetry` observe every engine (children included) through the same
-    /// ports: it is the live sink and times the store's writes; nothing else changes.
+    /// ports: it times the store's writes and observes the events as they are
+    /// appended (the live sink only where no event log is); nothing else changes.
     pub(crate) fn observe(&mut self, telemetry: &adapter_telemetry::Telemetry) {
         let deps = &mut self.deps;
         deps.store = deps.store.take().map(|store| telemetry.session_store(store));
-        deps.event_log = deps.event_log.take().map(|log| telemetry.event_log(log));
         deps.recorder = deps.recorder.take().map(|recorder| telemetry.recorder(recorder));
-        deps.sink = Some(telemetry.sink());
+        match deps.event_log.take() {
+            Some(log) => deps.event_log = Some(telemetry.event_log(log)),
+            None => deps.sink = Some(telemetry.sink()),
+        }
     }
 
     /// Sets the mode new sessions start in.

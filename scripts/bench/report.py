@@ -305,8 +305,12 @@ def dispatch(rep: Report) -> str:
     if paired:
         ratios = sorted(b / a for a, b in zip(paired["off_us"], paired["on_us"]))
         overhead = statistics.median(ratios) - 1
-        shown = (f"{overhead * 100:+.1f} % (median of {len(ratios)} paired blocks of "
-                 f"{paired['runs_per_block']:,} runs; pairs' quartiles {(pct(ratios, 0.25) - 1) * 100:+.1f} "
+        sizes = paired["runs_per_block"]
+        sizes = sizes if isinstance(sizes, list) else [sizes]
+        processes = paired.get("processes", 1)
+        shown = (f"{overhead * 100:+.1f} % (median of {len(ratios)} paired blocks in {processes} "
+                 f"process{'es' if processes > 1 else ''}, {min(sizes):,}–{max(sizes):,} runs a block; "
+                 f"pairs' quartiles {(pct(ratios, 0.25) - 1) * 100:+.1f} "
                  f"to {(pct(ratios, 0.75) - 1) * 100:+.1f} %; off {fmt_us(statistics.median(paired['off_us']))}"
                  f", on {fmt_us(statistics.median(paired['on_us']))} per run); {apart}")
     v = rep.judge("OpenTelemetry on (spans and metrics over OTLP/HTTP to a local receiver), whole mock turn; "

@@ -34,7 +34,8 @@ async fn the_prometheus_text_parses_and_counts_the_runs_calls() {
     let telemetry = Telemetry::start(metrics_only).unwrap().unwrap();
     assert!(!telemetry.exports_traces());
     let engine = observed_engine(&telemetry);
-    assert_eq!(stop(&run(&engine, "s-prom", "go").await), StopReason::EndTurn);
+    let events = run(&engine, "s-prom", "go").await;
+    assert_eq!(stop(&events), StopReason::EndTurn);
     let text = telemetry.prometheus_text().unwrap();
     let calls = |tool: &str, outcome: &str| {
         sample(
@@ -59,12 +60,16 @@ async fn the_prometheus_text_parses_and_counts_the_runs_calls() {
         1.0,
         "{text}"
     );
-    assert!(
+    // Every event's append is measured once, whether the observer uses the event
+    // or not.
+    assert_eq!(
         sample(
             &text,
             "mecatl_store_duration_seconds_count",
             &[("mecatl_store_operation", "append")]
-        ) > 0.0
+        ),
+        events.len() as f64,
+        "{text}"
     );
     assert_eq!(
         sample(
