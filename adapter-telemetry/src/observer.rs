@@ -20,7 +20,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, Tracer as _};
 use opentelemetry::{Context, KeyValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;
 
-use crate::facts::{Fact, Happened, Inbox, StoreWrite};
+use crate::facts::{Fact, Happened, Inbox, Names, StoreWrite};
 use crate::metrics::Instruments;
 use crate::queue::DropCounter;
 
@@ -41,6 +41,8 @@ pub(crate) struct Observer {
     pub(crate) content: bool,
     pub(crate) provider: Option<String>,
     pub(crate) families: Families,
+    /// The names facts share (see [`Names`]).
+    pub(crate) names: Names,
     inbox: Inbox,
     state: Mutex<State>,
 }
@@ -56,7 +58,7 @@ struct State {
 
 struct Run {
     cx: Context,
-    model: String,
+    model: Arc<str>,
     turn: Option<Turn>,
     /// A model request that ended, waiting for what came next to know why it ended.
     ended: Option<(Context, SystemTime)>,
@@ -94,6 +96,7 @@ impl Observer {
             content,
             provider,
             families: RwLock::default(),
+            names: Names::default(),
             inbox: Inbox::new(drops),
             state: Mutex::default(),
         }
@@ -558,9 +561,9 @@ impl Observer {
         }
     }
 
-    fn model_request_metrics(&self, model: &str, usage: &Usage, took: Duration) {
+    fn model_request_metrics(&self, model: &Arc<str>, usage: &Usage, took: Duration) {
         let operation = KeyValue::new("gen_ai.operation.name", "chat");
-        let model = KeyValue::new("gen_ai.request.model", model.to_owned());
+        let model = KeyValue::new("gen_ai.request.model", Arc::clone(model));
         self.instruments
             .model_duration
             .record(took.as_secs_f64(), &[operation.clone(), model.clone()]);
@@ -578,7 +581,7 @@ impl Observer {
 }
 
 impl Run {
-    fn new(cx: Context, model: String) -> Self {
+    fn new(cx: Context, model: Arc<str>) -> Self {
         Self {
             cx,
             model,
@@ -591,7 +594,7 @@ impl Run {
 
     /// A run whose spans are not exported: the metrics still need its model and
     /// the calls' outcomes.
-    fn metrics_only(model: String) -> Self {
+    fn metrics_only(model: Arc<str>) -> Self {
         Self::new(Context::new(), model)
     }
 }

@@ -26,7 +26,14 @@ pub(crate) struct TelemetrySink(pub(crate) Arc<Observer>);
 
 impl EventSink for TelemetrySink {
     fn emit(&self, session: &SessionId, event: &Event) {
-        if let Some(fact) = Fact::event(session, event, self.0.content(), Instant::now(), None) {
+        if let Some(fact) = Fact::event(
+            session,
+            event,
+            self.0.content(),
+            &self.0.names,
+            Instant::now(),
+            None,
+        ) {
             self.0.observe(fact);
         }
     }
@@ -92,7 +99,14 @@ impl EventLog for ObservedEventLog {
         let took = end.saturating_duration_since(start);
         // An event the observer does not use is measured only.
         self.observer.observe(
-            match Fact::event(session, event, self.observer.content(), end, Some(took)) {
+            match Fact::event(
+                session,
+                event,
+                self.observer.content(),
+                &self.observer.names,
+                end,
+                Some(took),
+            ) {
                 Some(fact) => fact,
                 None => Fact::Measured {
                     operation: "append",
