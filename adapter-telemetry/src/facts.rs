@@ -423,7 +423,10 @@ mod tests {
     fn a_name_is_shared_by_every_fact_and_names_past_the_cap_are_copied() {
         let names = Names::default();
         let first = names.get("Read");
-        assert!(Arc::ptr_eq(&first, &names.get("Read")), "the name was copied again");
+        assert!(
+            Arc::ptr_eq(&first, &names.get("Read")),
+            "the name was copied again"
+        );
         for i in 1..NAMES_CAP {
             names.get(&format!("tool{i}"));
         }

@@ -295,7 +295,11 @@ async fn listen(peer: Peer<RoleClient>, flags: Arc<DirtyFlags>, server: Arc<str>
 ///   fallback `initialize` was sent, and the server then answered the probe after
 ///   all, which does not match `initialize`: a late result (or a refusal of
 ///   `initialize` naming its revisions) means it speaks 2026-07-28, so
-///   `server/discover` alone; a late error means it does not, so `initialize` alone.
+///   `server/discover` alone; a late error means it does not, so `initialize` alone;
+/// - the server answered `server/discover` with the revisions it speaks, none of
+///   them 2026-07-28 but some with `initialize` (it knows the method but keeps the
+///   handshake, as `mecated mcp serve` does): rmcp gives up there, so `initialize`
+///   alone.
 fn retry_mode(error: &ClientInitializeError) -> Option<ClientLifecycleMode> {
     match error {
         ClientInitializeError::ExpectedInitResult(_)
@@ -305,6 +309,11 @@ fn retry_mode(error: &ClientInitializeError) -> Option<ClientLifecycleMode> {
             if error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION =>
         {
             Some(discover_only())
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion { server_supported, .. }
+            if server_supported.iter().any(ProtocolVersion::has_initialize) =>
+        {
+            Some(ClientLifecycleMode::Initialize)
         }
         _ => None,
     }

@@ -135,6 +135,30 @@ async fn the_python_sdk_over_stdio_negotiates_2026_07_28_and_its_questions_reach
 }
 
 #[tokio::test]
+async fn a_server_that_discovers_only_older_revisions_is_initialized_at_2025_11_25() {
+    let state = FakeState::new();
+    state.discovers_older_only.store(true, Ordering::SeqCst);
+    let server = FixtureServer::start(state).await;
+    let manager = connect_all(vec![http_config("fake", &server.url())]).await;
+    assert_eq!(manager.servers()[0].protocol, "2025-11-25");
+    let catalog = catalog_of(&manager).await;
+    assert_eq!(
+        run(&catalog, "mcp__fake__echo", r#"{"text":"hi"}"#)
+            .await
+            .content(),
+        "echo:hi"
+    );
+    let methods = server.faults.methods();
+    assert_eq!(
+        methods.first().map(String::as_str),
+        Some("server/discover"),
+        "{methods:?}"
+    );
+    assert!(server.faults.saw("initialize"), "{methods:?}");
+    manager.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn an_rmcp_server_offering_2026_07_28_is_called_without_initialize_or_a_session() {
     let capture = Capture::start();
     let state = FakeState::new();

@@ -10,7 +10,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
     DiscoverResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     InitializeResult, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
@@ -81,6 +81,10 @@ pub struct FakeState {
     /// get a session): the session-loss, close and connect-deadline tests are about
     /// sessions, which 2026-07-28 no longer has.
     pub modern: AtomicBool,
+    /// Whether it answers `server/discover` with the revisions before 2026-07-28
+    /// only, as a server that knows the method but keeps `initialize` does
+    /// (`mecated mcp serve` is one).
+    pub discovers_older_only: AtomicBool,
 }
 
 impl FakeState {
@@ -166,6 +170,12 @@ impl Fake {
 
 impl ServerHandler for Fake {
     async fn discover(&self, _context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        if self.0.discovers_older_only.load(Ordering::SeqCst) {
+            return Ok(DiscoverResult::from_server_info(
+                ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25).to_vec(),
+                self.get_info(),
+            ));
+        }
         if !self.0.modern.load(Ordering::SeqCst) {
             return Err(ErrorData::method_not_found::<DiscoverRequestMethod>());
         }
