@@ -389,6 +389,54 @@ per_client!(
 );
 
 #[tokio::test]
+async fn another_mecated_mounts_the_gateway_and_calls_through_it() {
+    let setup = Setup::new().await;
+    let gateway = HttpServe::start(
+        setup.scratch.dir.path(),
+        &setup.serve_args(&["--approve", "all"]),
+        &[],
+    )
+    .await;
+    let client = Scratch::new();
+    let server = format!("gw={}", gateway.url);
+    let script = r#"{"turns": [
+      {"tool_calls": [{"id": "c1", "name": "mcp__gw__mcp__up__echo", "args": {"text": "through"}}]},
+      {"text": "done"}
+    ]}"#;
+    let out = crate::support::mecated_run(
+        &client,
+        script,
+        &[
+            "--mcp-server",
+            &server,
+            "--approve",
+            "all",
+            "--output",
+            "jsonl",
+            "go",
+        ],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{out:?}");
+    let results: Vec<Value> = crate::support::json_lines(&out.stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "tool.result")
+        .collect();
+    assert_eq!(results.len(), 1, "{out:?}");
+    assert_eq!(results[0]["is_error"], false, "{out:?}");
+    assert!(
+        results[0]["content"].to_string().contains("echo:through"),
+        "{out:?}"
+    );
+    // The gateway audited the call it served.
+    assert!(
+        setup.audit().iter().any(|r| r["tool"] == "mcp__up__echo"),
+        "{:?}",
+        setup.audit()
+    );
+}
+
+#[tokio::test]
 async fn http_with_a_token_refuses_requests_without_it_and_audits_its_fingerprint() {
     let test = "http_with_a_token_refuses_requests_without_it_and_audits_its_fingerprint";
     let setup = Setup::new().await;
