@@ -9,7 +9,7 @@
 //! carries both (its time is the append's end, when a sink would have seen it).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use engine_ports::{
@@ -39,25 +39,35 @@ impl EventSink for TelemetrySink {
     }
 }
 
-/// Times a write and reports it to the observer (a span of its own).
+/// Times `write` and queues the fact `fact` makes of it: from when it started, how
+/// long it took, and its error as text when it failed.
 async fn timed<T, E: ToString>(
     observer: &Observer,
-    session: &SessionId,
-    operation: &'static str,
     write: impl Future<Output = Result<T, E>>,
+    fact: impl FnOnce(Instant, Duration, Option<String>) -> Fact,
 ) -> Result<T, E> {
     let start = Instant::now();
     let outcome = write.await;
     let took = start.elapsed();
-    observer.observe(Fact::StoreWrite(StoreWrite {
-        session: session.clone(),
-        operation,
-        start,
-        took,
-        failed: outcome.as_ref().err().map(ToString::to_string),
-        call: None,
-    }));
+    observer.observe(fact(start, took, outcome.as_ref().err().map(ToString::to_string)));
     outcome
+}
+
+/// The fact of a store write that is a span of its own.
+fn store_span(
+    session: &SessionId,
+    operation: &'static str,
+) -> impl FnOnce(Instant, Duration, Option<String>) -> Fact {
+    move |start, took, failed| {
+        Fact::StoreWrite(StoreWrite {
+            session: session.clone(),
+            operation,
+            start,
+            took,
+            failed,
+            call: None,
+        })
+    }
 }
 
 /// The audit recorder, timed; each record also gives its call's span who decided,
@@ -70,12 +80,12 @@ pub(crate) struct ObservedRecorder {
 #[async_trait]
 impl ToolCallRecorder for ObservedRecorder {
     async fn record(&self, record: &ToolCallRecord) -> Result<(), RecorderError> {
-        let start = Instant::now();
-        let outcome = self.inner.record(record).await;
-        let took = start.elapsed();
-        let failed = outcome.as_ref().err().map(ToString::to_string);
-        self.observer.observe(Fact::record(record, start, took, failed));
-        outcome
+        timed(
+            &self.observer,
+            self.inner.record(record),
+            |start, took, failed| Fact::record(record, start, took, failed),
+        )
+        .await
     }
 
     async fn flush(&self, session: &SessionId) -> Result<(), RecorderError> {
@@ -93,28 +103,24 @@ pub(crate) struct ObservedEventLog {
 #[async_trait]
 impl EventLog for ObservedEventLog {
     async fn append(&self, session: &SessionId, event: &Event) -> Result<(), StoreError> {
-        let start = Instant::now();
-        let outcome = self.inner.append(session, event).await;
-        let end = Instant::now();
-        let took = end.saturating_duration_since(start);
-        // An event the observer does not use is measured only.
-        self.observer.observe(
-            match Fact::event(
+        let observer = &self.observer;
+        timed(observer, self.inner.append(session, event), |start, took, _| {
+            let end = start + took;
+            Fact::event(
                 session,
                 event,
-                self.observer.content(),
-                &self.observer.names,
+                observer.content(),
+                &observer.names,
                 end,
                 Some(took),
-            ) {
-                Some(fact) => fact,
-                None => Fact::Measured {
-                    operation: "append",
-                    took,
-                },
-            },
-        );
-        outcome
+            )
+            // An event the observer does not use is measured only.
+            .unwrap_or(Fact::Measured {
+                operation: "append",
+                took,
+            })
+        })
+        .await
     }
 
     async fn read(&self, session: &SessionId) -> Result<Vec<Event>, StoreError> {
@@ -122,7 +128,12 @@ impl EventLog for ObservedEventLog {
     }
 
     async fn flush(&self, session: &SessionId) -> Result<(), StoreError> {
-        timed(&self.observer, session, "flush", self.inner.flush(session)).await
+        timed(
+            &self.observer,
+            self.inner.flush(session),
+            store_span(session, "flush"),
+        )
+        .await
     }
 }
 
@@ -137,9 +148,8 @@ impl SessionStore for ObservedSessionStore {
     async fn create(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
         timed(
             &self.observer,
-            &snapshot.id,
-            "create",
             self.inner.create(snapshot),
+            store_span(&snapshot.id, "create"),
         )
         .await
     }
@@ -149,7 +159,12 @@ impl SessionStore for ObservedSessionStore {
     }
 
     async fn save(&self, snapshot: &SessionSnapshot) -> Result<(), StoreError> {
-        timed(&self.observer, &snapshot.id, "save", self.inner.save(snapshot)).await
+        timed(
+            &self.observer,
+            self.inner.save(snapshot),
+            store_span(&snapshot.id, "save"),
+        )
+        .await
     }
 
     async fn list(&self) -> Result<Vec<SessionListing>, StoreError> {
